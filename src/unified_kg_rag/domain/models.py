@@ -1,0 +1,411 @@
+"""Domain models: documents, text units, graph items, search hits, answers and their sources.
+
+Pure pydantic v2 models with no I/O. Ids are content-derived (see `domain.identity`), so the
+same input gets the same ids in any process. Lineage (`text_unit_ids`) is the core data:
+provenance, deletion and incremental updates follow it (DESIGN.md §4).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Collection",
+    "Community",
+    "CommunityReport",
+    "Completion",
+    "DocRecord",
+    "DocStatus",
+    "Document",
+    "DocumentDelta",
+    "Entity",
+    "IndexInfo",
+    "IndexRecord",
+    "Message",
+    "MetadataValue",
+    "ParsedDocument",
+    "RAGOutput",
+    "Relationship",
+    "SearchHit",
+    "SearchMode",
+    "Source",
+    "Subgraph",
+    "TextUnit",
+    "TokenUsage",
+]
+
+MetadataValue = str | int | float | bool | None
+"""A metadata or filter value: a JSON scalar."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Document(_Model):
+    """A parsed input document.
+
+    Attributes:
+        id: ``sha256(source_scope + NUL + relative_path)``; stable while the file stays put.
+        path: path relative to the indexed root, POSIX separators.
+        title: display title (first heading, HTML ``<title>``, or the file stem).
+        text: the extracted plain text (NFC not applied: offsets refer to this exact string).
+        content_hash: SHA-256 of the file's bytes.
+        metadata: JSON-scalar metadata (``source_scope``, ``extension``, ``bytes``, parser fields).
+    """
+
+    id: str
+    path: str
+    title: str
+    text: str
+    content_hash: str
+    metadata: dict[str, MetadataValue] = Field(default_factory=dict)
+
+
+class ParsedDocument(_Model):
+    """What a parser extracts from one file, before ids are assigned.
+
+    Attributes:
+        title: the document's own title (first heading, HTML ``<title>``, PDF metadata), or
+            empty when it has none (the loader then uses the file stem).
+        text: the plain text, in reading order.
+        metadata: JSON-scalar fields the parser found (``encoding``, ``pages``, ``author`` ...).
+    """
+
+    title: str = ""
+    text: str
+    metadata: dict[str, MetadataValue] = Field(default_factory=dict)
+
+
+class TextUnit(_Model):
+    """A chunk of one document: the unit of retrieval, extraction and provenance.
+
+    Attributes:
+        id: ``sha256(document_id + NUL + start_char + NUL + text)``.
+        document_id: the `Document.id` it came from.
+        text: exactly ``document.text[start_char:end_char]``.
+        n_tokens: length in the chunking tokenizer's tokens.
+        start_char: offset of the first character in the document text (code points).
+        end_char: offset one past the last character.
+        metadata: JSON-scalar metadata inherited from the document plus ``chunk_index``.
+    """
+
+    id: str
+    document_id: str
+    text: str
+    n_tokens: int
+    start_char: int
+    end_char: int
+    metadata: dict[str, MetadataValue] = Field(default_factory=dict)
+
+
+class Entity(_Model):
+    """A graph node stated by one or more text units.
+
+    Attributes:
+        id: ``sha256("entity:" + entity_key(name))``.
+        name: the display form the source used.
+        type: entity type label (``PERSON``, ``ORGANIZATION``, ``CONCEPT`` ...).
+        description: merged description.
+        text_unit_ids: lineage: the text units that state this entity, sorted.
+        rank: degree over document-backed edges.
+        confidence: 1-10 extraction confidence, when known.
+    """
+
+    id: str
+    name: str
+    type: str = ""
+    description: str = ""
+    text_unit_ids: tuple[str, ...] = ()
+    rank: int = 0
+    confidence: float | None = None
+
+
+class Relationship(_Model):
+    """A directed, typed graph edge.
+
+    Attributes:
+        id: hash of both endpoint keys and the type.
+        source_id: `Entity.id` of the source.
+        target_id: `Entity.id` of the target.
+        type: relationship type label.
+        description: merged description.
+        weight: sum of per-unit strengths.
+        text_unit_ids: lineage, sorted.
+    """
+
+    id: str
+    source_id: str
+    target_id: str
+    type: str = ""
+    description: str = ""
+    weight: float = 1.0
+    text_unit_ids: tuple[str, ...] = ()
+
+
+class Subgraph(_Model):
+    """Entities and the relationships among them, as a k-hop expansion returns them."""
+
+    entities: tuple[Entity, ...] = ()
+    relationships: tuple[Relationship, ...] = ()
+
+
+class Community(_Model):
+    """A community of the hierarchical Leiden partition.
+
+    Attributes:
+        id: derived from ``level`` and the sorted member ids.
+        level: 0 is the finest partition.
+        member_ids: entity ids, sorted.
+        parent_id: the enclosing community at ``level + 1``, if any.
+        children_ids: communities at ``level - 1`` inside this one.
+    """
+
+    id: str
+    level: int
+    member_ids: tuple[str, ...]
+    parent_id: str | None = None
+    children_ids: tuple[str, ...] = ()
+
+
+class CommunityReport(_Model):
+    """The LLM-written report of one community (GraphRAG)."""
+
+    community_id: str
+    title: str
+    summary: str
+    rating: float = 0.0
+    findings: tuple[str, ...] = ()
+    full_content: str = ""
+    rank: float = 0.0
+    text_unit_ids: tuple[str, ...] = ()
+
+
+class Collection(StrEnum):
+    """A search-index collection (one per kind of searchable item)."""
+
+    TEXT_UNITS = "text_units"
+    ENTITIES = "entities"
+    RELATIONSHIPS = "relationships"
+    REPORTS = "reports"
+    CLAIMS = "claims"
+    SUMMARY_NODES = "summary_nodes"
+    CONCEPTS = "concepts"
+
+
+class SearchMode(StrEnum):
+    """How a `SearchIndex` ranks: BM25 only, vector kNN only, or both fused by weighted RRF."""
+
+    LEXICAL = "lexical"
+    VECTOR = "vector"
+    HYBRID = "hybrid"
+
+
+class IndexRecord(_Model):
+    """One searchable item as stored: its id, text and filterable fields (vector kept apart).
+
+    Attributes:
+        id: the item id (a `TextUnit.id`, `Entity.id` ...).
+        text: the text searched lexically and returned to callers.
+        fields: JSON-scalar fields usable in filters (``document_id``, ``path`` ...).
+    """
+
+    id: str
+    text: str
+    fields: dict[str, MetadataValue] = Field(default_factory=dict)
+
+
+class SearchHit(_Model):
+    """One ranked search result.
+
+    Attributes:
+        id: the item id.
+        score: higher is better; its scale depends on ``mode`` (cosine, negated BM25, RRF sum).
+        text: the stored text.
+        fields: the stored fields.
+        lexical_rank: 1-based rank in the BM25 list, if the item was in it.
+        vector_rank: 1-based rank in the kNN list, if the item was in it.
+    """
+
+    id: str
+    score: float
+    text: str = ""
+    fields: dict[str, MetadataValue] = Field(default_factory=dict)
+    lexical_rank: int | None = None
+    vector_rank: int | None = None
+
+
+class DocStatus(StrEnum):
+    """Where a document stands in the doc registry."""
+
+    PROCESSED = "processed"
+    FAILED = "failed"
+    PENDING = "pending"
+
+
+class DocRecord(_Model):
+    """The doc registry's record of one document in one index.
+
+    Attributes:
+        document_id: `Document.id`.
+        path: relative path.
+        source_scope: the root the path is relative to.
+        content_hash: SHA-256 of the bytes last indexed (or last attempted, when failed).
+        status: processed, failed or pending.
+        text_unit_ids: the text units this document produced, in order.
+        error: the one-line reason of the last failure.
+        updated_at: UNIX time (seconds) of the last change.
+    """
+
+    document_id: str
+    path: str
+    source_scope: str
+    content_hash: str
+    status: DocStatus
+    text_unit_ids: tuple[str, ...] = ()
+    error: str | None = None
+    updated_at: float = 0.0
+
+
+class DocumentDelta(_Model):
+    """A corpus diffed against the registry by content hash (document ids in each set)."""
+
+    new: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
+    failed_before: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+
+
+class IndexInfo(_Model):
+    """What one index (namespace) holds.
+
+    Attributes:
+        name: the index name.
+        methodologies: the methodologies whose artefacts it holds (``naive`` text search is
+            always available when it holds text units).
+        embedding_model: the model id its vectors were made with, if any.
+        embedding_dimension: the vector dimension, if any.
+        counts: number of stored items per collection or table.
+        documents: documents per status.
+    """
+
+    name: str
+    methodologies: tuple[str, ...] = ()
+    embedding_model: str | None = None
+    embedding_dimension: int | None = None
+    counts: dict[str, int] = Field(default_factory=dict)
+    documents: dict[str, int] = Field(default_factory=dict)
+
+
+class Message(_Model):
+    """One chat message sent to a `ChatModel`."""
+
+    role: str
+    content: str
+
+
+class TokenUsage(BaseModel):
+    """Model usage within a scope: calls, tokens, cache hits and time spent.
+
+    Attributes:
+        calls: model calls made (cache hits excluded).
+        cache_hits: calls answered from the response cache.
+        input_tokens: prompt tokens reported by the provider (estimated when it reports none).
+        output_tokens: completion tokens.
+        embedded_texts: texts sent to the embedding model.
+        latency_s: wall time spent waiting on models, seconds.
+    """
+
+    calls: int = 0
+    cache_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    embedded_texts: int = 0
+    latency_s: float = 0.0
+
+    def add(self, other: TokenUsage) -> None:
+        """Add ``other``'s counts to this one, in place."""
+        self.calls += other.calls
+        self.cache_hits += other.cache_hits
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.embedded_texts += other.embedded_texts
+        self.latency_s += other.latency_s
+
+
+class Completion(_Model):
+    """A chat model's reply.
+
+    Attributes:
+        text: the reply with reasoning blocks removed.
+        finish_reason: ``stop``, ``length`` ... as the provider reported it.
+        input_tokens: prompt tokens, when reported.
+        output_tokens: completion tokens, when reported.
+        cached: True when served from the response cache.
+    """
+
+    text: str
+    finish_reason: str = "stop"
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached: bool = False
+
+
+class Source(_Model):
+    """One section the answer model saw, with its provenance.
+
+    Attributes:
+        n: 1-based citation number as shown in the context (``[n]``).
+        kind: ``text_unit`` (later also ``entity``, ``relationship``, ``report`` ...).
+        id: the item id.
+        text: exactly the text placed in the context (truncated text included).
+        document_id: the document it came from.
+        path: the document's relative path.
+        title: the document's title.
+        text_unit_ids: the text units the section rests on.
+        start_char: offset of ``text`` in the document, when it is a text unit.
+        end_char: end offset in the document.
+        score: the fused retrieval score.
+        truncated: True when the budget cut the section short.
+    """
+
+    n: int
+    kind: str
+    id: str
+    text: str
+    document_id: str | None = None
+    path: str | None = None
+    title: str | None = None
+    text_unit_ids: tuple[str, ...] = ()
+    start_char: int | None = None
+    end_char: int | None = None
+    score: float = 0.0
+    truncated: bool = False
+
+
+class RAGOutput(_Model):
+    """An answer with exactly the sources the answer step saw.
+
+    Attributes:
+        question: the question as asked.
+        answer: the answer text, citing sources as ``[n]``.
+        answer_kind: ``generative`` (an LLM wrote it), ``extractive`` (selected sentences) or
+            ``cannot_answer`` (no context).
+        strategy: the strategy that retrieved the context.
+        index: the index queried.
+        sources: the sections in the context, in citation order.
+        usage: model usage of this query.
+        timings_ms: wall time per step (``retrieve``, ``answer``, ``total``), milliseconds.
+    """
+
+    question: str
+    answer: str
+    answer_kind: str
+    strategy: str
+    index: str
+    sources: tuple[Source, ...] = ()
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    timings_ms: dict[str, float] = Field(default_factory=dict)

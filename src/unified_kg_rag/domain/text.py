@@ -1,0 +1,93 @@
+"""Script-aware text analysis: lexical terms for BM25, sentence and paragraph boundaries.
+
+Lexical terms: words of alphabetic scripts are casefolded whole; runs of Han, Kana and Hangul,
+which are written without spaces between words, become overlapping character bigrams (the
+scheme of Lucene's CJKAnalyzer), so "東京都" is found by "東京" and a Korean word with its
+particle attached ("서울에서") by its stem ("서울"). The same analysis runs on stored text and on
+queries, so any store that indexes whitespace-separated terms gets CJK search.
+
+Sentence boundaries serve chunking (prefer to cut there) and extractive answers.
+"""
+
+from __future__ import annotations
+
+import regex
+
+__all__ = [
+    "lexical_terms",
+    "lexical_text",
+    "paragraph_breaks",
+    "sentence_spans",
+]
+
+_CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}ー々〆"
+_WORD_CHAR = r"[\p{L}\p{M}\p{N}]"
+_TOKEN = regex.compile(
+    rf"(?P<cjk>[{_CJK}]+)"
+    rf"|(?P<word>{_WORD_CHAR}(?:{_WORD_CHAR}|['’.](?=[\p{{L}}\p{{N}}]))*)"
+)
+_PARA = regex.compile(r"\n[ \t\r\f\v]*\n\s*")
+# A sentence ends at . ! ? (or their CJK forms) plus closing quotes/brackets, followed by
+# whitespace or the end; CJK full stops need no following space.
+_SENT_END = regex.compile(
+    r"""(?:(?<!\b(?:Mr|Mrs|Ms|Dr|Prof|St|Mt|Jr|Sr|vs|cf|Fig|Vol|No|e\.g|i\.e))"""
+    r"""(?<=[^\s.]{2}|[\p{N}\p{Ll}][\)\]"'”’]?)[.!?…]+[\)\]"'”’»]*(?=\s|$)"""
+    r"""|[。！？]+[」』）"”’]*"""
+    r"""|\n[ \t]*\n)"""
+)
+
+
+def lexical_terms(text: str) -> list[str]:
+    """Return the lexical terms of ``text`` in order (duplicates kept).
+
+    Words are casefolded (apostrophes and inner dots kept: "o'neil", "u.s"); CJK runs give
+    overlapping bigrams (a one-character run gives itself).
+    """
+    terms: list[str] = []
+    for m in _TOKEN.finditer(text):
+        run = m.group("cjk")
+        if run is not None:
+            if len(run) == 1:
+                terms.append(run)
+            else:
+                terms.extend(run[i : i + 2] for i in range(len(run) - 1))
+        else:
+            terms.append(m.group("word").casefold())
+    return terms
+
+
+def lexical_text(text: str) -> str:
+    """Return ``text`` as whitespace-separated lexical terms, for a store's full-text column."""
+    return " ".join(lexical_terms(text))
+
+
+def paragraph_breaks(text: str) -> list[int]:
+    """Return the offsets where paragraphs start (after a blank line), ascending."""
+    return [m.end() for m in _PARA.finditer(text)]
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Split ``text`` into sentence spans ``(start, end)`` with surrounding whitespace trimmed.
+
+    A rule-based splitter for boundaries, not linguistics: it cuts after ., !, ?, … followed by
+    whitespace (not after a single capital such as the "J." of "J. Smith"), after 。！？, and at
+    blank lines; common abbreviations (Mr., Dr., e.g.) do not end a sentence. Spans cover the
+    text in order and never overlap; blank text gives ``[]``.
+    """
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for m in _SENT_END.finditer(text):
+        end = m.end()
+        _append_trimmed(text, start, end, spans)
+        start = end
+    _append_trimmed(text, start, len(text), spans)
+    return spans
+
+
+def _append_trimmed(text: str, start: int, end: int, out: list[tuple[int, int]]) -> None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end > start:
+        out.append((start, end))

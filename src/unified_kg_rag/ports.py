@@ -1,0 +1,458 @@
+"""Ports: the interfaces the application uses and the adapters implement (DESIGN.md §5).
+
+Each port is a small `typing.Protocol` written in domain models; adapters need not inherit,
+mypy checks the match. Store ports are bound to one index (namespace) when they are opened by
+a `StoreBackend`. Every store port has one conformance suite (``tests/conformance/``) that
+runs against every backend.
+
+Errors: store methods raise `StoreError` subclasses (never return "no results" for a failure);
+model methods raise `ModelError` subclasses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from unified_kg_rag.domain.models import (
+    Collection,
+    Community,
+    CommunityReport,
+    Completion,
+    DocRecord,
+    DocumentDelta,
+    Entity,
+    IndexRecord,
+    Message,
+    MetadataValue,
+    ParsedDocument,
+    Relationship,
+    SearchHit,
+    SearchMode,
+    Subgraph,
+)
+
+__all__ = [
+    "ChatModel",
+    "DocRegistry",
+    "DocumentParser",
+    "Embedder",
+    "Filters",
+    "GraphStore",
+    "IndexStores",
+    "ProgressReporter",
+    "RecordStore",
+    "Reranker",
+    "SearchIndex",
+    "StoreBackend",
+    "TokenCounter",
+]
+
+Filters = Mapping[str, MetadataValue | Sequence[MetadataValue]]
+"""Equality filters on stored fields; a sequence value means "any of these"."""
+
+
+# --------------------------------------------------------------------------- models
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into L2-normalised float32 vectors."""
+
+    @property
+    def model_id(self) -> str:
+        """A stable identifier of the model (provider, name and weights hash or version)."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """The vector dimension ``d``."""
+        ...
+
+    async def embed_documents(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Embed passages.
+
+        Args:
+            texts: ``n`` strings (may be empty strings).
+
+        Returns:
+            ``ndarray[n, d] float32``, each row L2-normalised (a zero row for empty text).
+
+        Raises:
+            EmbeddingModelError: the model failed.
+        """
+        ...
+
+    async def embed_query(self, text: str) -> NDArray[np.float32]:
+        """Embed a query (asymmetric models add their query prefix here).
+
+        Returns:
+            ``ndarray[d] float32``, L2-normalised.
+        """
+        ...
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat language model."""
+
+    @property
+    def model_id(self) -> str:
+        """Provider and model name, e.g. ``openai:gpt-4o-mini``."""
+        ...
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+        json_schema: Mapping[str, object] | None = None,
+    ) -> Completion:
+        """Return the model's reply to ``messages``.
+
+        Args:
+            messages: the conversation, oldest first.
+            max_tokens: longest reply in tokens (provider default when None).
+            temperature: sampling temperature (provider default when None).
+            stop: stop sequences.
+            json_schema: a JSON schema the reply must follow, for providers that support it.
+
+        Raises:
+            ModelError: the call failed; ``transient`` says whether a retry may succeed.
+        """
+        ...
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> AsyncIterator[str]:
+        """Yield the reply as text deltas, in order."""
+        ...
+
+
+class Reranker(Protocol):
+    """Scores (query, passage) pairs; higher is more relevant."""
+
+    async def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Return one relevance score per text, in input order."""
+        ...
+
+
+class TokenCounter(Protocol):
+    """Counts and cuts text in some tokenizer's tokens."""
+
+    def count(self, text: str) -> int:
+        """Return the number of tokens in ``text``."""
+        ...
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """Return the longest prefix of ``text`` with at most ``max_tokens`` tokens.
+
+        The cut never falls inside a character or a grapheme cluster.
+        """
+        ...
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        """Return the ``(start, end)`` character offsets of each token of ``text``, in order."""
+        ...
+
+
+class DocumentParser(Protocol):
+    """Turns one file's bytes into text. Registered per file extension."""
+
+    def parse(self, data: bytes, *, path: str) -> ParsedDocument:
+        """Parse ``data``, the bytes of the file at ``path`` (used in messages only).
+
+        Raises:
+            InputError: the bytes cannot be parsed (binary, corrupt, empty of text); the
+                message names ``path`` and the reason in one line.
+        """
+        ...
+
+
+# --------------------------------------------------------------------------- stores
+
+
+class SearchIndex(Protocol):
+    """Lexical (BM25), vector and hybrid search over the collections of one index."""
+
+    async def bind_embedding(self, model_id: str, dimension: int) -> None:
+        """Record the embedding model of this index, or check it matches the recorded one.
+
+        Raises:
+            EmbeddingModelError: the index holds vectors of another model or dimension.
+        """
+        ...
+
+    async def embedding(self) -> tuple[str, int] | None:
+        """Return the ``(model_id, dimension)`` recorded for this index, if any."""
+        ...
+
+    async def upsert(
+        self,
+        collection: Collection,
+        records: Sequence[IndexRecord],
+        vectors: NDArray[np.float32] | None = None,
+    ) -> None:
+        """Insert or replace records (and their vectors, ``ndarray[n, d] float32``).
+
+        Raises:
+            ValueError: ``vectors`` has a row count other than ``len(records)``.
+            EmbeddingModelError: the dimension differs from the bound one.
+        """
+        ...
+
+    async def delete(self, collection: Collection, ids: Sequence[str]) -> int:
+        """Delete records by id; return how many existed."""
+        ...
+
+    async def get(self, collection: Collection, ids: Sequence[str]) -> list[IndexRecord]:
+        """Return the stored records with these ids, in the order of ``ids`` (missing skipped)."""
+        ...
+
+    async def existing_ids(self, collection: Collection, ids: Sequence[str]) -> set[str]:
+        """Return the subset of ``ids`` stored with a vector."""
+        ...
+
+    async def search(
+        self,
+        collection: Collection,
+        *,
+        query_text: str | None = None,
+        query_vector: NDArray[np.float32] | None = None,
+        mode: SearchMode = SearchMode.HYBRID,
+        filters: Filters | None = None,
+        k: int = 10,
+        candidate_k: int | None = None,
+        lexical_weight: float = 1.0,
+        vector_weight: float = 1.0,
+        rrf_k: int = 60,
+    ) -> list[SearchHit]:
+        """Return the best ``k`` records.
+
+        Args:
+            collection: what to search.
+            query_text: the text for BM25 (required for lexical and hybrid).
+            query_vector: ``ndarray[d] float32`` (required for vector and hybrid).
+            mode: lexical, vector, or both fused by weighted RRF.
+            filters: equality filters on stored fields.
+            k: number of hits returned.
+            candidate_k: hits each list contributes to fusion (default ``max(k, 50)``).
+            lexical_weight: RRF weight of the BM25 list.
+            vector_weight: RRF weight of the vector list.
+            rrf_k: RRF constant.
+
+        Raises:
+            ValueError: the mode's required query input is missing.
+        """
+        ...
+
+    async def count(self, collection: Collection) -> int:
+        """Return the number of records in ``collection``."""
+        ...
+
+
+class GraphStore(Protocol):
+    """Entities, relationships, communities and reports of one index."""
+
+    async def upsert_entities(self, entities: Sequence[Entity]) -> None:
+        """Insert or replace entities by id."""
+        ...
+
+    async def upsert_relationships(self, relationships: Sequence[Relationship]) -> None:
+        """Insert or replace relationships by id (endpoints need not exist yet)."""
+        ...
+
+    async def delete_entities(self, ids: Sequence[str]) -> int:
+        """Delete entities and every relationship touching them; return entities deleted."""
+        ...
+
+    async def delete_relationships(self, ids: Sequence[str]) -> int:
+        """Delete relationships by id; return how many existed."""
+        ...
+
+    async def get_entities(self, ids: Sequence[str]) -> list[Entity]:
+        """Return the stored entities with these ids, in the order of ``ids``."""
+        ...
+
+    async def get_relationships(self, ids: Sequence[str]) -> list[Relationship]:
+        """Return the stored relationships with these ids, in the order of ``ids``."""
+        ...
+
+    async def neighbourhood(
+        self, seed_ids: Sequence[str], *, hops: int, max_entities: int
+    ) -> Subgraph:
+        """Return the entities within ``hops`` edges of the seeds (either direction).
+
+        Breadth-first; seeds first, then nearer before farther, ties by higher relationship
+        weight then id; stops adding entities at ``max_entities``. Relationships returned are
+        those among the returned entities.
+        """
+        ...
+
+    async def edges_within(self, entity_ids: Sequence[str]) -> list[Relationship]:
+        """Return every relationship whose both endpoints are in ``entity_ids``."""
+        ...
+
+    async def citing(self, text_unit_ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Return ``(entity_ids, relationship_ids)`` whose lineage cites any of these units."""
+        ...
+
+    async def upsert_communities(self, communities: Sequence[Community]) -> None:
+        """Insert or replace communities by id."""
+        ...
+
+    async def get_communities(self, level: int | None = None) -> list[Community]:
+        """Return communities (of one level when given), ordered by level then id."""
+        ...
+
+    async def delete_communities(self, ids: Sequence[str]) -> int:
+        """Delete communities (and their reports) by id; return how many existed."""
+        ...
+
+    async def upsert_reports(self, reports: Sequence[CommunityReport]) -> None:
+        """Insert or replace community reports by community id."""
+        ...
+
+    async def get_reports(self, community_ids: Sequence[str]) -> list[CommunityReport]:
+        """Return the reports of these communities, in the order of ``community_ids``."""
+        ...
+
+    async def counts(self) -> dict[str, int]:
+        """Return item counts: ``entities``, ``relationships``, ``communities``, ``reports``."""
+        ...
+
+
+class DocRegistry(Protocol):
+    """The status of each document of one index, diffed by content hash."""
+
+    async def get(self, document_ids: Sequence[str]) -> dict[str, DocRecord]:
+        """Return the records of these documents that exist, keyed by id."""
+        ...
+
+    async def list_records(self, source_scope: str | None = None) -> list[DocRecord]:
+        """Return every record (of one source scope when given), ordered by path."""
+        ...
+
+    async def diff(self, source_scope: str, current: Mapping[str, str]) -> DocumentDelta:
+        """Diff a scope's documents against the registry.
+
+        Args:
+            source_scope: the scope whose stored records are compared.
+            current: ``document_id -> content_hash`` of the documents found now.
+        """
+        ...
+
+    async def put(self, records: Sequence[DocRecord]) -> None:
+        """Insert or replace records by document id."""
+        ...
+
+    async def delete(self, document_ids: Sequence[str]) -> int:
+        """Delete records; return how many existed."""
+        ...
+
+    async def status_counts(self) -> dict[str, int]:
+        """Return the number of documents per status."""
+        ...
+
+
+class RecordStore(Protocol):
+    """Key-value records in namespaces: LLM response cache, extraction records, checkpoints."""
+
+    async def get(self, namespace: str, key: str) -> str | None:
+        """Return the value stored under ``key``, or None."""
+        ...
+
+    async def get_many(self, namespace: str, keys: Sequence[str]) -> dict[str, str]:
+        """Return the values of the keys that exist."""
+        ...
+
+    async def put(self, namespace: str, key: str, value: str) -> None:
+        """Store ``value`` under ``key`` (replacing any earlier value)."""
+        ...
+
+    async def put_many(self, namespace: str, items: Mapping[str, str]) -> None:
+        """Store several values in one transaction."""
+        ...
+
+    async def delete(self, namespace: str, keys: Sequence[str]) -> int:
+        """Delete keys; return how many existed."""
+        ...
+
+    async def count(self, namespace: str) -> int:
+        """Return the number of records in ``namespace``."""
+        ...
+
+
+class StoreBackend(Protocol):
+    """Opens the store ports of named indexes on one backend (a SQLite file, a database)."""
+
+    @property
+    def location(self) -> str:
+        """Where the data lives (a file path, or a URL with the password masked)."""
+        ...
+
+    def search_index(self, index: str) -> SearchIndex:
+        """Return the search index of ``index``."""
+        ...
+
+    def graph_store(self, index: str) -> GraphStore:
+        """Return the graph store of ``index``."""
+        ...
+
+    def doc_registry(self, index: str) -> DocRegistry:
+        """Return the doc registry of ``index``."""
+        ...
+
+    def record_store(self, scope: str) -> RecordStore:
+        """Return the record store of ``scope`` (an index name, or ``_shared``)."""
+        ...
+
+    async def list_indexes(self) -> list[str]:
+        """Return the names of the indexes holding any document, sorted."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and threads. Idempotent."""
+        ...
+
+
+@dataclass(frozen=True)
+class IndexStores:
+    """The store ports of one index (namespace), opened on one `StoreBackend`."""
+
+    name: str
+    search: SearchIndex
+    graph: GraphStore
+    registry: DocRegistry
+    records: RecordStore
+
+
+class ProgressReporter(Protocol):
+    """Receives progress events from long work; the CLI draws them, the library ignores them."""
+
+    def start(self, task: str, total: int | None) -> None:
+        """A task with ``total`` steps (unknown when None) starts."""
+        ...
+
+    def advance(self, task: str, steps: int = 1, *, note: str | None = None) -> None:
+        """``steps`` more steps of ``task`` are done."""
+        ...
+
+    def finish(self, task: str) -> None:
+        """``task`` is done."""
+        ...
+
+    def warn(self, message: str) -> None:
+        """Report a problem that does not stop the work (a document that failed)."""
+        ...

@@ -1,0 +1,1 @@
+"""Leaf kernel: errors, hashing, registries and async helpers. Imports no other layer."""

@@ -1,0 +1,159 @@
+"""The error tree of unified-kg-rag: every error the library raises on purpose.
+
+::
+
+    UkrError                      exit 1 unless a subclass says otherwise
+    ├── ConfigurationError        exit 2: bad config file, field or unknown plugin name
+    ├── UsageError                exit 2: a bad argument (empty question, missing path)
+    ├── InputError                exit 3: one input document cannot be read; names the file
+    ├── StoreError                a store failed; never disguised as "no results"
+    │   ├── StoreConnectionError  unreachable, locked or closed store
+    │   └── StoreSchemaError      the store was written by a newer or incompatible version
+    ├── ModelError                a model (LLM, embedder, reranker) call failed
+    │   ├── EmbeddingModelError   the embedding model failed or does not match the index
+    │   └── ModelIntegrityError   a bundled model file does not have its pinned hash
+    ├── MethodologyNotIndexedError  a strategy needs what the index does not hold
+    └── IndexingInterruptedError  exit 130: a run was stopped; the next run resumes it
+
+Nothing else belongs here: no I/O, no formatting of output.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "EmbeddingModelError",
+    "IndexingInterruptedError",
+    "InputError",
+    "MethodologyNotIndexedError",
+    "ModelError",
+    "ModelIntegrityError",
+    "StoreConnectionError",
+    "StoreError",
+    "StoreSchemaError",
+    "UkrError",
+    "UsageError",
+]
+
+
+class UkrError(Exception):
+    """Root of every error raised on purpose by unified-kg-rag.
+
+    Attributes:
+        exit_code: the process exit code the CLI maps this error to.
+    """
+
+    exit_code: int = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigurationError(UkrError):
+    """The configuration is invalid: a field has a bad value or names an unknown plugin.
+
+    Attributes:
+        field: dotted path of the offending field (``llm.openai.base_url``), if known.
+        source: the file or environment variable the value came from, if known.
+    """
+
+    exit_code = 2
+
+    def __init__(
+        self, message: str, *, field: str | None = None, source: str | None = None
+    ) -> None:
+        parts = [p for p in (source, field) if p]
+        super().__init__(f"{': '.join(parts)}: {message}" if parts else message)
+        self.field = field
+        self.source = source
+
+
+class UsageError(UkrError):
+    """A bad argument: an empty question, a path that does not exist, an unknown option value.
+
+    Attributes:
+        field: the argument or request field at fault.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+
+
+class InputError(UkrError):
+    """One input document cannot be read or parsed. Only that document fails.
+
+    Attributes:
+        path: the file at fault, as the user gave or the walk found it.
+    """
+
+    exit_code = 3
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class StoreError(UkrError):
+    """A store (SQLite, PostgreSQL) failed to read or write."""
+
+
+class StoreConnectionError(StoreError):
+    """The store cannot be reached, is locked past the timeout, or was closed."""
+
+
+class StoreSchemaError(StoreError):
+    """The store's schema is newer than this code or otherwise incompatible."""
+
+
+class ModelError(UkrError):
+    """A model call failed.
+
+    Attributes:
+        transient: True for errors worth retrying (timeouts, HTTP 408/429/5xx, dropped connections).
+        status_code: the HTTP status, when the provider gave one.
+    """
+
+    def __init__(
+        self, message: str, *, transient: bool = False, status_code: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.transient = transient
+        self.status_code = status_code
+
+
+class EmbeddingModelError(ModelError):
+    """The embedding model failed, or differs from the model the index was built with."""
+
+
+class ModelIntegrityError(ModelError):
+    """A bundled model file's SHA-256 differs from the pinned value; the model is not loaded."""
+
+
+class MethodologyNotIndexedError(UkrError):
+    """A strategy needs a methodology the index does not hold.
+
+    Attributes:
+        index: the index name.
+        held: the methodologies the index holds.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, index: str, held: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.index = index
+        self.held = held
+
+
+class IndexingInterruptedError(UkrError):
+    """An indexing run was interrupted; what was stored is kept and the next run resumes."""
+
+    exit_code = 130
