@@ -1,0 +1,59 @@
+"""Provider registries: which adapter a configuration ``kind`` (or a file extension) selects.
+
+Each entry is a *loader*: a function that imports its library on first call and builds the
+adapter from its configuration section. Registering is the only import-time effect, so
+``import unified_kg_rag.adapters`` loads no heavy library. Built-in adapters register in their
+own modules, imported by `unified_kg_rag.adapters.builtins`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from unified_kg_rag.config.models import (
+    EmbeddingsConfig,
+    LLMConfig,
+    ParsingConfig,
+    StoresConfig,
+)
+from unified_kg_rag.ports import ChatModel, DocumentParser, Embedder, StoreBackend, TokenCounter
+from unified_kg_rag.util.registry import Registry
+
+__all__ = [
+    "CHAT_MODELS",
+    "CHUNK_TOKENIZERS",
+    "EMBEDDERS",
+    "PARSERS",
+    "STORE_BACKENDS",
+    "ChatModelLoader",
+    "ChunkTokenizerLoader",
+    "EmbedderLoader",
+    "ParserLoader",
+    "StoreBackendLoader",
+]
+
+EmbedderLoader = Callable[[EmbeddingsConfig], Embedder]
+"""Builds an `Embedder` from the ``embeddings`` section."""
+
+ChatModelLoader = Callable[[LLMConfig], ChatModel | None]
+"""Builds the raw (unwrapped) `ChatModel` from the ``llm`` section; kind ``none`` gives None."""
+
+ChunkTokenizerLoader = Callable[[EmbeddingsConfig], TokenCounter]
+"""Builds the `TokenCounter` chunking uses: the embedding model's own tokenizer when it has
+one locally, else the script-aware estimate. Keyed by ``embeddings.kind``."""
+
+StoreBackendLoader = Callable[[StoresConfig, Path], StoreBackend]
+"""Builds a `StoreBackend` from the ``stores`` section and the project directory (relative
+store paths in the configuration are relative to it)."""
+
+ParserLoader = Callable[[ParsingConfig], DocumentParser]
+"""Builds a `DocumentParser` for one file extension."""
+
+EMBEDDERS: Registry[EmbedderLoader] = Registry("embedding provider", field="embeddings.kind")
+CHAT_MODELS: Registry[ChatModelLoader] = Registry("llm provider", field="llm.kind")
+CHUNK_TOKENIZERS: Registry[ChunkTokenizerLoader] = Registry(
+    "chunking tokenizer", field="embeddings.kind"
+)
+STORE_BACKENDS: Registry[StoreBackendLoader] = Registry("store backend", field="stores.kind")
+PARSERS: Registry[ParserLoader] = Registry("parser (file extension)")

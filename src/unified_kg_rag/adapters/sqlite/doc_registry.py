@@ -1,0 +1,107 @@
+"""`DocRegistry` on SQLite: one record per (index, document), diffed by content hash.
+
+The record is stored whole as JSON beside the columns queries filter and order on (source
+scope, path, status). `diff` partitions with `domain.delta.diff_documents`, so every backend
+partitions alike.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+
+from unified_kg_rag.adapters.sqlite.database import SqliteDatabase
+from unified_kg_rag.domain.delta import diff_documents
+from unified_kg_rag.domain.models import DocRecord, DocumentDelta
+
+__all__ = ["SqliteDocRegistry"]
+
+_IDS = "(SELECT value FROM json_each(?))"
+
+
+class SqliteDocRegistry:
+    """The doc registry of one index name in a SQLite file.
+
+    Args:
+        db: the database of the backend.
+        index: the index name every call is bound to.
+    """
+
+    def __init__(self, db: SqliteDatabase, index: str) -> None:
+        self._db = db
+        self._index = index
+
+    async def get(self, document_ids: Sequence[str]) -> dict[str, DocRecord]:
+        """Return the records of these documents that exist, keyed by id."""
+
+        def job(conn: sqlite3.Connection) -> dict[str, DocRecord]:
+            rows = conn.execute(
+                f"SELECT document_id, data FROM doc_records WHERE index_name = ? "
+                f"AND document_id IN {_IDS}",
+                (self._index, json.dumps(list(document_ids))),
+            )
+            return {row[0]: DocRecord.model_validate_json(row[1]) for row in rows}
+
+        return await self._db.read(job)
+
+    async def list_records(self, source_scope: str | None = None) -> list[DocRecord]:
+        """Return every record (of one source scope when given), ordered by path then id."""
+        return await self._db.read(lambda conn: self._records(conn, source_scope))
+
+    def _records(self, conn: sqlite3.Connection, source_scope: str | None) -> list[DocRecord]:
+        rows = conn.execute(
+            "SELECT data FROM doc_records WHERE index_name = ? "
+            "AND (? IS NULL OR source_scope = ?) ORDER BY path, document_id",
+            (self._index, source_scope, source_scope),
+        )
+        return [DocRecord.model_validate_json(row[0]) for row in rows]
+
+    async def diff(self, source_scope: str, current: Mapping[str, str]) -> DocumentDelta:
+        """Diff a scope's documents against the registry (`domain.delta.diff_documents`).
+
+        Args:
+            source_scope: the scope whose stored records are compared.
+            current: ``document_id -> content_hash`` of the documents found now.
+        """
+        records = await self._db.read(lambda conn: self._records(conn, source_scope))
+        return diff_documents(records, current)
+
+    async def put(self, records: Sequence[DocRecord]) -> None:
+        """Insert or replace records by document id."""
+
+        def job(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "INSERT OR REPLACE INTO doc_records "
+                "(index_name, document_id, source_scope, path, status, data) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(self._index, r.document_id, r.source_scope, r.path, r.status.value,
+                  r.model_dump_json()) for r in records],
+            )
+
+        if records:
+            await self._db.write(job)
+
+    async def delete(self, document_ids: Sequence[str]) -> int:
+        """Delete records; return how many existed."""
+
+        def job(conn: sqlite3.Connection) -> int:
+            return conn.execute(
+                f"DELETE FROM doc_records WHERE index_name = ? AND document_id IN {_IDS}",
+                (self._index, json.dumps(list(document_ids))),
+            ).rowcount
+
+        return await self._db.write(job)
+
+    async def status_counts(self) -> dict[str, int]:
+        """Return the number of documents per status (statuses with none are absent)."""
+
+        def job(conn: sqlite3.Connection) -> dict[str, int]:
+            rows = conn.execute(
+                "SELECT status, COUNT(*) FROM doc_records WHERE index_name = ? "
+                "GROUP BY status ORDER BY status",
+                (self._index,),
+            )
+            return {str(status): int(n) for status, n in rows}
+
+        return await self._db.read(job)

@@ -1,0 +1,63 @@
+"""SQL for `Filters`: equality (and "any of") on the JSON ``fields`` of search records.
+
+A scalar value matches with ``IS`` (so ``None`` matches a missing or null field); a sequence
+value means "any of these" (an empty sequence matches nothing). Values compare with SQLite's
+rules for the JSON types: ``True`` equals ``1``, ``1`` equals ``1.0``, ``"1"`` is not ``1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from unified_kg_rag.domain.models import MetadataValue
+from unified_kg_rag.ports import Filters
+
+__all__ = ["filter_clause"]
+
+
+def _is_scalar(value: object) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def filter_clause(filters: Filters | None, column: str) -> tuple[str, list[object]]:
+    """Build a SQL condition for ``filters`` on the JSON text column ``column``.
+
+    Args:
+        filters: ``field -> value`` or ``field -> [values]``; None or empty means no filter.
+        column: the (trusted, qualified) column holding the JSON object of fields.
+
+    Returns:
+        ``(sql, params)``: a condition starting with `` AND `` (empty when there are no
+        filters) and its parameters.
+
+    Raises:
+        ValueError: a field name contains a double quote, or a value is not a JSON scalar.
+    """
+    if not filters:
+        return "", []
+    clauses: list[str] = []
+    params: list[object] = []
+    for key in sorted(filters):
+        if '"' in key:
+            raise ValueError(f"filter field names cannot contain double quotes: {key!r}")
+        path = f'$."{key}"'
+        value = filters[key]
+        if _is_scalar(value):
+            clauses.append(f"json_extract({column}, ?) IS ?")
+            params += [path, value]
+            continue
+        if not isinstance(value, Sequence) or isinstance(value, bytes):
+            raise ValueError(f"filter {key!r}: expected a JSON scalar or a sequence of them")
+        values: list[MetadataValue] = list(value)
+        if not all(_is_scalar(v) for v in values):
+            raise ValueError(f"filter {key!r}: expected a sequence of JSON scalars")
+        present = [v for v in values if v is not None]
+        parts: list[str] = []
+        if present:
+            parts.append(f"json_extract({column}, ?) IN ({', '.join('?' * len(present))})")
+            params += [path, *present]
+        if len(present) < len(values):
+            parts.append(f"json_extract({column}, ?) IS NULL")
+            params.append(path)
+        clauses.append(f"({' OR '.join(parts)})" if parts else "0")
+    return "".join(f" AND {c}" for c in clauses), params

@@ -1,0 +1,180 @@
+"""The SQLite schema, as an append-only list of named migrations.
+
+Each migration runs once per database file, in list order, inside one transaction that also
+records its name in ``schema_migrations``. Never edit or reorder a released migration: add a new
+one at the end. A database that records a migration this code does not know was written by a
+newer version and is refused (`StoreSchemaError`), so old code never writes a newer schema.
+
+Every index-bound table carries an ``index_name`` column: one file holds many indexes.
+Item tables keep the whole pydantic model as JSON in ``data`` plus the columns SQL queries on.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from dataclasses import dataclass
+
+from unified_kg_rag.util.errors import StoreSchemaError
+
+__all__ = ["MIGRATIONS", "Migration", "apply_migrations"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One named schema change.
+
+    Attributes:
+        name: unique, stable name recorded in ``schema_migrations`` (``0001_initial``).
+        statements: SQL statements run in order, in one transaction.
+    """
+
+    name: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        "0001_initial",
+        (
+            # --- search index: records, their lexical terms (FTS5) and the embedding binding
+            """CREATE TABLE search_records (
+                pk INTEGER PRIMARY KEY,
+                index_name TEXT NOT NULL,
+                collection TEXT NOT NULL,
+                id TEXT NOT NULL,
+                text TEXT NOT NULL,
+                fields TEXT NOT NULL DEFAULT '{}',
+                vector BLOB,
+                UNIQUE (index_name, collection, id)
+            )""",
+            """CREATE VIRTUAL TABLE search_fts USING fts5(
+                terms, tokenize = 'unicode61 remove_diacritics 2'
+            )""",
+            """CREATE TABLE index_embeddings (
+                index_name TEXT PRIMARY KEY,
+                model_id TEXT NOT NULL,
+                dimension INTEGER NOT NULL
+            )""",
+            # --- graph
+            """CREATE TABLE entities (
+                index_name TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL,
+                PRIMARY KEY (index_name, id)
+            ) WITHOUT ROWID""",
+            """CREATE TABLE relationships (
+                index_name TEXT NOT NULL, id TEXT NOT NULL,
+                source_id TEXT NOT NULL, target_id TEXT NOT NULL, weight REAL NOT NULL,
+                data TEXT NOT NULL,
+                PRIMARY KEY (index_name, id)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX relationships_source ON relationships (index_name, source_id)",
+            "CREATE INDEX relationships_target ON relationships (index_name, target_id)",
+            """CREATE TABLE communities (
+                index_name TEXT NOT NULL, id TEXT NOT NULL, level INTEGER NOT NULL,
+                data TEXT NOT NULL,
+                PRIMARY KEY (index_name, id)
+            ) WITHOUT ROWID""",
+            """CREATE TABLE reports (
+                index_name TEXT NOT NULL, community_id TEXT NOT NULL, data TEXT NOT NULL,
+                PRIMARY KEY (index_name, community_id)
+            ) WITHOUT ROWID""",
+            """CREATE TABLE lineage (
+                index_name TEXT NOT NULL, item_kind TEXT NOT NULL, item_id TEXT NOT NULL,
+                text_unit_id TEXT NOT NULL,
+                PRIMARY KEY (index_name, item_kind, item_id, text_unit_id)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX lineage_text_unit ON lineage (index_name, text_unit_id)",
+            # --- doc registry
+            """CREATE TABLE doc_records (
+                index_name TEXT NOT NULL, document_id TEXT NOT NULL,
+                source_scope TEXT NOT NULL, path TEXT NOT NULL, status TEXT NOT NULL,
+                data TEXT NOT NULL,
+                PRIMARY KEY (index_name, document_id)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX doc_records_path ON doc_records (index_name, path)",
+            "CREATE INDEX doc_records_scope ON doc_records (index_name, source_scope, path)",
+            # --- record store
+            """CREATE TABLE records (
+                scope TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL,
+                value TEXT NOT NULL,
+                PRIMARY KEY (scope, namespace, key)
+            ) WITHOUT ROWID""",
+        ),
+    ),
+)
+
+_CREATE_LEDGER = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+)
+
+
+def _recorded(conn: sqlite3.Connection) -> list[str]:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    if exists is None:
+        return []
+    return [row[0] for row in conn.execute("SELECT name FROM schema_migrations")]
+
+
+def _check_known(recorded: list[str], location: str, known: tuple[Migration, ...]) -> None:
+    names = {m.name for m in known}
+    unknown = sorted(n for n in recorded if n not in names)
+    if unknown:
+        raise StoreSchemaError(
+            f"SQLite database {location} was written by a newer version of unified-kg-rag "
+            f"(unknown schema migrations: {', '.join(unknown)}); upgrade unified-kg-rag to use it"
+        )
+
+
+def apply_migrations(
+    conn: sqlite3.Connection,
+    *,
+    location: str,
+    migrations: tuple[Migration, ...] = MIGRATIONS,
+) -> list[str]:
+    """Bring the schema of ``conn`` up to date.
+
+    Args:
+        conn: a connection in autocommit mode (``isolation_level=None``), not in a transaction.
+        location: the database file, for messages.
+        migrations: the known migrations, oldest first.
+
+    Returns:
+        The names of the migrations applied now (empty when the schema was current).
+
+    Raises:
+        StoreSchemaError: the database records a migration not in ``migrations``.
+        sqlite3.Error: a statement failed (the transaction is rolled back).
+    """
+    recorded = _recorded(conn)
+    _check_known(recorded, location, migrations)
+    if all(m.name in recorded for m in migrations):
+        return []
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(_CREATE_LEDGER)
+        recorded = _recorded(conn)  # another process may have migrated meanwhile
+        _check_known(recorded, location, migrations)
+        applied: list[str] = []
+        for migration in migrations:
+            if migration.name in recorded:
+                continue
+            for statement in migration.statements:
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
+                (migration.name, time.time()),
+            )
+            applied.append(migration.name)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    if applied:
+        logger.info("applied schema migrations %s to %s", ", ".join(applied), location)
+    return applied

@@ -1,0 +1,334 @@
+"""`SearchIndex` on SQLite: FTS5 BM25, exact cosine kNN, and both fused by weighted RRF.
+
+Records live in ``search_records`` (one row per index, collection and id; the vector as a
+float32 BLOB). Their lexical terms (`domain.text.lexical_text`, which turns CJK runs into
+bigrams) live in the FTS5 table ``search_fts`` under the record's ``pk``. BM25 statistics are
+those of the whole file (all indexes and collections); results are always restricted to one
+index and collection. Vector search is exact: one product of the query with the cached matrix
+of the collection (`VectorCache`).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from unified_kg_rag.adapters.sqlite.database import SqliteDatabase
+from unified_kg_rag.adapters.sqlite.filters import filter_clause
+from unified_kg_rag.domain.fusion import weighted_rrf
+from unified_kg_rag.domain.models import Collection, IndexRecord, SearchHit, SearchMode
+from unified_kg_rag.domain.text import lexical_terms, lexical_text
+from unified_kg_rag.ports import Filters
+from unified_kg_rag.util.errors import EmbeddingModelError
+
+__all__ = ["SqliteSearchIndex", "fts_query"]
+
+_IDS = "(SELECT value FROM json_each(?))"
+
+
+def fts_query(query_text: str) -> str:
+    """Return the FTS5 query for ``query_text``: its distinct lexical terms, quoted, OR-ed.
+
+    Returns an empty string when the text has no terms.
+    """
+    terms = dict.fromkeys(lexical_terms(query_text))
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+def _normalised(vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    out: NDArray[np.float32] = np.zeros_like(vectors)
+    np.divide(vectors, norms, out=out, where=norms > 0)
+    return out
+
+
+class SqliteSearchIndex:
+    """The search index of one index name in a SQLite file.
+
+    Args:
+        db: the database of the backend.
+        index: the index name every call is bound to.
+    """
+
+    def __init__(self, db: SqliteDatabase, index: str) -> None:
+        self._db = db
+        self._index = index
+
+    # ----------------------------------------------------------------- embedding model
+
+    async def bind_embedding(self, model_id: str, dimension: int) -> None:
+        """Record the embedding model of this index, or check it matches the recorded one.
+
+        A bound index that holds no vector may be re-bound to another model.
+
+        Raises:
+            EmbeddingModelError: the index holds vectors of another model or dimension.
+        """
+
+        def job(conn: sqlite3.Connection) -> None:
+            row = conn.execute(
+                "SELECT model_id, dimension FROM index_embeddings WHERE index_name = ?",
+                (self._index,),
+            ).fetchone()
+            if row is not None and (row[0], row[1]) == (model_id, dimension):
+                return
+            stored_dim = self._stored_dimension(conn)
+            if stored_dim is not None and (row is not None or stored_dim != dimension):
+                built = f"{row[0]!r} (dimension {row[1]})" if row else f"dimension {stored_dim}"
+                raise EmbeddingModelError(
+                    f"index {self._index!r} was built with embedding model {built}; the "
+                    f"configured model is {model_id!r} (dimension {dimension}). Configure the "
+                    "original model, or rebuild the index with `ukr index --reset`"
+                )
+            conn.execute(
+                "INSERT INTO index_embeddings (index_name, model_id, dimension) VALUES (?, ?, ?) "
+                "ON CONFLICT (index_name) DO UPDATE SET model_id = excluded.model_id, "
+                "dimension = excluded.dimension",
+                (self._index, model_id, dimension),
+            )
+
+        await self._db.write(job)
+
+    async def embedding(self) -> tuple[str, int] | None:
+        """Return the ``(model_id, dimension)`` recorded for this index, if any."""
+
+        def job(conn: sqlite3.Connection) -> tuple[str, int] | None:
+            row = conn.execute(
+                "SELECT model_id, dimension FROM index_embeddings WHERE index_name = ?",
+                (self._index,),
+            ).fetchone()
+            return None if row is None else (str(row[0]), int(row[1]))
+
+        return await self._db.read(job)
+
+    def _stored_dimension(self, conn: sqlite3.Connection) -> int | None:
+        row = conn.execute(
+            "SELECT length(vector) / 4 FROM search_records "
+            "WHERE index_name = ? AND vector IS NOT NULL LIMIT 1",
+            (self._index,),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    # ----------------------------------------------------------------- records
+
+    async def upsert(
+        self,
+        collection: Collection,
+        records: Sequence[IndexRecord],
+        vectors: NDArray[np.float32] | None = None,
+    ) -> None:
+        """Insert or replace records with their vectors (float32 ``[n, d]``, L2-normalised here).
+
+        A replaced record keeps nothing of the old one: upserted without vectors, it has none.
+
+        Raises:
+            ValueError: ``vectors`` is not 2-D or has a row count other than ``len(records)``.
+            EmbeddingModelError: the dimension differs from the bound (or stored) one.
+        """
+        matrix: NDArray[np.float32] | None = None
+        if vectors is not None:
+            matrix = np.asarray(vectors, dtype=np.float32)
+            if matrix.ndim != 2 or matrix.shape[0] != len(records):
+                raise ValueError(
+                    f"expected vectors of shape [{len(records)}, d], got {list(matrix.shape)}"
+                )
+            matrix = _normalised(matrix)
+        if not records:
+            return
+
+        def job(conn: sqlite3.Connection) -> None:
+            if matrix is not None:
+                self._check_dimension(conn, int(matrix.shape[1]))
+            for i, record in enumerate(records):
+                blob = None if matrix is None else matrix[i].tobytes()
+                pk = conn.execute(
+                    "INSERT INTO search_records (index_name, collection, id, text, fields, vector)"
+                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (index_name, collection, id) DO UPDATE"
+                    " SET text = excluded.text, fields = excluded.fields, vector = excluded.vector"
+                    " RETURNING pk",
+                    (self._index, collection.value, record.id, record.text,
+                     json.dumps(record.fields), blob),
+                ).fetchone()[0]
+                conn.execute("DELETE FROM search_fts WHERE rowid = ?", (pk,))
+                conn.execute(
+                    "INSERT INTO search_fts (rowid, terms) VALUES (?, ?)",
+                    (pk, lexical_text(record.text)),
+                )
+            self._db.vectors.invalidate(self._index, collection.value)
+
+        await self._db.write(job)
+
+    def _check_dimension(self, conn: sqlite3.Connection, dimension: int) -> None:
+        row = conn.execute(
+            "SELECT model_id, dimension FROM index_embeddings WHERE index_name = ?",
+            (self._index,),
+        ).fetchone()
+        expected = int(row[1]) if row is not None else self._stored_dimension(conn)
+        if expected is not None and expected != dimension:
+            model = f" (model {row[0]!r})" if row is not None else ""
+            raise EmbeddingModelError(
+                f"index {self._index!r} holds vectors of dimension {expected}{model}; got "
+                f"vectors of dimension {dimension}. Rebuild it with `ukr index --reset`"
+            )
+
+    async def delete(self, collection: Collection, ids: Sequence[str]) -> int:
+        """Delete records by id; return how many existed."""
+
+        def job(conn: sqlite3.Connection) -> int:
+            pks = [row[0] for row in conn.execute(
+                f"SELECT pk FROM search_records WHERE index_name = ? AND collection = ? "
+                f"AND id IN {_IDS}",
+                (self._index, collection.value, json.dumps(list(ids))),
+            )]
+            if pks:
+                conn.execute(f"DELETE FROM search_fts WHERE rowid IN {_IDS}", (json.dumps(pks),))
+                conn.execute(f"DELETE FROM search_records WHERE pk IN {_IDS}", (json.dumps(pks),))
+                self._db.vectors.invalidate(self._index, collection.value)
+            return len(pks)
+
+        return await self._db.write(job)
+
+    async def get(self, collection: Collection, ids: Sequence[str]) -> list[IndexRecord]:
+        """Return the stored records with these ids, in the order of ``ids`` (missing skipped)."""
+        found = await self._db.read(lambda conn: self._hydrate(conn, collection, ids))
+        return [found[i] for i in ids if i in found]
+
+    async def existing_ids(self, collection: Collection, ids: Sequence[str]) -> set[str]:
+        """Return the subset of ``ids`` stored with a vector."""
+
+        def job(conn: sqlite3.Connection) -> set[str]:
+            return {row[0] for row in conn.execute(
+                f"SELECT id FROM search_records WHERE index_name = ? AND collection = ? "
+                f"AND vector IS NOT NULL AND id IN {_IDS}",
+                (self._index, collection.value, json.dumps(list(ids))),
+            )}
+
+        return await self._db.read(job)
+
+    async def count(self, collection: Collection) -> int:
+        """Return the number of records in ``collection``."""
+
+        def job(conn: sqlite3.Connection) -> int:
+            return int(conn.execute(
+                "SELECT COUNT(*) FROM search_records WHERE index_name = ? AND collection = ?",
+                (self._index, collection.value),
+            ).fetchone()[0])
+
+        return await self._db.read(job)
+
+    def _hydrate(
+        self, conn: sqlite3.Connection, collection: Collection, ids: Sequence[str]
+    ) -> dict[str, IndexRecord]:
+        rows = conn.execute(
+            f"SELECT id, text, fields FROM search_records WHERE index_name = ? "
+            f"AND collection = ? AND id IN {_IDS}",
+            (self._index, collection.value, json.dumps(list(ids))),
+        )
+        return {r[0]: IndexRecord(id=r[0], text=r[1], fields=json.loads(r[2])) for r in rows}
+
+    # ----------------------------------------------------------------- search
+
+    async def search(
+        self,
+        collection: Collection,
+        *,
+        query_text: str | None = None,
+        query_vector: NDArray[np.float32] | None = None,
+        mode: SearchMode = SearchMode.HYBRID,
+        filters: Filters | None = None,
+        k: int = 10,
+        candidate_k: int | None = None,
+        lexical_weight: float = 1.0,
+        vector_weight: float = 1.0,
+        rrf_k: int = 60,
+    ) -> list[SearchHit]:
+        """Return the best ``k`` records (see `SearchIndex.search`).
+
+        Scores: ``-bm25`` (lexical), cosine (vector), the weighted RRF sum (hybrid).
+
+        Raises:
+            ValueError: the mode's query input is missing, ``k`` < 1, or a filter is malformed.
+            EmbeddingModelError: ``query_vector`` has another dimension than the stored vectors.
+        """
+        mode = SearchMode(mode)
+        use_text = mode in (SearchMode.LEXICAL, SearchMode.HYBRID)
+        use_vector = mode in (SearchMode.VECTOR, SearchMode.HYBRID)
+        if use_text and query_text is None:
+            raise ValueError(f"{mode.value} search needs query_text")
+        if use_vector and query_vector is None:
+            raise ValueError(f"{mode.value} search needs query_vector")
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        where, params = filter_clause(filters, "r.fields")
+        limit = k if mode is not SearchMode.HYBRID else (candidate_k or max(k, 50))
+        text = query_text if use_text and query_text is not None else ""
+        query = None
+        if use_vector and query_vector is not None:
+            query = np.asarray(query_vector, dtype=np.float32)
+
+        def job(conn: sqlite3.Connection) -> list[SearchHit]:
+            lexical = self._lexical(conn, collection, text, where, params, limit)
+            vector = [] if query is None else self._vector(conn, collection, query, where,
+                                                           params, limit)
+            if mode is SearchMode.LEXICAL:
+                ranked = lexical
+            elif mode is SearchMode.VECTOR:
+                ranked = vector
+            else:
+                ranked = weighted_rrf(
+                    [[i for i, _ in lexical], [i for i, _ in vector]],
+                    [lexical_weight, vector_weight],
+                    k=rrf_k,
+                )[:k]
+            records = self._hydrate(conn, collection, [i for i, _ in ranked])
+            lex_rank = {id_: n for n, (id_, _) in enumerate(lexical, start=1)}
+            vec_rank = {id_: n for n, (id_, _) in enumerate(vector, start=1)}
+            return [
+                SearchHit(id=id_, score=float(score), text=records[id_].text,
+                          fields=records[id_].fields, lexical_rank=lex_rank.get(id_),
+                          vector_rank=vec_rank.get(id_))
+                for id_, score in ranked if id_ in records
+            ]
+
+        return await self._db.read(job)
+
+    def _lexical(
+        self, conn: sqlite3.Connection, collection: Collection, text: str,
+        where: str, params: list[object], limit: int,
+    ) -> list[tuple[str, float]]:
+        match = fts_query(text)
+        if not match:
+            return []
+        rows = conn.execute(
+            "SELECT r.id, bm25(search_fts) AS rank FROM search_fts "
+            "JOIN search_records AS r ON r.pk = search_fts.rowid "
+            f"WHERE search_fts MATCH ? AND r.index_name = ? AND r.collection = ?{where} "
+            "ORDER BY rank, r.id LIMIT ?",
+            (match, self._index, collection.value, *params, limit),
+        )
+        return [(row[0], -float(row[1])) for row in rows]
+
+    def _vector(
+        self, conn: sqlite3.Connection, collection: Collection, query: NDArray[np.float32],
+        where: str, params: list[object], limit: int,
+    ) -> list[tuple[str, float]]:
+        cached = self._db.vectors.load(conn, self._index, collection.value)
+        if not cached.ids:
+            return []
+        if query.shape != (cached.matrix.shape[1],):
+            raise EmbeddingModelError(
+                f"query vector has shape {list(query.shape)}; index {self._index!r} holds "
+                f"vectors of dimension {cached.matrix.shape[1]}"
+            )
+        allowed = None
+        if where:
+            allowed = {row[0] for row in conn.execute(
+                "SELECT r.id FROM search_records AS r WHERE r.index_name = ? AND "
+                f"r.collection = ? AND r.vector IS NOT NULL{where}",
+                (self._index, collection.value, *params),
+            )}
+        return cached.nearest(_normalised(query), limit, allowed)

@@ -1,0 +1,41 @@
+"""The ``backend`` fixture: every conformance test runs once per store backend.
+
+To add a backend, add a factory to `BACKEND_FACTORIES` and a `pytest.param` to
+`BACKEND_PARAMS` (with its marker, e.g. ``pytest.mark.postgres``). A factory gets a fresh
+temporary directory and returns an empty `StoreBackend`; the fixture closes it afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes import FakeBackend
+from unified_kg_rag.adapters.sqlite import SqliteBackend
+from unified_kg_rag.config.models import SqliteConfig
+from unified_kg_rag.ports import StoreBackend
+
+
+def _sqlite(tmp_path: Path) -> StoreBackend:
+    return SqliteBackend(tmp_path / "state" / "ukr.db", SqliteConfig(busy_timeout_s=5.0))
+
+
+BACKEND_FACTORIES: dict[str, Callable[[Path], StoreBackend]] = {
+    "fake": lambda _tmp: FakeBackend(),
+    "sqlite": _sqlite,
+}
+
+BACKEND_PARAMS = [
+    pytest.param("fake", marks=pytest.mark.unit),
+    pytest.param("sqlite", marks=pytest.mark.integration),
+]
+
+
+@pytest.fixture(params=BACKEND_PARAMS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreBackend]:
+    store = BACKEND_FACTORIES[request.param](tmp_path)
+    yield store
+    asyncio.run(store.aclose())

@@ -1,0 +1,91 @@
+"""In-memory `DocRegistry`, `RecordStore` and the `FakeBackend` that hands out all fakes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from tests.fakes.graph_store import FakeGraphStore
+from tests.fakes.search_index import FakeSearchIndex
+from unified_kg_rag.domain.delta import diff_documents
+from unified_kg_rag.domain.models import Collection, DocRecord, DocumentDelta
+
+
+class FakeDocRegistry:
+    def __init__(self) -> None:
+        self.records: dict[str, DocRecord] = {}
+
+    async def get(self, document_ids: Sequence[str]) -> dict[str, DocRecord]:
+        return {i: self.records[i] for i in document_ids if i in self.records}
+
+    async def list_records(self, source_scope: str | None = None) -> list[DocRecord]:
+        found = [r for r in self.records.values() if source_scope in (None, r.source_scope)]
+        return sorted(found, key=lambda r: (r.path, r.document_id))
+
+    async def diff(self, source_scope: str, current: Mapping[str, str]) -> DocumentDelta:
+        return diff_documents(await self.list_records(source_scope), current)
+
+    async def put(self, records: Sequence[DocRecord]) -> None:
+        self.records.update((r.document_id, r) for r in records)
+
+    async def delete(self, document_ids: Sequence[str]) -> int:
+        return sum(self.records.pop(i, None) is not None for i in set(document_ids))
+
+    async def status_counts(self) -> dict[str, int]:
+        return dict(Counter(r.status.value for r in self.records.values()))
+
+
+class FakeRecordStore:
+    def __init__(self) -> None:
+        self.values: dict[tuple[str, str], str] = {}
+
+    async def get(self, namespace: str, key: str) -> str | None:
+        return self.values.get((namespace, key))
+
+    async def get_many(self, namespace: str, keys: Sequence[str]) -> dict[str, str]:
+        return {k: self.values[(namespace, k)] for k in keys if (namespace, k) in self.values}
+
+    async def put(self, namespace: str, key: str, value: str) -> None:
+        self.values[(namespace, key)] = value
+
+    async def put_many(self, namespace: str, items: Mapping[str, str]) -> None:
+        self.values.update(((namespace, k), v) for k, v in items.items())
+
+    async def delete(self, namespace: str, keys: Sequence[str]) -> int:
+        return sum(self.values.pop((namespace, k), None) is not None for k in set(keys))
+
+    async def count(self, namespace: str) -> int:
+        return sum(ns == namespace for ns, _ in self.values)
+
+
+class FakeBackend:
+    """A `StoreBackend` whose ports are in-memory fakes, one set per index (or scope)."""
+
+    location = "memory://fake"
+
+    def __init__(self) -> None:
+        self.search: dict[str, FakeSearchIndex] = {}
+        self.graphs: dict[str, FakeGraphStore] = {}
+        self.registries: dict[str, FakeDocRegistry] = {}
+        self.records: dict[str, FakeRecordStore] = {}
+        self.closed = False
+
+    def search_index(self, index: str) -> FakeSearchIndex:
+        return self.search.setdefault(index, FakeSearchIndex())
+
+    def graph_store(self, index: str) -> FakeGraphStore:
+        return self.graphs.setdefault(index, FakeGraphStore())
+
+    def doc_registry(self, index: str) -> FakeDocRegistry:
+        return self.registries.setdefault(index, FakeDocRegistry())
+
+    def record_store(self, scope: str) -> FakeRecordStore:
+        return self.records.setdefault(scope, FakeRecordStore())
+
+    async def list_indexes(self) -> list[str]:
+        names = {n for n, r in self.registries.items() if r.records}
+        names |= {n for n, s in self.search.items() if any(s.items[c] for c in Collection)}
+        return sorted(names)
+
+    async def aclose(self) -> None:
+        self.closed = True
