@@ -1,0 +1,111 @@
+"""`CachingChatModel`: the LLM response cache, in a `RecordStore` namespace.
+
+Sits outside the retries (a hit costs no attempt) and inside metering (a hit is metered as a
+cache hit); order in `adapters.llm.middleware`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+
+from pydantic import ValidationError
+
+from unified_kg_rag.adapters.llm.layer import ChatModelLayer
+from unified_kg_rag.domain.models import Completion, Message
+from unified_kg_rag.ports import ChatModel, RecordStore
+from unified_kg_rag.util.hashing import sha256_json
+
+__all__ = ["CACHE_NAMESPACE", "CachingChatModel", "cache_key"]
+
+logger = logging.getLogger(__name__)
+
+CACHE_NAMESPACE = "llm_cache"
+"""RecordStore namespace of cached completions."""
+
+
+def cache_key(
+    model_id: str,
+    messages: Sequence[Message],
+    *,
+    max_tokens: int | None,
+    temperature: float | None,
+    stop: Sequence[str] | None,
+    json_schema: Mapping[str, object] | None,
+) -> str:
+    """Return the cache key of a call: SHA-256 of the stable JSON of model and parameters."""
+    return sha256_json(
+        {
+            "model": model_id,
+            "messages": [[m.role, m.content] for m in messages],
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "stop": list(stop) if stop is not None else None,
+            "json_schema": dict(json_schema) if json_schema is not None else None,
+        }
+    )
+
+
+class CachingChatModel(ChatModelLayer):
+    """Serves repeated ``complete`` calls from a `RecordStore` (namespace ``llm_cache``).
+
+    The key is `cache_key` (model id, messages, max_tokens, temperature, stop, json_schema);
+    the value is the `Completion` as JSON. Replies cut by the token limit
+    (``finish_reason == "length"``) are not stored. A hit returns ``cached=True``. Store
+    errors propagate (a broken store is never read as a miss); an unreadable entry is a miss.
+    """
+
+    def __init__(
+        self, inner: ChatModel, store: RecordStore, *, namespace: str = CACHE_NAMESPACE
+    ) -> None:
+        super().__init__(inner)
+        self._store = store
+        self._namespace = namespace
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+        json_schema: Mapping[str, object] | None = None,
+    ) -> Completion:
+        """Return the cached reply, or call the inner model and cache its reply."""
+        key = cache_key(
+            self.model_id,
+            messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stop=stop,
+            json_schema=json_schema,
+        )
+        stored = await self._store.get(self._namespace, key)
+        if stored is not None:
+            try:
+                return Completion.model_validate_json(stored).model_copy(update={"cached": True})
+            except ValidationError:
+                logger.warning("ignoring an unreadable %s entry %s", self._namespace, key[:12])
+        result = await self.inner.complete(
+            messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stop=stop,
+            json_schema=json_schema,
+        )
+        if result.finish_reason != "length":
+            await self._store.put(self._namespace, key, result.model_dump_json())
+        return result
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> AsyncIterator[str]:
+        """Streams are not cached: pass through."""
+        return self.inner.stream(
+            messages, max_tokens=max_tokens, temperature=temperature, stop=stop
+        )

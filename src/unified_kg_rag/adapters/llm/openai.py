@@ -1,0 +1,153 @@
+"""`OpenAIChatModel`: any OpenAI-compatible chat-completions endpoint, via the ``openai`` SDK.
+
+Works with OpenAI, vLLM, llama.cpp ``llama-server``, Ollama's ``/v1`` and LM Studio.
+
+The adapter makes exactly one HTTP request per call: no retries, no cache, no reasoning
+stripping (the middleware stack of `adapters.llm.middleware` adds those). SDK errors become
+`ModelError` (see `adapters.llm.openai_client`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from unified_kg_rag.adapters.llm.openai_client import (
+    LoopBoundClient,
+    make_async_client,
+    resolve_api_key,
+    translate_openai_error,
+)
+from unified_kg_rag.config.models import OpenAIChatConfig
+from unified_kg_rag.domain.models import Completion, Message
+from unified_kg_rag.util.errors import ModelError
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = ["OpenAIChatModel"]
+
+logger = logging.getLogger(__name__)
+
+_SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+class OpenAIChatModel:
+    """A `ports.ChatModel` for an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    Args:
+        config: the ``llm.openai`` section; the API key is resolved here (``api_key``, else
+            the variable named by ``api_key_env``, else a dummy that local servers accept).
+
+    Raises:
+        ConfigurationError: the ``openai`` package is not installed (on first call).
+    """
+
+    def __init__(self, config: OpenAIChatConfig) -> None:
+        self.config = config
+        self._api_key = resolve_api_key(config.api_key, config.api_key_env)
+        self._clients: LoopBoundClient[AsyncOpenAI] = LoopBoundClient(
+            lambda: make_async_client(config.base_url, self._api_key, config.timeout_s)
+        )
+
+    @property
+    def model_id(self) -> str:
+        """``openai:<model>``."""
+        return f"openai:{self.config.model}"
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+        json_schema: Mapping[str, object] | None = None,
+    ) -> Completion:
+        """Send one chat-completions request and return the first choice.
+
+        ``max_tokens`` and ``temperature`` default to the config's values; ``json_schema``
+        is sent as ``response_format={"type": "json_schema", ...}``.
+
+        Raises:
+            ModelError: the request failed (``transient`` for timeouts, 408/409/429/5xx), or
+                the answer held no choice.
+        """
+        client = self._clients.get()
+        params = self._params(messages, max_tokens, temperature, stop)
+        if json_schema is not None:
+            params["response_format"] = _response_format(json_schema)
+        try:
+            response = await client.chat.completions.create(**params)
+        except Exception as exc:
+            raise self._translate(exc) from exc
+        if not response.choices:
+            raise ModelError(f"{self.config.base_url} returned no choices")
+        choice = response.choices[0]
+        usage = response.usage
+        return Completion(
+            text=choice.message.content or "",
+            finish_reason=choice.finish_reason or "stop",
+            input_tokens=usage.prompt_tokens if usage is not None else 0,
+            output_tokens=usage.completion_tokens if usage is not None else 0,
+        )
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> AsyncIterator[str]:
+        """Yield the reply's content deltas in order (``stream=True``; empty deltas skipped).
+
+        Raises:
+            ModelError: the request or the stream failed.
+        """
+        client = self._clients.get()
+        params = self._params(messages, max_tokens, temperature, stop)
+        try:
+            chunks = await client.chat.completions.create(**params, stream=True)
+        except Exception as exc:
+            raise self._translate(exc) from exc
+        try:
+            async for chunk in chunks:
+                for choice in chunk.choices:
+                    if choice.index == 0 and choice.delta.content:
+                        yield choice.delta.content
+        except ModelError:
+            raise
+        except Exception as exc:
+            raise self._translate(exc) from exc
+        finally:
+            await chunks.close()
+
+    def _params(
+        self,
+        messages: Sequence[Message],
+        max_tokens: int | None,
+        temperature: float | None,
+        stop: Sequence[str] | None,
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "max_tokens": max_tokens if max_tokens is not None else self.config.max_tokens,
+            "temperature": temperature if temperature is not None else self.config.temperature,
+        }
+        if stop:
+            params["stop"] = list(stop)
+        return params
+
+    def _translate(self, exc: Exception) -> ModelError:
+        return translate_openai_error(exc, base_url=self.config.base_url, error_type=ModelError)
+
+
+def _response_format(schema: Mapping[str, object]) -> dict[str, object]:
+    """Build the ``response_format`` of a structured-output request from a JSON schema."""
+    title = schema.get("title")
+    name = _SCHEMA_NAME.sub("_", title)[:64] if isinstance(title, str) and title else "response"
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema)}}

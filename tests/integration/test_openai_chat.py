@@ -1,0 +1,237 @@
+"""OpenAIChatModel and the middleware stack against a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from tests.fakes import FakeRecordStore
+from tests.support.openai_server import FakeOpenAIServer, Scripted
+
+from unified_kg_rag.adapters.llm.middleware import CACHE_NAMESPACE, wrap_chat_model
+from unified_kg_rag.adapters.llm.openai import OpenAIChatModel
+from unified_kg_rag.config.models import LLMConfig, OpenAIChatConfig
+from unified_kg_rag.domain.models import Completion, Message
+from unified_kg_rag.domain.tokens import EstimateTokenCounter
+from unified_kg_rag.domain.usage import usage_scope
+from unified_kg_rag.ports import ChatModel
+from unified_kg_rag.util.errors import ModelError
+
+pytestmark = pytest.mark.integration
+
+QUESTION = [
+    Message(role="system", content="You are terse."),
+    Message(role="user", content="What is the capital of France?"),
+]
+
+
+@pytest.fixture
+def server(openai_server: FakeOpenAIServer) -> FakeOpenAIServer:
+    return openai_server  # the shared fixture of tests/support/fixtures.py
+
+
+def llm_config(server: FakeOpenAIServer, **overrides: object) -> LLMConfig:
+    openai = OpenAIChatConfig(
+        base_url=server.base_url,
+        api_key="test-key",  # type: ignore[arg-type]
+        model="test-model",
+        timeout_s=float(overrides.pop("timeout_s", 10.0)),  # type: ignore[arg-type]
+    )
+    fields: dict[str, object] = {
+        "kind": "openai",
+        "openai": openai,
+        "max_retries": 2,
+        "retry_initial_s": 0.0,
+        "retry_max_s": 0.0,
+    }
+    fields.update(overrides)
+    return LLMConfig.model_validate(fields)
+
+
+def wrapped(server: FakeOpenAIServer, store: FakeRecordStore | None = None,
+            **overrides: object) -> ChatModel:
+    config = llm_config(server, **overrides)
+    return wrap_chat_model(OpenAIChatModel(config.openai), config, store)
+
+
+def complete(model: ChatModel, messages: list[Message] = QUESTION, **kw: object) -> Completion:
+    return asyncio.run(model.complete(messages, **kw))  # type: ignore[arg-type]
+
+
+def stream(model: ChatModel, messages: list[Message] = QUESTION) -> list[str]:
+    async def collect() -> list[str]:
+        return [chunk async for chunk in model.stream(messages)]
+
+    return asyncio.run(collect())
+
+
+def test_completion_round_trip_sends_the_parameters(server: FakeOpenAIServer) -> None:
+    model = OpenAIChatModel(llm_config(server).openai)
+    schema = {"title": "Answer", "type": "object", "properties": {"a": {"type": "string"}}}
+    result = complete(model, max_tokens=50, temperature=0.3, stop=["\n\n"], json_schema=schema)
+    assert result.text == "echo: What is the capital of France?"
+    assert result.finish_reason == "stop"
+    assert result.input_tokens == 9  # the server counts words of every message
+    assert result.output_tokens == 7
+    [request] = server.requests_to("/chat/completions")
+    body = request.body
+    assert body["model"] == "test-model"
+    assert body["messages"][1] == {"role": "user", "content": "What is the capital of France?"}
+    assert (body["max_tokens"], body["temperature"], body["stop"]) == (50, 0.3, ["\n\n"])
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["name"] == "Answer"
+    assert body["response_format"]["json_schema"]["schema"] == schema
+    assert request.headers["authorization"] == "Bearer test-key"
+    assert model.model_id == "openai:test-model"
+
+
+def test_config_defaults_fill_max_tokens_and_temperature(server: FakeOpenAIServer) -> None:
+    complete(OpenAIChatModel(llm_config(server).openai))
+    body = server.requests[0].body
+    assert (body["max_tokens"], body["temperature"]) == (1024, 0.0)
+    assert "response_format" not in body
+
+
+def test_streaming_yields_deltas_in_order(server: FakeOpenAIServer) -> None:
+    chunks = stream(OpenAIChatModel(llm_config(server).openai))
+    assert len(chunks) > 3
+    assert "".join(chunks) == "echo: What is the capital of France?"
+    assert server.requests[0].body["stream"] is True
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["<think>The user asks about France.</think>\n\nParis.",
+     "The template opened the block; reasoning here.\n</think>\nParis."],
+)
+def test_reasoning_is_stripped_on_complete_and_stream(server: FakeOpenAIServer,
+                                                      reply: str) -> None:
+    server.script(Scripted(reply=reply), Scripted(reply=reply))
+    model = wrapped(server)
+    assert complete(model).text == "Paris."
+    assert "".join(stream(model)) == "Paris."
+
+
+def test_transient_503_is_retried_until_success(server: FakeOpenAIServer) -> None:
+    server.script(Scripted(status=503, message="overloaded"), Scripted(status=503))
+    with usage_scope() as usage:
+        result = complete(wrapped(server))
+    assert result.text.startswith("echo:")
+    assert len(server.requests) == 3
+    assert usage.calls == 1  # one logical call, three attempts
+
+
+def test_retries_give_up_after_max_retries(server: FakeOpenAIServer) -> None:
+    server.script(*[Scripted(status=500, message="boom")] * 5)
+    with pytest.raises(ModelError) as info:
+        complete(wrapped(server, max_retries=1))
+    assert info.value.transient is True
+    assert info.value.status_code == 500
+    assert "boom" in str(info.value)
+    assert len(server.requests) == 2
+
+
+def test_stream_is_retried_before_its_first_chunk(server: FakeOpenAIServer) -> None:
+    server.script(Scripted(status=429, message="slow down"))
+    assert "".join(stream(wrapped(server))).startswith("echo:")
+    assert len(server.requests) == 2
+
+
+def test_401_fails_at_once_naming_authentication_and_the_url(server: FakeOpenAIServer) -> None:
+    server.script(Scripted(status=401, message="Incorrect API key provided"))
+    with pytest.raises(ModelError) as info:
+        complete(wrapped(server, max_retries=4))
+    message = str(info.value)
+    assert "authentication failed" in message
+    assert server.base_url in message
+    assert info.value.transient is False
+    assert info.value.status_code == 401
+    assert len(server.requests) == 1
+
+
+def test_other_4xx_is_fatal_with_the_server_message(server: FakeOpenAIServer) -> None:
+    server.script(Scripted(status=400, message="context length exceeded"))
+    with pytest.raises(ModelError, match="context length exceeded") as info:
+        complete(wrapped(server))
+    assert info.value.transient is False
+    assert len(server.requests) == 1
+
+
+def test_timeout_is_transient_and_retried(server: FakeOpenAIServer) -> None:
+    server.script(Scripted(delay_s=1.5), Scripted(delay_s=1.5))
+    started = time.perf_counter()
+    with pytest.raises(ModelError, match="timed out") as info:
+        complete(wrapped(server, timeout_s=0.3, max_retries=1))
+    assert info.value.transient is True
+    assert len(server.requests) == 2
+    assert time.perf_counter() - started < 1.4  # did not wait for the slow answers
+
+
+def test_cache_hit_makes_no_request_and_is_metered(server: FakeOpenAIServer) -> None:
+    store = FakeRecordStore()
+    model = wrapped(server, store)
+    with usage_scope() as usage:
+        first = complete(model)
+        second = complete(model)
+    assert len(server.requests) == 1
+    assert second.cached is True
+    assert first.cached is False
+    assert second.text == first.text
+    assert (usage.calls, usage.cache_hits) == (1, 1)
+    assert asyncio.run(store.count(CACHE_NAMESPACE)) == 1
+    # a different parameter is a different key
+    complete(model, temperature=0.7)
+    assert len(server.requests) == 2
+
+
+def test_truncated_replies_are_not_cached(server: FakeOpenAIServer) -> None:
+    server.script(Scripted(finish_reason="length"))
+    store = FakeRecordStore()
+    model = wrapped(server, store)
+    assert complete(model).finish_reason == "length"
+    assert complete(model).cached is False
+    assert len(server.requests) == 2
+    assert asyncio.run(store.count(CACHE_NAMESPACE)) == 1  # the second reply was complete
+
+
+def test_concurrency_is_bounded(server: FakeOpenAIServer) -> None:
+    server.script(*[Scripted(delay_s=0.25) for _ in range(6)])
+    model = wrapped(server, max_concurrency=2)
+
+    async def many() -> list[Completion]:
+        questions = [[Message(role="user", content=f"q{i}")] for i in range(6)]
+        return list(await asyncio.gather(*(model.complete(q) for q in questions)))
+
+    results = asyncio.run(many())
+    assert [r.text for r in results] == [f"echo: q{i}" for i in range(6)]
+    assert server.max_in_flight == 2
+
+
+def test_failed_calls_free_their_slot(server: FakeOpenAIServer) -> None:
+    server.script(*[Scripted(status=400) for _ in range(3)])
+    model = wrapped(server, max_concurrency=1)
+
+    async def run() -> Completion:
+        for _ in range(3):
+            with pytest.raises(ModelError):
+                await model.complete(QUESTION)
+        return await asyncio.wait_for(model.complete(QUESTION), timeout=5)
+
+    assert asyncio.run(run()).text.startswith("echo:")
+
+
+def test_usage_scope_counts_calls_and_tokens(server: FakeOpenAIServer) -> None:
+    model = wrapped(server)
+    with usage_scope() as outer:
+        complete(model)
+        with usage_scope() as inner:
+            complete(model, [Message(role="user", content="one two three")])
+            "".join(stream(model))
+    assert inner.calls == 2
+    assert outer.calls == 3
+    estimate = sum(EstimateTokenCounter().count(m.content) for m in QUESTION)
+    assert inner.input_tokens == 3 + estimate  # provider count, then the stream's estimate
+    assert outer.input_tokens == 9 + inner.input_tokens
+    assert outer.output_tokens > inner.output_tokens > 0
+    assert outer.latency_s >= inner.latency_s > 0

