@@ -220,7 +220,11 @@ class IndexingConfig(_Section):
     """How `ukr index` runs."""
 
     batch_documents: int = Field(
-        default=32, ge=1, description="Documents chunked, embedded and committed together."
+        default=256,
+        ge=1,
+        description="Documents chunked, embedded and committed together. Larger batches let "
+        "the embedder sort more texts by length (less padding); a stopped run loses at most "
+        "one uncommitted batch, whose stored vectors are reused.",
     )
 
 
@@ -260,8 +264,18 @@ class QueryConfig(_Section):
         default="hybrid",
         description="`hybrid` (BM25 + vector fused by weighted RRF), `vector` or `lexical`.",
     )
-    rrf_k: int = Field(default=60, ge=1, description="RRF constant k in 1/(k + rank).")
-    lexical_weight: float = Field(default=1.0, ge=0, description="Weight of the BM25 list in RRF.")
+    rrf_k: int = Field(
+        default=10,
+        ge=1,
+        description="RRF constant k in weight / (k + rank). 10 rather than the usual 60: it "
+        "lets the top of each list count more (see the retrieval guide's measurements).",
+    )
+    lexical_weight: float = Field(
+        default=0.7,
+        ge=0,
+        description="Weight of the BM25 list in RRF. 0.7 beat 1.0 on MuSiQue (recall@5 0.623 "
+        "against 0.608) and lost little on the GraphRAG-Bench novels.",
+    )
     vector_weight: float = Field(default=1.0, ge=0, description="Weight of the vector list in RRF.")
     candidate_k: int = Field(
         default=50, ge=1, description="Candidates each list contributes before fusion."

@@ -14,6 +14,8 @@ from __future__ import annotations
 import regex
 
 __all__ = [
+    "QUERY_STOPWORDS",
+    "lexical_query_terms",
     "lexical_terms",
     "lexical_text",
     "paragraph_breaks",
@@ -54,6 +56,32 @@ def lexical_terms(text: str) -> list[str]:
         else:
             terms.append(m.group("word").casefold())
     return terms
+
+
+QUERY_STOPWORDS = frozenset(
+    """a an the of in on at to for from by with and or nor but is are was were be been being am
+    who whom whose what which when where why how did does do done that this these those it its
+    as into onto than then there their they them he she his her him i me my you your we our us
+    not no yes if so such can could would should will shall may might must has have had having
+    about after before over under between during also any all each some other both either
+    neither same own""".split()
+)
+"""English function words dropped from lexical *queries* (documents keep every term).
+
+Question words and particles match nearly every passage, so keeping them lets long questions
+rank passages by their function words. Measured on the MuSiQue passages: BM25 recall@5 0.493
+with them, 0.500 without.
+"""
+
+
+def lexical_query_terms(text: str) -> list[str]:
+    """Return the distinct lexical terms of a query, in order, without `QUERY_STOPWORDS`.
+
+    When every term is a stopword (a query like "Who is it?"), all terms are kept.
+    """
+    terms = list(dict.fromkeys(lexical_terms(text)))
+    content = [t for t in terms if t not in QUERY_STOPWORDS]
+    return content or terms
 
 
 def lexical_text(text: str) -> str:

@@ -21,7 +21,7 @@ from unified_kg_rag.adapters.sqlite.database import SqliteDatabase
 from unified_kg_rag.adapters.sqlite.filters import filter_clause
 from unified_kg_rag.domain.fusion import weighted_rrf
 from unified_kg_rag.domain.models import Collection, IndexRecord, SearchHit, SearchMode
-from unified_kg_rag.domain.text import lexical_terms, lexical_text
+from unified_kg_rag.domain.text import lexical_query_terms, lexical_text
 from unified_kg_rag.ports import Filters
 from unified_kg_rag.util.errors import EmbeddingModelError
 
@@ -31,11 +31,12 @@ _IDS = "(SELECT value FROM json_each(?))"
 
 
 def fts_query(query_text: str) -> str:
-    """Return the FTS5 query for ``query_text``: its distinct lexical terms, quoted, OR-ed.
+    """Return the FTS5 query for ``query_text``: its distinct query terms, quoted, OR-ed.
 
-    Returns an empty string when the text has no terms.
+    Terms come from `domain.text.lexical_query_terms` (stopwords dropped unless the query has
+    nothing else). Returns an empty string when the text has no terms.
     """
-    terms = dict.fromkeys(lexical_terms(query_text))
+    terms = lexical_query_terms(query_text)
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
 
 

@@ -1,0 +1,160 @@
+"""The composition root: builds the providers a configuration selects, in one typed `App`.
+
+Every adapter is reached through its registry (`adapters.registry`); nothing here names a
+concrete adapter class. Instances live in the `App`, never in module globals, so two apps in
+one process (tests) do not share state. Close an app with ``await app.aclose()`` or
+``async with build_app(...)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from unified_kg_rag.adapters import builtins
+from unified_kg_rag.adapters.llm.middleware import wrap_chat_model
+from unified_kg_rag.adapters.registry import (
+    CHAT_MODELS,
+    CHUNK_TOKENIZERS,
+    EMBEDDERS,
+    PARSERS,
+    STORE_BACKENDS,
+)
+from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.tokens import EstimateTokenCounter
+from unified_kg_rag.ports import (
+    ChatModel,
+    DocumentParser,
+    Embedder,
+    IndexStores,
+    StoreBackend,
+    TokenCounter,
+)
+from unified_kg_rag.util.errors import UsageError
+
+__all__ = ["App", "IndexStores", "build_app", "check_config", "validate_index_name"]
+
+logger = logging.getLogger(__name__)
+
+SHARED_SCOPE = "_shared"
+"""Record-store scope of project-wide records (the LLM response cache)."""
+
+builtins.register_all()
+
+
+def validate_index_name(name: str) -> str:
+    """Return ``name`` if it is a valid index name, else raise.
+
+    Valid: 1-64 characters, letters, digits, ``_``, ``-`` and ``.``, starting with a letter or
+    digit.
+
+    Raises:
+        UsageError: the name is invalid (field ``index``).
+    """
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name):
+        raise UsageError(
+            f"invalid index name {name!r}: use 1-64 letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit",
+            field="index",
+        )
+    return name
+
+
+@dataclass
+class App:
+    """The providers of one project, built from its configuration.
+
+    Attributes:
+        config: the effective configuration.
+        project_dir: the project directory (holds ``ukr.yaml`` and ``.ukr/``).
+        backend: the store backend.
+        embedder: the embedding model (loads its weights on first use).
+        chunk_tokenizer: the tokenizer text units are measured in (the embedder's own).
+        budget_tokenizer: the script-aware estimate used for context budgets.
+        chat_model: the wrapped LLM, or None when ``llm.kind`` is ``none``.
+        parsers: parser per file extension (``.txt`` ...).
+    """
+
+    config: UkrConfig
+    project_dir: Path
+    backend: StoreBackend
+    embedder: Embedder
+    chunk_tokenizer: TokenCounter
+    budget_tokenizer: TokenCounter
+    chat_model: ChatModel | None
+    parsers: dict[str, DocumentParser] = field(default_factory=dict)
+
+    def index(self, name: str | None = None) -> IndexStores:
+        """Return the store ports of index ``name`` (default: ``query.index``).
+
+        Raises:
+            UsageError: the name is not a valid index name.
+        """
+        index = validate_index_name(name or self.config.query.index)
+        return IndexStores(
+            name=index,
+            search=self.backend.search_index(index),
+            graph=self.backend.graph_store(index),
+            registry=self.backend.doc_registry(index),
+            records=self.backend.record_store(index),
+        )
+
+    async def aclose(self) -> None:
+        """Release the store backend's connections and threads."""
+        await self.backend.aclose()
+
+    async def __aenter__(self) -> App:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def check_config(config: UkrConfig) -> None:
+    """Check that every provider ``kind`` in ``config`` names a registered provider.
+
+    Raises:
+        ConfigurationError: the first unknown kind, with its field and the registered names.
+    """
+    STORE_BACKENDS.get(config.stores.kind)
+    EMBEDDERS.get(config.embeddings.kind)
+    CHUNK_TOKENIZERS.get(config.embeddings.kind)
+    CHAT_MODELS.get(config.llm.kind)
+
+
+def build_app(config: UkrConfig, project_dir: Path) -> App:
+    """Build the providers ``config`` selects for the project at ``project_dir``.
+
+    Nothing heavy is loaded here: the embedding model loads on first use and the store opens
+    its file on first access.
+
+    Raises:
+        ConfigurationError: a ``kind`` names no registered provider (the message lists them).
+    """
+    backend = STORE_BACKENDS.get(config.stores.kind)(config.stores, project_dir)
+    embedder = EMBEDDERS.get(config.embeddings.kind)(config.embeddings)
+    chunk_tokenizer = CHUNK_TOKENIZERS.get(config.embeddings.kind)(config.embeddings)
+    raw_chat = CHAT_MODELS.get(config.llm.kind)(config.llm)
+    chat = None
+    if raw_chat is not None:
+        cache = backend.record_store(SHARED_SCOPE) if config.llm.cache else None
+        chat = wrap_chat_model(raw_chat, config.llm, cache)
+    parsers = {ext: PARSERS.get(ext)(config.parsing) for ext in PARSERS.names()}
+    return App(
+        config=config,
+        project_dir=project_dir,
+        backend=backend,
+        embedder=embedder,
+        chunk_tokenizer=chunk_tokenizer,
+        budget_tokenizer=EstimateTokenCounter(),
+        chat_model=chat,
+        parsers=parsers,
+    )

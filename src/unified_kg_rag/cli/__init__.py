@@ -1,0 +1,1 @@
+"""The ``ukr`` command line (Typer): one module per command; entry point `app.main`."""

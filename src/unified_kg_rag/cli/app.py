@@ -1,0 +1,52 @@
+"""The ``ukr`` command-line application: one Typer app, one module per command."""
+
+from __future__ import annotations
+
+import typer
+
+from unified_kg_rag import __version__
+from unified_kg_rag.cli.config_show import config_app
+from unified_kg_rag.cli.evaluate import eval_app
+from unified_kg_rag.cli.index import index_command
+from unified_kg_rag.cli.init import init_command
+from unified_kg_rag.cli.query import query_command
+from unified_kg_rag.cli.status import status_command
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="ukr",
+    help="unified-kg-rag: index documents into a knowledge graph + hybrid search index and "
+    "answer questions over it with cited sources. Offline by default.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"ukr {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """unified-kg-rag command line."""
+
+
+app.command("init")(init_command)
+app.command("index")(index_command)
+app.command("query")(query_command)
+app.command("status")(status_command)
+app.add_typer(config_app, name="config")
+app.add_typer(eval_app, name="eval")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,123 @@
+"""What every command shares: options, project and config resolution, logging, error mapping.
+
+Exit codes (STYLE.md §10): 0 ok, 1 unexpected, 2 configuration or usage, 3 some inputs
+failed, 130 interrupted. Errors print one line, ``ErrorType: message``, on stderr; tracebacks
+only with ``--verbose``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from unified_kg_rag.config.load import load_config
+from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.util.errors import UkrError
+
+__all__ = [
+    "ConfigOpt",
+    "JsonOpt",
+    "ProjectOpt",
+    "QuietOpt",
+    "VerboseOpt",
+    "err_console",
+    "load",
+    "out_console",
+    "project_path",
+    "run",
+]
+
+T = TypeVar("T")
+
+out_console = Console(soft_wrap=True, highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+ProjectOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--project",
+        "-C",
+        envvar="UKR_PROJECT_DIR",
+        help="Project directory holding ukr.yaml and the .ukr/ store. [default: current directory]",
+        show_default=False,
+        file_okay=False,
+    ),
+]
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--config", help="Configuration file to read instead of PROJECT/ukr.yaml.", dir_okay=False
+    ),
+]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else.")
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+VerboseOpt = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Log at DEBUG and show tracebacks.")
+]
+
+
+def project_path(project: Path | None) -> Path:
+    """Return the project directory: ``--project``/``UKR_PROJECT_DIR`` or the current one."""
+    return (project or Path(os.getcwd())).resolve()
+
+
+def load(
+    project: Path | None, config_file: Path | None, *, verbose: bool = False
+) -> tuple[Path, UkrConfig]:
+    """Resolve the project directory, load its configuration and set up logging.
+
+    Raises:
+        ConfigurationError: the configuration is invalid.
+    """
+    from unified_kg_rag.bootstrap import check_config
+
+    project_dir = project_path(project)
+    config = load_config(project_dir, config_file=config_file)
+    check_config(config)
+    level = logging.DEBUG if verbose else getattr(logging, config.logging.level)
+    logging.basicConfig(
+        level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True
+    )
+    for noisy in ("httpx", "sentence_transformers", "transformers", "urllib3"):
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+    return project_dir, config
+
+
+def run(main: Callable[[], Coroutine[Any, Any, T]], *, verbose: bool = False) -> T:
+    """Run a command's coroutine; map errors to one stderr line and an exit code.
+
+    Raises:
+        typer.Exit: always on failure, with the mapped exit code.
+    """
+    try:
+        return asyncio.run(main())
+    except UkrError as exc:
+        if verbose:
+            err_console.print_exception()
+        err_console.print(f"[bold red]{type(exc).__name__}[/]: {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        err_console.print(
+            "Interrupted: everything committed so far is kept; run the command again to resume."
+        )
+        raise typer.Exit(130) from None
+    except typer.Exit:
+        raise
+    except Exception as exc:
+        if verbose:
+            err_console.print_exception()
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        err_console.print(f"[bold red]{type(exc).__name__}[/]: {escape(message)}", soft_wrap=True)
+        err_console.print("(run with --verbose for the traceback)")
+        raise typer.Exit(1) from None

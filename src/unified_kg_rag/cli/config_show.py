@@ -1,0 +1,37 @@
+"""``ukr config show``: the effective configuration, secrets masked."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+import yaml
+
+from unified_kg_rag.cli.common import ConfigOpt, JsonOpt, ProjectOpt, VerboseOpt, load
+from unified_kg_rag.util.errors import UkrError
+
+__all__ = ["config_app"]
+
+config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
+
+
+@config_app.command("show")
+def show_command(
+    project: ProjectOpt = None,
+    config_file: ConfigOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Print the effective configuration (defaults < ukr.yaml < UKR_ variables), secrets masked."""
+    from unified_kg_rag.cli.common import err_console
+
+    try:
+        _, config = load(project, config_file, verbose=verbose)
+    except UkrError as exc:
+        err_console.print(f"{type(exc).__name__}: {exc}", markup=False, soft_wrap=True)
+        raise typer.Exit(exc.exit_code) from None
+    data = config.model_dump(mode="json")
+    if json_out:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        typer.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip())

@@ -1,0 +1,81 @@
+"""A rich progress bar on stderr implementing `ports.ProgressReporter`.
+
+Drawn only when stderr is a terminal and output is not ``--quiet``/``--json``; otherwise the
+reporter prints nothing but warnings (one line each, on stderr).
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+__all__ = ["RichProgress"]
+
+_LABELS = {"read": "Reading files", "index": "Indexing documents"}
+
+
+class RichProgress:
+    """Progress bars for `ukr index`, one per task."""
+
+    def __init__(self, console: Console, *, enabled: bool) -> None:
+        self._console = console
+        self._enabled = enabled and console.is_terminal
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[note]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+            disable=not self._enabled,
+        )
+        self._tasks: dict[str, TaskID] = {}
+        self._totals: dict[str, int | None] = {}
+
+    def __enter__(self) -> RichProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._progress.stop()
+
+    def start(self, task: str, total: int | None) -> None:
+        """Add a bar for ``task``."""
+        self._tasks[task] = self._progress.add_task(_LABELS.get(task, task), total=total, note="")
+        self._totals[task] = total
+
+    def advance(self, task: str, steps: int = 1, *, note: str | None = None) -> None:
+        """Advance ``task``'s bar."""
+        if task in self._tasks:
+            if note is None:
+                self._progress.update(self._tasks[task], advance=steps)
+            else:
+                self._progress.update(self._tasks[task], advance=steps, note=note)
+
+    def finish(self, task: str) -> None:
+        """Mark ``task`` complete."""
+        total = self._totals.get(task)
+        if task in self._tasks and total is not None:
+            self._progress.update(self._tasks[task], completed=total)
+
+    def warn(self, message: str) -> None:
+        """Print a one-line warning above the bars."""
+        self._console.print(f"[yellow]failed[/]: {escape(message)}", soft_wrap=True)

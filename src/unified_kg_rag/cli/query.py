@@ -1,0 +1,99 @@
+"""``ukr query "QUESTION"``: answer a question from an index, with numbered sources."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from unified_kg_rag.cli.common import (
+    ConfigOpt,
+    JsonOpt,
+    ProjectOpt,
+    VerboseOpt,
+    load,
+    out_console,
+    run,
+)
+from unified_kg_rag.domain.models import RAGOutput
+
+__all__ = ["query_command", "render_answer"]
+
+_PREVIEW_CHARS = 160
+
+
+def render_answer(output: RAGOutput, *, show_sources: bool = True) -> None:
+    """Print an answer and its numbered sources on stdout."""
+    out_console.print(escape(output.answer), soft_wrap=True)
+    if show_sources and output.sources:
+        out_console.print()
+        out_console.print("[bold]Sources[/]")
+        for s in output.sources:
+            label = s.title or s.path or s.id[:12]
+            span = f" chars {s.start_char}-{s.end_char}" if s.start_char is not None else ""
+            where = f"{s.path}{span}" if s.path else s.id[:12]
+            preview = " ".join(s.text.split())
+            if len(preview) > _PREVIEW_CHARS:
+                preview = preview[:_PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"
+            cut = " (truncated)" if s.truncated else ""
+            out_console.print(
+                f"  [{s.n}] [bold]{escape(label)}[/] — {escape(where)}{cut}\n"
+                f"      [dim]{escape(preview)}[/]",
+                soft_wrap=True,
+            )
+
+
+def query_command(
+    question: Annotated[str, typer.Argument(help="The question.", show_default=False)],
+    strategy: Annotated[
+        str | None,
+        typer.Option("--strategy", "-s", help="Retrieval strategy. [default: query.strategy]"),
+    ] = None,
+    top_k: Annotated[
+        int | None,
+        typer.Option("--top-k", "-k", min=1, help="Text units retrieved. [default: query.top_k]"),
+    ] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode", help="hybrid, vector or lexical search. [default: query.search_mode]"
+        ),
+    ] = None,
+    index: Annotated[
+        str | None, typer.Option("--index", "-i", help="Index to query. [default: query.index]")
+    ] = None,
+    sources: Annotated[
+        bool, typer.Option("--sources/--no-sources", help="List the sources under the answer.")
+    ] = True,
+    project: ProjectOpt = None,
+    config_file: ConfigOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Answer a question from an index, citing the passages it used as [n].
+
+    Without an LLM configured the answer is extractive (quoted sentences); with one it is
+    written by the model from the same sources.
+    """
+
+    async def main() -> RAGOutput:
+        from unified_kg_rag.bootstrap import build_app
+        from unified_kg_rag.retrieval.chain import RAGChain
+
+        project_dir, config = load(project, config_file, verbose=verbose)
+        async with build_app(config, project_dir) as app:
+            chain = RAGChain(
+                app.index(index),
+                embedder=app.embedder,
+                chat_model=app.chat_model,
+                budget_tokenizer=app.budget_tokenizer,
+                config=config.query,
+            )
+            return await chain.ainvoke(question, strategy=strategy, top_k=top_k, search_mode=mode)
+
+    output = run(main, verbose=verbose)
+    if json_out:
+        typer.echo(output.model_dump_json(indent=2))
+    else:
+        render_answer(output, show_sources=sources)

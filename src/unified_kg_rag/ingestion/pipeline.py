@@ -1,0 +1,320 @@
+"""`IndexPipeline`: files → documents → text units → vectors and BM25 rows, incrementally.
+
+Stages, in order: discover (walk the paths) → hash (read bytes, SHA-256) → diff (doc registry,
+by content hash) → for the new, changed and previously failed documents, in batches: parse →
+chunk → embed (only text units not already stored with a vector) → write (search index) →
+drop the stale text units of changed documents → commit (registry record ``processed``).
+
+A document is committed only after its text units landed, so a run stopped at any point
+(Ctrl-C, a crash) loses nothing: the next run finds the stored units by id and embeds only
+what is missing. A document that fails is recorded ``failed`` with its reason (its earlier
+units, if any, are kept) and tried again by the next run; the others proceed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.chunking import build_text_units, chunk_text
+from unified_kg_rag.domain.embedding_input import embedding_input
+from unified_kg_rag.domain.models import (
+    Collection,
+    DocRecord,
+    DocStatus,
+    Document,
+    IndexRecord,
+    TextUnit,
+)
+from unified_kg_rag.domain.usage import usage_scope
+from unified_kg_rag.ingestion.corpus import CorpusFile, discover, parse_file, read_file
+from unified_kg_rag.ingestion.report import FailedDocument, IndexReport
+from unified_kg_rag.ports import (
+    DocumentParser,
+    Embedder,
+    IndexStores,
+    ProgressReporter,
+    TokenCounter,
+)
+from unified_kg_rag.util.aio import map_bounded
+from unified_kg_rag.util.errors import InputError, UkrError
+
+__all__ = ["IndexPipeline", "text_unit_record"]
+
+logger = logging.getLogger(__name__)
+
+_IO_CONCURRENCY = 4
+
+
+class _NullProgress:
+    def start(self, task: str, total: int | None) -> None:
+        pass
+
+    def advance(self, task: str, steps: int = 1, *, note: str | None = None) -> None:
+        pass
+
+    def finish(self, task: str) -> None:
+        pass
+
+    def warn(self, message: str) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class _Hashed:
+    file: CorpusFile
+    content_hash: str
+
+
+def text_unit_record(unit: TextUnit) -> IndexRecord:
+    """Return the search-index record of a text unit (its text and filterable fields)."""
+    meta = unit.metadata
+    return IndexRecord(
+        id=unit.id,
+        text=unit.text,
+        fields={
+            "document_id": unit.document_id,
+            "path": meta.get("path"),
+            "title": meta.get("title"),
+            "chunk_index": meta.get("chunk_index"),
+            "start_char": unit.start_char,
+            "end_char": unit.end_char,
+            "n_tokens": unit.n_tokens,
+        },
+    )
+
+
+def _title(unit: TextUnit) -> str | None:
+    title = unit.metadata.get("title")
+    return title if isinstance(title, str) else None
+
+
+class IndexPipeline:
+    """Indexes files into one index.
+
+    Args:
+        stores: the store ports of the target index.
+        embedder: the embedding model.
+        chunk_tokenizer: the tokenizer text units are measured in.
+        parsers: parser per file extension.
+        config: the effective configuration (``parsing``, ``chunking``, ``indexing``).
+        progress: receives progress events (optional).
+    """
+
+    def __init__(
+        self,
+        stores: IndexStores,
+        *,
+        embedder: Embedder,
+        chunk_tokenizer: TokenCounter,
+        parsers: Mapping[str, DocumentParser],
+        config: UkrConfig,
+        progress: ProgressReporter | None = None,
+    ) -> None:
+        self._stores = stores
+        self._embedder = embedder
+        self._tokenizer = chunk_tokenizer
+        self._parsers = parsers
+        self._config = config
+        self._progress: ProgressReporter = progress or _NullProgress()
+
+    async def run(self, paths: Sequence[Path]) -> IndexReport:
+        """Index the files under ``paths``; only new, changed and previously failed ones work.
+
+        Returns:
+            The run's `IndexReport`; ``report.exit_code`` is 3 when any document failed.
+
+        Raises:
+            UsageError: a path does not exist (before anything is read or written).
+            StoreError: a store failed (what was committed stays committed).
+            EmbeddingModelError: the embedding model failed or differs from the index's.
+            asyncio.CancelledError: the run was interrupted; the next run resumes it.
+        """
+        started = time.perf_counter()
+        report = IndexReport(index=self._stores.name)
+        with usage_scope() as usage:
+            files, skipped = discover(
+                paths, parsing=self._config.parsing, extensions=sorted(self._parsers)
+            )
+            report.skipped = [FailedDocument(path=s.display_path, reason=s.reason) for s in skipped]
+            report.documents_found = len(files)
+            hashed = await self._hash_all(files, report)
+            todo = await self._diff(hashed, report)
+            if todo:
+                await self._process(todo, report)
+        report.usage = usage
+        report.elapsed_s = round(time.perf_counter() - started, 3)
+        return report
+
+    # ----------------------------------------------------------------- stages
+
+    async def _hash_all(self, files: list[CorpusFile], report: IndexReport) -> list[_Hashed]:
+        self._progress.start("read", len(files))
+
+        async def hash_one(file: CorpusFile) -> _Hashed:
+            _, digest = await asyncio.to_thread(read_file, file, parsing=self._config.parsing)
+            self._progress.advance("read")
+            return _Hashed(file, digest)
+
+        results = await map_bounded(files, hash_one, concurrency=_IO_CONCURRENCY)
+        self._progress.finish("read")
+        hashed: list[_Hashed] = []
+        for r in results:
+            if r.value is not None:
+                hashed.append(r.value)
+            else:
+                await self._record_failure(r.item, "", r.error, report)
+        return hashed
+
+    async def _diff(self, hashed: list[_Hashed], report: IndexReport) -> list[_Hashed]:
+        by_scope: dict[str, dict[str, _Hashed]] = {}
+        for h in hashed:
+            by_scope.setdefault(h.file.source_scope, {})[h.file.document_id] = h
+        todo: list[_Hashed] = []
+        for scope, docs in by_scope.items():
+            delta = await self._stores.registry.diff(
+                scope, {doc_id: h.content_hash for doc_id, h in docs.items()}
+            )
+            report.documents_new += len(delta.new)
+            report.documents_changed += len(delta.changed)
+            report.documents_retried += len(delta.failed_before)
+            report.documents_unchanged += len(delta.unchanged)
+            report.documents_missing += len(delta.missing)
+            wanted = set(delta.new) | set(delta.changed) | set(delta.failed_before)
+            todo.extend(h for doc_id, h in docs.items() if doc_id in wanted)
+        return todo
+
+    async def _process(self, todo: list[_Hashed], report: IndexReport) -> None:
+        await self._stores.search.bind_embedding(self._embedder.model_id, self._embedder.dimension)
+        batch_size = self._config.indexing.batch_documents
+        self._progress.start("index", len(todo))
+        for i in range(0, len(todo), batch_size):
+            batch = todo[i : i + batch_size]
+            parsed = await map_bounded(batch, self._parse_and_chunk, concurrency=_IO_CONCURRENCY)
+            ready: list[tuple[_Hashed, Document, list[TextUnit]]] = []
+            for r in parsed:
+                if r.value is None:
+                    await self._record_failure(r.item.file, r.item.content_hash, r.error, report)
+                    self._progress.advance("index")
+                else:
+                    doc, units = r.value
+                    ready.append((r.item, doc, units))
+            if ready:
+                await self._write(ready, report)
+                self._progress.advance("index", len(ready))
+        self._progress.finish("index")
+
+    async def _parse_and_chunk(self, item: _Hashed) -> tuple[Document, list[TextUnit]]:
+        return await asyncio.to_thread(self._parse_and_chunk_sync, item)
+
+    def _parse_and_chunk_sync(self, item: _Hashed) -> tuple[Document, list[TextUnit]]:
+        data, digest = read_file(item.file, parsing=self._config.parsing)
+        doc = parse_file(item.file, data, digest, self._parsers)
+        spans = self._tokenizer.token_spans(doc.text)
+        chunks = chunk_text(
+            doc.text,
+            spans,
+            size_tokens=self._config.chunking.size_tokens,
+            overlap_tokens=self._config.chunking.overlap_tokens,
+        )
+        units = build_text_units(doc, chunks)
+        if not units:
+            raise InputError(item.file.display_path, "empty document (no text)")
+        return doc, units
+
+    async def _write(
+        self, ready: list[tuple[_Hashed, Document, list[TextUnit]]], report: IndexReport
+    ) -> None:
+        search = self._stores.search
+        units = [u for _, _, doc_units in ready for u in doc_units]
+        fresh = await self._units_to_embed(units)
+        if fresh:
+            vectors = await self._embedder.embed_documents(
+                [embedding_input(u.text, _title(u)) for u in fresh]
+            )
+            await search.upsert(
+                Collection.TEXT_UNITS, [text_unit_record(u) for u in fresh], vectors
+            )
+        report.text_units_embedded += len(fresh)
+        report.text_units_reused += len(units) - len(fresh)
+        report.text_units_written += len(fresh)
+
+        previous = await self._stores.registry.get([doc.id for _, doc, _ in ready])
+        stale: list[str] = []
+        records: list[DocRecord] = []
+        now = time.time()
+        for item, doc, doc_units in ready:
+            new_ids = tuple(u.id for u in doc_units)
+            old = previous.get(doc.id)
+            if old is not None:
+                keep = set(new_ids)
+                stale.extend(t for t in old.text_unit_ids if t not in keep)
+            records.append(
+                DocRecord(
+                    document_id=doc.id,
+                    path=doc.path,
+                    source_scope=item.file.source_scope,
+                    content_hash=doc.content_hash,
+                    status=DocStatus.PROCESSED,
+                    text_unit_ids=new_ids,
+                    updated_at=now,
+                )
+            )
+        if stale:
+            report.text_units_removed += await search.delete(Collection.TEXT_UNITS, stale)
+        await self._stores.registry.put(records)
+
+    async def _units_to_embed(self, units: list[TextUnit]) -> list[TextUnit]:
+        """Return the units not already stored with a vector made from the same input.
+
+        A unit id covers its document, offset and text; the title (part of the embedding
+        input) is compared with the stored record's, so a retitled document is re-embedded.
+        """
+        search = self._stores.search
+        ids = [u.id for u in units]
+        with_vector = await search.existing_ids(Collection.TEXT_UNITS, ids)
+        stored = {r.id: r for r in await search.get(Collection.TEXT_UNITS, sorted(with_vector))}
+        return [
+            u
+            for u in units
+            if u.id not in stored or stored[u.id].fields.get("title") != _title(u)
+        ]
+
+    async def _record_failure(
+        self,
+        file: CorpusFile,
+        content_hash: str,
+        error: BaseException | None,
+        report: IndexReport,
+    ) -> None:
+        if isinstance(error, InputError):
+            reason = " ".join(error.reason.split())
+        elif isinstance(error, Exception) and not isinstance(error, UkrError):
+            # A parser bug or an odd file fails that document only; the traceback goes to DEBUG.
+            logger.debug("unexpected error on %s", file.display_path, exc_info=error)
+            reason = " ".join(f"{type(error).__name__}: {error}".split())
+        else:
+            raise error if error is not None else RuntimeError("failure without an error")
+        report.failed.append(FailedDocument(path=file.display_path, reason=reason))
+        self._progress.warn(f"{file.display_path}: {reason}")
+        logger.info("failed to index %s: %s", file.display_path, reason)
+        previous = (await self._stores.registry.get([file.document_id])).get(file.document_id)
+        await self._stores.registry.put(
+            [
+                DocRecord(
+                    document_id=file.document_id,
+                    path=file.relative_path,
+                    source_scope=file.source_scope,
+                    content_hash=content_hash,
+                    status=DocStatus.FAILED,
+                    text_unit_ids=previous.text_unit_ids if previous else (),
+                    error=reason,
+                    updated_at=time.time(),
+                )
+            ]
+        )

@@ -1,0 +1,60 @@
+"""The summary of an indexing run, as `ukr index` prints it (and ``--json`` dumps it)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from unified_kg_rag.domain.models import TokenUsage
+
+__all__ = ["FailedDocument", "IndexReport"]
+
+
+class FailedDocument(BaseModel):
+    """A document that could not be indexed in this run, and why (one line)."""
+
+    path: str
+    reason: str
+
+
+class IndexReport(BaseModel):
+    """What one indexing run did.
+
+    Attributes:
+        index: the index written.
+        documents_found: files found that a parser handles (plus files named explicitly).
+        documents_new: documents indexed for the first time.
+        documents_changed: documents re-indexed because their bytes changed.
+        documents_retried: documents that had failed before and were tried again.
+        documents_unchanged: documents skipped because their bytes are unchanged.
+        documents_missing: documents of the same source folders that the registry holds but
+            this run did not find (kept; deletion is explicit).
+        text_units_written: text units stored by this run.
+        text_units_embedded: text units the embedding model was run on.
+        text_units_reused: text units already stored with a vector (not embedded again).
+        text_units_removed: stale text units of changed documents removed.
+        failed: documents that failed, with their reasons.
+        skipped: files left out of folder walks (unsupported extension, excluded), with reasons.
+        elapsed_s: wall time, seconds.
+        usage: model usage of the run.
+    """
+
+    index: str
+    documents_found: int = 0
+    documents_new: int = 0
+    documents_changed: int = 0
+    documents_retried: int = 0
+    documents_unchanged: int = 0
+    documents_missing: int = 0
+    text_units_written: int = 0
+    text_units_embedded: int = 0
+    text_units_reused: int = 0
+    text_units_removed: int = 0
+    failed: list[FailedDocument] = Field(default_factory=list)
+    skipped: list[FailedDocument] = Field(default_factory=list)
+    elapsed_s: float = 0.0
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every document was indexed, 3 when any failed."""
+        return 3 if self.failed else 0

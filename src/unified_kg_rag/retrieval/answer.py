@@ -1,0 +1,111 @@
+"""The answer step: generative (an LLM writes, citing ``[n]``) or extractive (no LLM).
+
+Both read exactly the packed sources; neither adds context of its own. An empty context never
+reaches this module (the chain answers "cannot answer" without a model call).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from unified_kg_rag.domain.extractive import select_sentences
+from unified_kg_rag.domain.models import Message, Source
+from unified_kg_rag.domain.prompts import load_prompt
+from unified_kg_rag.domain.text import sentence_spans
+from unified_kg_rag.ports import ChatModel, Embedder
+
+__all__ = [
+    "EXTRACTIVE_HEADER",
+    "extractive_answer",
+    "generative_answer",
+    "render_source",
+    "source_header",
+]
+
+logger = logging.getLogger(__name__)
+
+EXTRACTIVE_HEADER = (
+    "Extractive answer (no language model is configured): the sentences of the retrieved "
+    "passages closest to the question."
+)
+_MAX_SENTENCE_SOURCES = 6
+_MAX_SENTENCES = 160
+_MAX_SENTENCE_CHARS = 600
+
+
+def source_header(source: Source) -> str:
+    """Return the header line of a source in the context: ``[n] title (path)``."""
+    label = source.title or source.path or source.id[:12]
+    where = f" ({source.path})" if source.path and source.path != label else ""
+    return f"[{source.n}] {label}{where}"
+
+
+def render_source(source: Source) -> str:
+    """Return a source as placed in the context: its header line, then its text."""
+    return f"{source_header(source)}\n{source.text}"
+
+
+async def generative_answer(
+    chat_model: ChatModel, question: str, sources: Sequence[Source], *, max_tokens: int
+) -> str:
+    """Ask the LLM for an answer grounded in ``sources``, citing them as ``[n]``.
+
+    Raises:
+        ModelError: the model call failed after retries.
+    """
+    user = load_prompt("answer_user.v1").format(
+        sources="\n\n".join(render_source(s) for s in sources), question=question
+    )
+    messages = [
+        Message(role="system", content=load_prompt("answer_system.v1")),
+        Message(role="user", content=user),
+    ]
+    completion = await chat_model.complete(messages, max_tokens=max_tokens, temperature=0.0)
+    return completion.text.strip()
+
+
+async def extractive_answer(
+    embedder: Embedder,
+    question_vector: NDArray[np.float32],
+    sources: Sequence[Source],
+    *,
+    sentences: int,
+) -> str:
+    """Quote the sentences of the best sources that are closest to the question.
+
+    Args:
+        embedder: embeds the candidate sentences.
+        question_vector: the question's ``ndarray[d] float32`` embedding.
+        sources: the packed sources, best first; sentences come from the first few.
+        sentences: how many sentences to quote at most.
+
+    Returns:
+        The answer text: `EXTRACTIVE_HEADER`, then one quoted sentence per line with its
+        ``[n]`` citation.
+    """
+    candidates: list[tuple[str, int]] = []
+    for source in sources[:_MAX_SENTENCE_SOURCES]:
+        for start, end in sentence_spans(source.text):
+            sentence = " ".join(source.text[start:end].split())
+            if len(sentence) < 12 or sentence.startswith("#"):
+                continue
+            if len(sentence) > _MAX_SENTENCE_CHARS:
+                sentence = sentence[:_MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
+            candidates.append((sentence, source.n))
+            if len(candidates) >= _MAX_SENTENCES:
+                break
+    if not candidates:
+        best = sources[0]
+        snippet = " ".join(best.text.split())[:_MAX_SENTENCE_CHARS]
+        return f"{EXTRACTIVE_HEADER}\n\n1. \u201c{snippet}\u201d [{best.n}]"
+    vectors = await embedder.embed_documents([c[0] for c in candidates])
+    picked = select_sentences(question_vector, vectors, sentences)
+    lines = [
+        f"{i}. \u201c{candidates[row][0]}\u201d [{candidates[row][1]}]"
+        for i, (row, _) in enumerate(picked, start=1)
+    ]
+    return EXTRACTIVE_HEADER + "\n\n" + "\n".join(lines)

@@ -1,0 +1,64 @@
+import numpy as np
+import pytest
+
+from tests.fakes import FakeTokenCounter
+from unified_kg_rag.domain.budget import pack_sections
+from unified_kg_rag.domain.embedding_input import embedding_input
+from unified_kg_rag.domain.extractive import select_sentences
+
+pytestmark = pytest.mark.unit
+
+
+def test_sections_pack_in_order_and_the_first_overflow_is_truncated() -> None:
+    counter = FakeTokenCounter()
+    texts = ["a b c d", "e f g h i j k l", "m n"]
+    packed = pack_sections(texts, 8, counter, header_tokens=[1, 1, 1], min_tail_tokens=2)
+    assert [(p.index, p.text, p.truncated) for p in packed] == [
+        (0, "a b c d", False),
+        (1, "e f", True),
+    ]
+    assert sum(p.tokens for p in packed) <= 8
+
+
+def test_a_tail_below_the_minimum_is_dropped_and_packing_stops() -> None:
+    counter = FakeTokenCounter()
+    packed = pack_sections(["a b c", "d e f g", "h"], 5, counter, min_tail_tokens=3)
+    assert [p.index for p in packed] == [0]
+
+
+def test_everything_fits() -> None:
+    packed = pack_sections(["a", "b"], 100, FakeTokenCounter())
+    assert [p.truncated for p in packed] == [False, False]
+
+
+def _unit(v: list[float]) -> np.ndarray:
+    a = np.asarray(v, dtype=np.float32)
+    return a / np.linalg.norm(a)
+
+
+def test_select_sentences_ranks_by_cosine_and_skips_near_duplicates() -> None:
+    q = _unit([1, 0, 0])
+    s = np.stack([_unit([0, 1, 0]), _unit([1, 0.1, 0]), _unit([1, 0.1, 0.001]), _unit([1, 1, 0])])
+    picked = select_sentences(q, s, 3)
+    assert [i for i, _ in picked] == [1, 3, 0]
+    assert picked[0][1] == pytest.approx(float(s[1] @ q))
+
+
+def test_select_sentences_handles_empty_input_and_min_score() -> None:
+    assert select_sentences(_unit([1, 0]), np.zeros((0, 2), dtype=np.float32), 3) == []
+    s = np.stack([_unit([1, 0]), _unit([-1, 0.1])])
+    assert [i for i, _ in select_sentences(_unit([1, 0]), s, 5, min_score=0.0)] == [0]
+
+
+@pytest.mark.parametrize(
+    ("text", "title", "expected"),
+    [
+        ("# Ada\n\nBody", "Ada", "Ada\n\nBody"),
+        ("Middle part", "Ada Lovelace", "Ada Lovelace\nMiddle part"),
+        ("ada lovelace was", "Ada  Lovelace", "ada lovelace was"),
+        ("## Section\ntext", None, "Section\ntext"),
+        ("x #not a heading", "", "x #not a heading"),
+    ],
+)
+def test_embedding_input(text: str, title: str | None, expected: str) -> None:
+    assert embedding_input(text, title) == expected

@@ -1,0 +1,127 @@
+from pathlib import Path
+
+import pytest
+import yaml
+
+from unified_kg_rag.config.load import load_config
+from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.config.template import render_template
+from unified_kg_rag.util.errors import ConfigurationError
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    for key in list(os.environ):
+        if key.upper().startswith("UKR_"):
+            monkeypatch.delenv(key)
+
+
+def test_defaults_work_offline(tmp_path: Path) -> None:
+    cfg = load_config(tmp_path)
+    assert (cfg.llm.kind, cfg.embeddings.kind, cfg.stores.kind) == ("none", "local", "sqlite")
+    assert (cfg.chunking.size_tokens, cfg.chunking.overlap_tokens) == (600, 100)
+
+
+def test_precedence_defaults_then_file_then_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "ukr.yaml").write_text(
+        "query:\n  top_k: 7\n  rrf_k: 30\nllm:\n  openai:\n    model: from-file\n"
+    )
+    monkeypatch.setenv("UKR_QUERY__TOP_K", "3")
+    monkeypatch.setenv("UKR_LLM__OPENAI__BASE_URL", "http://127.0.0.1:9/v1")
+    cfg = load_config(tmp_path)
+    assert cfg.query.top_k == 3  # environment wins over the file
+    assert cfg.query.rrf_k == 30  # the file wins over the default
+    assert cfg.query.max_context_tokens == UkrConfig().query.max_context_tokens
+    assert cfg.llm.openai.model == "from-file"  # nested file value survives a sibling env value
+    assert cfg.llm.openai.base_url == "http://127.0.0.1:9/v1"
+
+
+def test_invalid_value_in_file_names_file_and_field(tmp_path: Path) -> None:
+    (tmp_path / "ukr.yaml").write_text("chunking:\n  size_tokens: ten\n")
+    with pytest.raises(ConfigurationError) as err:
+        load_config(tmp_path)
+    assert "ukr.yaml: chunking.size_tokens:" in str(err.value)
+    assert err.value.exit_code == 2
+
+
+def test_invalid_value_in_environment_names_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("UKR_QUERY__TOP_K", "0")
+    with pytest.raises(ConfigurationError, match=r"UKR_QUERY__TOP_K: query\.top_k: "):
+        load_config(tmp_path)
+
+
+def test_unknown_key_and_cross_field_rules_fail(tmp_path: Path) -> None:
+    (tmp_path / "ukr.yaml").write_text("query:\n  topk: 3\n")
+    with pytest.raises(ConfigurationError, match=r"query\.topk: Extra inputs"):
+        load_config(tmp_path)
+    (tmp_path / "ukr.yaml").write_text("chunking:\n  size_tokens: 50\n  overlap_tokens: 50\n")
+    with pytest.raises(ConfigurationError, match="overlap_tokens must be smaller"):
+        load_config(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [("query: [1, 2\n", "line 2: expected"), ("- a\n- b\n", "top level must be a mapping")],
+)
+def test_malformed_yaml(tmp_path: Path, content: str, message: str) -> None:
+    (tmp_path / "ukr.yaml").write_text(content)
+    with pytest.raises(ConfigurationError, match=message):
+        load_config(tmp_path)
+
+
+def test_secrets_are_masked_when_dumped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UKR_LLM__OPENAI__API_KEY", "sk-very-secret")
+    cfg = load_config(tmp_path)
+    assert cfg.llm.openai.api_key is not None
+    assert cfg.llm.openai.api_key.get_secret_value() == "sk-very-secret"
+    assert "sk-very-secret" not in str(cfg.model_dump(mode="json"))
+
+
+def test_template_is_valid_yaml_holding_the_defaults(tmp_path: Path) -> None:
+    text = render_template()
+    data = yaml.safe_load(text)
+    defaults = UkrConfig().model_dump(mode="json")
+    assert data == defaults
+    assert "# Longest text unit" in text  # field descriptions become comments
+    (tmp_path / "ukr.yaml").write_text(text)
+    assert load_config(tmp_path) == UkrConfig()
+
+
+def test_every_field_is_described() -> None:
+    from pydantic import BaseModel
+
+    def walk(model: type[BaseModel], path: str) -> list[str]:
+        missing = []
+        for name, info in model.model_fields.items():
+            if not info.description:
+                missing.append(f"{path}{name}")
+            ann = info.annotation
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                missing += walk(ann, f"{path}{name}.")
+        return missing
+
+    assert walk(UkrConfig, "") == []
+
+
+def test_generated_reference_pages_are_current() -> None:
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("gen_docs", root / "scripts" / "gen_docs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    stale = [
+        str(path.relative_to(root))
+        for path, text in module.pages().items()
+        if not path.exists() or path.read_text(encoding="utf-8") != text
+    ]
+    assert stale == [], f"run `python scripts/gen_docs.py` to update {stale}"
