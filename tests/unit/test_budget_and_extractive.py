@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
-
 from tests.fakes import FakeTokenCounter
+
 from unified_kg_rag.domain.budget import pack_sections
 from unified_kg_rag.domain.embedding_input import embedding_input
 from unified_kg_rag.domain.extractive import select_sentences

@@ -1,3 +1,5 @@
+import itertools
+
 import pytest
 
 from unified_kg_rag.domain.text import (
@@ -45,7 +47,8 @@ def test_sentence_spans_respect_abbreviations_and_cjk_stops() -> None:
 def test_sentence_spans_cover_text_in_order_without_overlap() -> None:
     text = "One. Two?  Three!\nFour"
     spans = sentence_spans(text)
-    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+    assert [text[s:e] for s, e in spans] == ["One.", "Two?", "Three!", "Four"]
     assert sentence_spans("   \n ") == []
 
 

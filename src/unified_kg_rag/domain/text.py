@@ -58,14 +58,15 @@ def lexical_terms(text: str) -> list[str]:
     return terms
 
 
-QUERY_STOPWORDS = frozenset(
-    """a an the of in on at to for from by with and or nor but is are was were be been being am
-    who whom whose what which when where why how did does do done that this these those it its
-    as into onto than then there their they them he she his her him i me my you your we our us
-    not no yes if so such can could would should will shall may might must has have had having
-    about after before over under between during also any all each some other both either
-    neither same own""".split()
-)
+_STOPWORD_TEXT = """
+a an the of in on at to for from by with and or nor but is are was were be been being am
+who whom whose what which when where why how did does do done that this these those it its
+as into onto than then there their they them he she his her him i me my you your we our us
+not no yes if so such can could would should will shall may might must has have had having
+about after before over under between during also any all each some other both either
+neither same own
+"""
+QUERY_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 """English function words dropped from lexical *queries* (documents keep every term).
 
 Question words and particles match nearly every passage, so keeping them lets long questions
