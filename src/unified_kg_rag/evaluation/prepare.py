@@ -113,7 +113,7 @@ def prepare_hipporag(questions_path: Path, corpus_path: Path, out_dir: Path) -> 
                 stems.append(found)
         items.append(
             EvalItem(
-                id=str(q.get("id", n)),
+                id=str(q.get("id", q.get("_id", n))),
                 question=str(q["question"]),
                 answers=_answers(q),
                 supporting=list(dict.fromkeys(stems)),
