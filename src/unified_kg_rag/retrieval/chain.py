@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from unified_kg_rag.config.models import QueryConfig
 from unified_kg_rag.domain.budget import pack_sections
@@ -178,8 +178,10 @@ class RAGChain:
             return self._config
         try:
             return QueryConfig.model_validate({**self._config.model_dump(), **values})
-        except ValueError as exc:
-            raise UsageError(" ".join(str(exc).split()), field="query") from exc
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"])
+            raise UsageError(first["msg"], field=f"query.{field}") from exc
 
     async def _retrieve(
         self,
