@@ -190,7 +190,7 @@ class SearchIndex(Protocol):
         """Record the embedding model of this index, or check it matches the recorded one.
 
         Raises:
-            EmbeddingModelError: the index holds vectors of another model or dimension.
+            EmbeddingMismatchError: the index holds vectors of another model or dimension.
         """
         ...
 

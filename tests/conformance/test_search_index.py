@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 
 from unified_kg_rag.domain.models import Collection, IndexRecord, SearchMode
 from unified_kg_rag.ports import Filters, StoreBackend
-from unified_kg_rag.util.errors import EmbeddingModelError
+from unified_kg_rag.util.errors import EmbeddingMismatchError
 
 TU = Collection.TEXT_UNITS
 
@@ -102,7 +102,7 @@ def test_upsert_validates_vectors(backend: StoreBackend) -> None:
         with pytest.raises(ValueError):
             await idx.upsert(TU, [rec("a", "x"), rec("b", "y")], np.zeros((1, 4), np.float32))
         await idx.bind_embedding("model-a", 4)
-        with pytest.raises(EmbeddingModelError):
+        with pytest.raises(EmbeddingMismatchError):
             await idx.upsert(TU, [rec("a", "x")], np.ones((1, 3), np.float32))
         assert await idx.count(TU) == 0
         await idx.upsert(TU, [rec("a", "x")], np.full((1, 4), 3.0, np.float32))
@@ -123,10 +123,10 @@ def test_bind_embedding(backend: StoreBackend) -> None:
         assert await idx.embedding() == ("model-b", 8)
         await idx.upsert(TU, [rec("a", "x")], np.ones((1, 8), np.float32))
         for model, dim in (("model-c", 8), ("model-b", 4)):
-            with pytest.raises(EmbeddingModelError) as err:
+            with pytest.raises(EmbeddingMismatchError) as err:
                 await idx.bind_embedding(model, dim)
             assert "model-b" in str(err.value)
-            assert "ukr index --reset" in str(err.value)
+            assert "new index" in str(err.value)
         assert await idx.embedding() == ("model-b", 8)
         await idx.delete(TU, ["a"])
         await idx.bind_embedding("model-c", 4)
@@ -293,7 +293,7 @@ def test_query_vector_of_another_dimension_raises(backend: StoreBackend) -> None
         idx = backend.search_index("default")
         await idx.upsert(TU, [rec("a", "x")], np.stack([unit(1, 0, 0)]))
         for mode in (SearchMode.VECTOR, SearchMode.HYBRID):
-            with pytest.raises(EmbeddingModelError):
+            with pytest.raises(EmbeddingMismatchError):
                 await idx.search(TU, query_text="x", query_vector=unit(1, 0), mode=mode)
 
     asyncio.run(body())

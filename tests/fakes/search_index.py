@@ -12,7 +12,7 @@ from unified_kg_rag.domain.fusion import weighted_rrf
 from unified_kg_rag.domain.models import Collection, IndexRecord, SearchHit, SearchMode
 from unified_kg_rag.domain.text import lexical_terms
 from unified_kg_rag.ports import Filters
-from unified_kg_rag.util.errors import EmbeddingModelError
+from unified_kg_rag.util.errors import EmbeddingMismatchError
 
 
 def matches(fields: Mapping[str, object], filters: Filters | None) -> bool:
@@ -40,7 +40,7 @@ class FakeSearchIndex:
     async def bind_embedding(self, model_id: str, dimension: int) -> None:
         dims = self._dims()
         if (self.model not in (None, (model_id, dimension)) and dims) or dims - {dimension}:
-            raise EmbeddingModelError(f"index was built with {self.model}; run `ukr index --reset`")
+            raise EmbeddingMismatchError(f"index was built with {self.model}; index into a new index (`ukr index PATH --index NAME`)")
         self.model = (model_id, dimension)
 
     async def embedding(self) -> tuple[str, int] | None:
@@ -57,7 +57,7 @@ class FakeSearchIndex:
                 raise ValueError("one vector row per record is required")
             dim = self.model[1] if self.model else next(iter(self._dims()), vectors.shape[1])
             if records and vectors.shape[1] != dim:
-                raise EmbeddingModelError(f"expected dimension {dim}")
+                raise EmbeddingMismatchError(f"expected dimension {dim}")
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors = (vectors / np.where(norms > 0, norms, 1)).astype(np.float32)
         for i, rec in enumerate(records):
@@ -110,7 +110,7 @@ class FakeSearchIndex:
             lexical = sorted([s for s in scored if s[1] > 0], key=lambda s: (-s[1], s[0]))[:limit]
         if mode != SearchMode.LEXICAL and query_vector is not None:
             if self._dims() - {len(query_vector)}:
-                raise EmbeddingModelError("the query vector has another dimension")
+                raise EmbeddingMismatchError("the query vector has another dimension")
             q = query_vector / (np.linalg.norm(query_vector) or 1.0)
             cos = [(i, float(v @ q)) for i, (_, v) in docs.items() if v is not None]
             vector = sorted(cos, key=lambda s: (-s[1], s[0]))[:limit]

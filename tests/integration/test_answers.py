@@ -175,3 +175,31 @@ def test_bad_query_settings_fail_before_any_model_call(
     with pytest.raises(error, match=message):
         asyncio.run(_ask(tmp_path, openai_server, "owls", **kwargs))
     assert openai_server.requests == []
+
+
+class _OtherModel(FakeEmbedder):
+    @property
+    def model_id(self) -> str:
+        return "fake:another-model"
+
+
+def test_querying_with_another_embedding_model_is_refused(tmp_path: Path) -> None:
+    from unified_kg_rag.util.errors import EmbeddingMismatchError
+
+    write_good_docs(tmp_path / "docs")
+
+    async def main() -> None:
+        app, _ = await _chain(tmp_path, None)
+        async with app:
+            other = RAGChain(
+                app.index(),
+                embedder=_OtherModel(),
+                chat_model=None,
+                budget_tokenizer=app.budget_tokenizer,
+                config=app.config.query,
+            )
+            await other.ainvoke("owls")
+
+    with pytest.raises(EmbeddingMismatchError, match="built with embedding model 'fake:hash-64'") as err:
+        asyncio.run(main())
+    assert err.value.exit_code == 2

@@ -62,3 +62,20 @@ def test_select_sentences_handles_empty_input_and_min_score() -> None:
 )
 def test_embedding_input(text: str, title: str | None, expected: str) -> None:
     assert embedding_input(text, title) == expected
+
+
+def test_term_coverage_weights_rare_terms_most() -> None:
+    from unified_kg_rag.domain.extractive import term_coverage
+
+    sentences = [{"engine", "note", "bernoulli"}, {"engine", "steam"}, {"engine"}]
+    cov = term_coverage(["engine", "bernoulli"], sentences)
+    assert cov[0] == pytest.approx(1.0)
+    assert cov[2] < 0.5 and cov[1] == cov[2]
+    assert term_coverage([], sentences) == [0.0, 0.0, 0.0]
+
+
+def test_boosts_can_reorder_sentences() -> None:
+    q = _unit([1, 0, 0])
+    s = np.stack([_unit([1, 0.2, 0]), _unit([1, 0.9, 0])])
+    assert [i for i, _ in select_sentences(q, s, 2)] == [0, 1]
+    assert [i for i, _ in select_sentences(q, s, 2, boosts=[0.0, 0.5])] == [1, 0]

@@ -77,5 +77,9 @@ class RichProgress:
             self._progress.update(self._tasks[task], completed=total)
 
     def warn(self, message: str) -> None:
-        """Print a one-line warning above the bars."""
-        self._console.print(f"[yellow]failed[/]: {escape(message)}", soft_wrap=True)
+        """Print a one-line warning above the bars.
+
+        Only while bars are drawn; otherwise the summary lists the failures once, at the end.
+        """
+        if self._enabled:
+            self._console.print(f"[yellow]failed[/]: {escape(message)}", soft_wrap=True)

@@ -286,6 +286,13 @@ class QueryConfig(_Section):
     extractive_sentences: int = Field(
         default=4, ge=1, description="Sentences quoted by an extractive answer (no LLM)."
     )
+    extractive_lexical_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Weight of the question-term coverage added to each sentence's cosine when "
+        "choosing extractive sentences. 1.0 put the gold answer in the extractive answer for "
+        "33% of MuSiQue questions against 25% with cosine alone (0.0).",
+    )
     answer_max_tokens: int = Field(
         default=1024, ge=16, description="Longest generated answer, in tokens."
     )

@@ -7,10 +7,36 @@ maximal marginal relevance (Carbonell & Goldstein, SIGIR 1998) with a hard redun
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["select_sentences"]
+__all__ = ["select_sentences", "term_coverage"]
+
+
+def term_coverage(query_terms: Sequence[str], sentences_terms: Sequence[set[str]]) -> list[float]:
+    """Return, per sentence, the IDF-weighted share of the query's terms it contains.
+
+    IDF is computed over the given sentences (``log((n + 1) / (df + 0.5))``), so a term
+    every sentence has counts little and a rare query term counts most.
+
+    Args:
+        query_terms: the query's distinct lexical terms.
+        sentences_terms: each sentence's set of lexical terms.
+
+    Returns:
+        One value in [0, 1] per sentence (0 for all when the query has no terms).
+    """
+    n = len(sentences_terms)
+    weights = {
+        t: math.log((n + 1) / (sum(t in s for s in sentences_terms) + 0.5)) for t in query_terms
+    }
+    total = sum(weights.values())
+    if total <= 0:
+        return [0.0] * n
+    return [sum(w for t, w in weights.items() if t in s) / total for s in sentences_terms]
 
 
 def select_sentences(
@@ -20,6 +46,7 @@ def select_sentences(
     *,
     redundancy: float = 0.92,
     min_score: float = 0.0,
+    boosts: Sequence[float] | None = None,
 ) -> list[tuple[int, float]]:
     """Pick up to ``k`` sentences most similar to the query, skipping near-duplicates.
 
@@ -29,6 +56,8 @@ def select_sentences(
         k: how many sentences to pick at most.
         redundancy: a candidate whose cosine with a picked sentence exceeds this is skipped.
         min_score: candidates scoring below this cosine are not picked.
+        boosts: added to each sentence's cosine before ranking (e.g. weighted
+            `term_coverage`); ``min_score`` applies to the boosted score.
 
     Returns:
         ``(row, score)`` pairs, best first; ties broken by lower row (earlier in the context).
@@ -36,6 +65,8 @@ def select_sentences(
     if sentence_vectors.shape[0] == 0 or k <= 0:
         return []
     scores = sentence_vectors @ query_vector
+    if boosts is not None:
+        scores = scores + np.asarray(boosts, dtype=np.float32)
     order = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
     picked: list[tuple[int, float]] = []
     for i in order:

@@ -184,7 +184,10 @@ class IndexPipeline:
             report.documents_changed += len(delta.changed)
             report.documents_retried += len(delta.failed_before)
             report.documents_unchanged += len(delta.unchanged)
-            report.documents_missing += len(delta.missing)
+            if not all(h.file.explicit for h in docs.values()):
+                # a folder was walked: what the registry holds and the walk missed is missing;
+                # for files named one by one, the rest of their folder was not looked at
+                report.documents_missing += len(delta.missing)
             wanted = set(delta.new) | set(delta.changed) | set(delta.failed_before)
             todo.extend(h for doc_id, h in docs.items() if doc_id in wanted)
         return todo

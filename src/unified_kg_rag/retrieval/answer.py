@@ -12,10 +12,10 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from unified_kg_rag.domain.extractive import select_sentences
+from unified_kg_rag.domain.extractive import select_sentences, term_coverage
 from unified_kg_rag.domain.models import Message, Source
 from unified_kg_rag.domain.prompts import load_prompt
-from unified_kg_rag.domain.text import sentence_spans
+from unified_kg_rag.domain.text import lexical_query_terms, lexical_terms, sentence_spans
 from unified_kg_rag.ports import ChatModel, Embedder
 
 __all__ = [
@@ -69,19 +69,26 @@ async def generative_answer(
 
 
 async def extractive_answer(
+    question: str,
     embedder: Embedder,
     question_vector: NDArray[np.float32],
     sources: Sequence[Source],
     *,
     sentences: int,
+    lexical_weight: float = 1.0,
 ) -> str:
     """Quote the sentences of the best sources that are closest to the question.
 
+    A sentence scores its cosine with the question plus ``lexical_weight`` times the
+    IDF-weighted share of the question's terms it contains (`domain.extractive.term_coverage`).
+
     Args:
+        question: the question (its lexical terms score the sentences).
         embedder: embeds the candidate sentences.
         question_vector: the question's ``ndarray[d] float32`` embedding.
         sources: the packed sources, best first; sentences come from the first few.
         sentences: how many sentences to quote at most.
+        lexical_weight: weight of the term coverage added to the cosine.
 
     Returns:
         The answer text: `EXTRACTIVE_HEADER`, then one quoted sentence per line with its
@@ -103,7 +110,12 @@ async def extractive_answer(
         snippet = " ".join(best.text.split())[:_MAX_SENTENCE_CHARS]
         return f"{EXTRACTIVE_HEADER}\n\n1. \u201c{snippet}\u201d [{best.n}]"
     vectors = await embedder.embed_documents([c[0] for c in candidates])
-    picked = select_sentences(question_vector, vectors, sentences)
+    coverage = term_coverage(
+        lexical_query_terms(question), [set(lexical_terms(c[0])) for c in candidates]
+    )
+    picked = select_sentences(
+        question_vector, vectors, sentences, boosts=[lexical_weight * c for c in coverage]
+    )
     lines = [
         f"{i}. \u201c{candidates[row][0]}\u201d [{candidates[row][1]}]"
         for i, (row, _) in enumerate(picked, start=1)

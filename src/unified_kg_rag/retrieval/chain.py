@@ -37,7 +37,11 @@ from unified_kg_rag.retrieval.answer import (
     source_header,
 )
 from unified_kg_rag.retrieval.strategies import STRATEGIES, Candidate, QueryContext
-from unified_kg_rag.util.errors import MethodologyNotIndexedError, UsageError
+from unified_kg_rag.util.errors import (
+    EmbeddingMismatchError,
+    MethodologyNotIndexedError,
+    UsageError,
+)
 
 __all__ = ["CANNOT_ANSWER", "RAGChain", "RetrievalOutput"]
 
@@ -147,10 +151,12 @@ class RAGChain:
                 kind = "generative"
             else:
                 answer = await extractive_answer(
+                    retrieval.question,
                     self._embedder,
                     await ctx.query_vector(),
                     sources,
                     sentences=cfg.extractive_sentences,
+                    lexical_weight=cfg.extractive_lexical_weight,
                 )
                 kind = "extractive"
             timings = dict(retrieval.timings_ms)
@@ -224,6 +230,12 @@ class RAGChain:
                 f"index {name!r} holds no text units; index documents first with "
                 f"`ukr index PATH --index {name}`",
                 field="index",
+            )
+        bound = await self._stores.search.embedding()
+        if bound is not None and bound[0] != self._embedder.model_id:
+            raise EmbeddingMismatchError(
+                f"index {name!r} was built with embedding model {bound[0]!r}; the configured "
+                f"model is {self._embedder.model_id!r}. Configure the original model to query it"
             )
         if methodology is None:
             return

@@ -11,6 +11,7 @@
     │   └── StoreSchemaError      the store was written by a newer or incompatible version
     ├── ModelError                a model (LLM, embedder, reranker) call failed
     │   ├── EmbeddingModelError   the embedding model failed or does not match the index
+    │   │   └── EmbeddingMismatchError  exit 2: the index was built with another model
     │   └── ModelIntegrityError   a bundled model file does not have its pinned hash
     ├── MethodologyNotIndexedError  a strategy needs what the index does not hold
     └── IndexingInterruptedError  exit 130: a run was stopped; the next run resumes it
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigurationError",
+    "EmbeddingMismatchError",
     "EmbeddingModelError",
     "IndexingInterruptedError",
     "InputError",
@@ -131,6 +133,16 @@ class ModelError(UkrError):
 
 class EmbeddingModelError(ModelError):
     """The embedding model failed, or differs from the model the index was built with."""
+
+
+class EmbeddingMismatchError(EmbeddingModelError):
+    """The configured embedding model differs from the one the index was built with.
+
+    A configuration problem (exit 2): vectors of two models are not comparable, so the index
+    refuses to mix them instead of returning meaningless neighbours.
+    """
+
+    exit_code = 2
 
 
 class ModelIntegrityError(ModelError):

@@ -23,7 +23,7 @@ from unified_kg_rag.domain.fusion import weighted_rrf
 from unified_kg_rag.domain.models import Collection, IndexRecord, SearchHit, SearchMode
 from unified_kg_rag.domain.text import lexical_query_terms, lexical_text
 from unified_kg_rag.ports import Filters
-from unified_kg_rag.util.errors import EmbeddingModelError
+from unified_kg_rag.util.errors import EmbeddingMismatchError
 
 __all__ = ["SqliteSearchIndex", "fts_query"]
 
@@ -67,7 +67,7 @@ class SqliteSearchIndex:
         A bound index that holds no vector may be re-bound to another model.
 
         Raises:
-            EmbeddingModelError: the index holds vectors of another model or dimension.
+            EmbeddingMismatchError: the index holds vectors of another model or dimension.
         """
 
         def job(conn: sqlite3.Connection) -> None:
@@ -80,10 +80,10 @@ class SqliteSearchIndex:
             stored_dim = self._stored_dimension(conn)
             if stored_dim is not None and (row is not None or stored_dim != dimension):
                 built = f"{row[0]!r} (dimension {row[1]})" if row else f"dimension {stored_dim}"
-                raise EmbeddingModelError(
+                raise EmbeddingMismatchError(
                     f"index {self._index!r} was built with embedding model {built}; the "
                     f"configured model is {model_id!r} (dimension {dimension}). Configure the "
-                    "original model, or rebuild the index with `ukr index --reset`"
+                    f"original model, or index into a new index (`ukr index PATH --index NAME`)"
                 )
             conn.execute(
                 "INSERT INTO index_embeddings (index_name, model_id, dimension) VALUES (?, ?, ?) "
@@ -128,7 +128,7 @@ class SqliteSearchIndex:
 
         Raises:
             ValueError: ``vectors`` is not 2-D or has a row count other than ``len(records)``.
-            EmbeddingModelError: the dimension differs from the bound (or stored) one.
+            EmbeddingMismatchError: the dimension differs from the bound (or stored) one.
         """
         matrix: NDArray[np.float32] | None = None
         if vectors is not None:
@@ -171,9 +171,10 @@ class SqliteSearchIndex:
         expected = int(row[1]) if row is not None else self._stored_dimension(conn)
         if expected is not None and expected != dimension:
             model = f" (model {row[0]!r})" if row is not None else ""
-            raise EmbeddingModelError(
+            raise EmbeddingMismatchError(
                 f"index {self._index!r} holds vectors of dimension {expected}{model}; got "
-                f"vectors of dimension {dimension}. Rebuild it with `ukr index --reset`"
+                f"vectors of dimension {dimension}. Index into a new index instead "
+                "(`ukr index PATH --index NAME`)"
             )
 
     async def delete(self, collection: Collection, ids: Sequence[str]) -> int:
@@ -253,7 +254,8 @@ class SqliteSearchIndex:
 
         Raises:
             ValueError: the mode's query input is missing, ``k`` < 1, or a filter is malformed.
-            EmbeddingModelError: ``query_vector`` has another dimension than the stored vectors.
+            EmbeddingMismatchError: ``query_vector`` has another dimension than the stored
+                vectors.
         """
         mode = SearchMode(mode)
         use_text = mode in (SearchMode.LEXICAL, SearchMode.HYBRID)
@@ -321,7 +323,7 @@ class SqliteSearchIndex:
         if not cached.ids:
             return []
         if query.shape != (cached.matrix.shape[1],):
-            raise EmbeddingModelError(
+            raise EmbeddingMismatchError(
                 f"query vector has shape {list(query.shape)}; index {self._index!r} holds "
                 f"vectors of dimension {cached.matrix.shape[1]}"
             )

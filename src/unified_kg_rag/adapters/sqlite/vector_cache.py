@@ -100,7 +100,7 @@ class VectorCache:
             if dim == 0 or len(blob) != len(rows) * dim * 4:
                 raise StoreError(
                     f"index {index_name!r} collection {collection!r} holds vectors of "
-                    "different dimensions; rebuild it with `ukr index --reset`"
+                    "different dimensions; index into a new index (`ukr index PATH --index NAME`)"
                 )
             matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), dim)
         else:
