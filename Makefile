@@ -13,8 +13,8 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 PIP_TORCH_ARGS ?=
 DEMO_DIR ?= .demo
-DEMO_Q1 ?= Who wrote the first published algorithm intended for Babbage's Analytical Engine?
-DEMO_Q2 ?= What was the first compiler that Grace Hopper's team built?
+DEMO_Q1 ?= What numbers did Ada Lovelace's Note G compute?
+DEMO_Q2 ?= Who designed Colossus, and where was it used?
 
 .PHONY: demo test lint docs docs-gen clean bench
 
