@@ -62,4 +62,4 @@ bench: $(VENV)/.default
 	$(BIN)/python benchmarks/bench_index_query.py
 
 clean:
-	rm -rf $(DEMO_DIR) site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(DEMO_DIR) site .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache

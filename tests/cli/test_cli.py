@@ -86,6 +86,7 @@ def test_query_json_returns_extractive_answer_with_exact_sources(
     # every quoted sentence cites a source that is in the list
     cited = {int(c) for c in __import__("re").findall(r"\[(\d+)\]", out["answer"])}
     assert cited and cited <= {s["n"] for s in sources}
+    assert sorted(cited) == out["cited"]
     # provenance: the source text is exactly the document slice it names
     doc = (indexed / "docs" / "owls.md").read_text(encoding="utf-8")
     assert doc[sources[0]["start_char"] : sources[0]["end_char"]] == sources[0]["text"]
@@ -95,7 +96,7 @@ def test_query_prints_answer_and_numbered_sources(indexed: Path, runner: CliRunn
     result = runner.invoke(app, ["query", "Who lays the eggs of the hive?", "-C", str(indexed)])
     assert result.exit_code == 0, result.output
     assert "queen bee" in result.stdout
-    assert "Sources" in result.stdout and "[1]" in result.stdout
+    assert "Sources cited" in result.stdout and "[1]" in result.stdout
 
 
 @pytest.mark.parametrize("question", ["", "   "])

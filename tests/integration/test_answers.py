@@ -69,6 +69,7 @@ def test_generative_answer_sees_exactly_the_returned_sources(
     out = asyncio.run(_ask(tmp_path, openai_server, "What do barn owls hunt?"))
     assert out.answer_kind == "generative"
     assert out.answer == "Barn owls hunt voles [1]."  # reasoning block stripped
+    assert out.cited == (1,)
     (request,) = openai_server.requests_to("/chat/completions")
     prompt = request.body["messages"][-1]["content"]
     blocks = re.findall(r"^\[(\d+)\] ", prompt, flags=re.MULTILINE)

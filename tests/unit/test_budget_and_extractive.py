@@ -79,3 +79,20 @@ def test_boosts_can_reorder_sentences() -> None:
     s = np.stack([_unit([1, 0.2, 0]), _unit([1, 0.9, 0])])
     assert [i for i, _ in select_sentences(q, s, 2)] == [0, 1]
     assert [i for i, _ in select_sentences(q, s, 2, boosts=[0.0, 0.5])] == [1, 0]
+
+
+def test_min_relative_drops_weak_sentences() -> None:
+    q = _unit([1, 0, 0])
+    s = np.stack([_unit([1, 0.1, 0]), _unit([0.3, 1, 0]), _unit([0.2, 0, 1])])
+    assert [i for i, _ in select_sentences(q, s, 3)] == [0, 1, 2]
+    assert [i for i, _ in select_sentences(q, s, 3, min_relative=0.6)] == [0]
+
+
+def test_cited_numbers() -> None:
+    from unified_kg_rag.domain.citations import cited_numbers
+
+    answer = "A [1]. B [2][4]. C [3, 5]. D [6-8]. Stray [99] and [x]."
+    assert cited_numbers(answer, set(range(1, 9))) == (1, 2, 3, 4, 5, 6, 7, 8)
+    assert cited_numbers(answer, {2, 99}) == (2, 99)
+    assert cited_numbers("no citations", {1}) == ()
+    assert cited_numbers("[1-99999999]", {5}) == (5,)

@@ -16,8 +16,9 @@ __all__ = ["app", "main"]
 
 app = typer.Typer(
     name="ukr",
-    help="unified-kg-rag: index documents into a knowledge graph + hybrid search index and "
-    "answer questions over it with cited sources. Offline by default.",
+    help="unified-kg-rag: index documents into hybrid (BM25 + vector) search indexes and "
+    "answer questions over them with numbered sources. Offline by default.",
+    rich_markup_mode="markdown",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

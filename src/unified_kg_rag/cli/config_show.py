@@ -12,7 +12,9 @@ from unified_kg_rag.util.errors import UkrError
 
 __all__ = ["config_app"]
 
-config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
+config_app = typer.Typer(
+    help="Inspect the configuration.", no_args_is_help=True, rich_markup_mode="markdown"
+)
 
 
 @config_app.command("show")

@@ -42,8 +42,11 @@ eval_app = typer.Typer(
     cls=_DefaultRunGroup,
     help="Evaluate retrieval and answers on a question set (ukr eval DATASET.jsonl).",
     no_args_is_help=True,
+    rich_markup_mode="markdown",
 )
-prepare_app = typer.Typer(help="Convert public QA data into a dataset and a corpus folder.")
+prepare_app = typer.Typer(
+    help="Convert public QA data into a dataset and a corpus folder.", rich_markup_mode="markdown"
+)
 eval_app.add_typer(prepare_app, name="prepare")
 
 

@@ -16,7 +16,7 @@ from unified_kg_rag.cli.common import (
     out_console,
     run,
 )
-from unified_kg_rag.domain.models import RAGOutput
+from unified_kg_rag.domain.models import RAGOutput, Source
 
 __all__ = ["query_command", "render_answer"]
 
@@ -24,24 +24,34 @@ _PREVIEW_CHARS = 160
 
 
 def render_answer(output: RAGOutput, *, show_sources: bool = True) -> None:
-    """Print an answer and its numbered sources on stdout."""
+    """Print an answer, then the sources it cites, then the other sources in its context."""
     out_console.print(escape(output.answer), soft_wrap=True)
-    if show_sources and output.sources:
-        out_console.print()
-        out_console.print("[bold]Sources[/]")
-        for s in output.sources:
-            label = s.title or s.path or s.id[:12]
-            span = f" chars {s.start_char}-{s.end_char}" if s.start_char is not None else ""
-            where = f"{s.path}{span}" if s.path else s.id[:12]
-            preview = " ".join(s.text.split())
-            if len(preview) > _PREVIEW_CHARS:
-                preview = preview[:_PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"
-            cut = " (truncated)" if s.truncated else ""
-            out_console.print(
-                f"  [{s.n}] [bold]{escape(label)}[/] — {escape(where)}{cut}\n"
-                f"      [dim]{escape(preview)}[/]",
-                soft_wrap=True,
-            )
+    if not (show_sources and output.sources):
+        return
+    cited = [s for s in output.sources if s.n in output.cited]
+    other = [s for s in output.sources if s.n not in output.cited]
+    if cited:
+        out_console.print("\n[bold]Sources cited[/]")
+        for s in cited:
+            _print_source(s, preview=True)
+    if other:
+        out_console.print("\n[bold]Also in the context, not cited[/]")
+        for s in other:
+            _print_source(s, preview=not cited)
+
+
+def _print_source(s: Source, *, preview: bool) -> None:
+    label = s.title or s.path or s.id[:12]
+    span = f" chars {s.start_char}-{s.end_char}" if s.start_char is not None else ""
+    where = f"{s.path}{span}" if s.path else s.id[:12]
+    cut = " (truncated)" if s.truncated else ""
+    line = f"  [{s.n}] [bold]{escape(label)}[/] — {escape(where)}{cut}"
+    if preview:
+        text = " ".join(s.text.split())
+        if len(text) > _PREVIEW_CHARS:
+            text = text[:_PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"
+        line += f"\n      [dim]{escape(text)}[/]"
+    out_console.print(line, soft_wrap=True)
 
 
 def query_command(

@@ -284,7 +284,7 @@ class QueryConfig(_Section):
         default=6000, ge=64, description="Token budget of the context given to the answer step."
     )
     extractive_sentences: int = Field(
-        default=4, ge=1, description="Sentences quoted by an extractive answer (no LLM)."
+        default=4, ge=1, description="Most sentences quoted by an extractive answer (no LLM)."
     )
     extractive_lexical_weight: float = Field(
         default=1.0,
@@ -292,6 +292,14 @@ class QueryConfig(_Section):
         description="Weight of the question-term coverage added to each sentence's cosine when "
         "choosing extractive sentences. 1.0 put the gold answer in the extractive answer for "
         "33% of MuSiQue questions against 25% with cosine alone (0.0).",
+    )
+    extractive_min_relative: float = Field(
+        default=0.6,
+        ge=0,
+        le=1,
+        description="An extractive answer quotes no sentence scoring below this share of the "
+        "best sentence's score, so weak sentences are not quoted just to fill the count "
+        "(MuSiQue: gold answer quoted for 32% of questions, 33% with no cut).",
     )
     answer_max_tokens: int = Field(
         default=1024, ge=16, description="Longest generated answer, in tokens."

@@ -47,6 +47,7 @@ def select_sentences(
     redundancy: float = 0.92,
     min_score: float = 0.0,
     boosts: Sequence[float] | None = None,
+    min_relative: float = 0.0,
 ) -> list[tuple[int, float]]:
     """Pick up to ``k`` sentences most similar to the query, skipping near-duplicates.
 
@@ -58,6 +59,8 @@ def select_sentences(
         min_score: candidates scoring below this cosine are not picked.
         boosts: added to each sentence's cosine before ranking (e.g. weighted
             `term_coverage`); ``min_score`` applies to the boosted score.
+        min_relative: candidates scoring below this share of the best score are not picked,
+            so weak sentences are not quoted just to fill ``k``.
 
     Returns:
         ``(row, score)`` pairs, best first; ties broken by lower row (earlier in the context).
@@ -68,10 +71,11 @@ def select_sentences(
     if boosts is not None:
         scores = scores + np.asarray(boosts, dtype=np.float32)
     order = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
+    floor = max(min_score, min_relative * float(scores[order[0]]))
     picked: list[tuple[int, float]] = []
     for i in order:
         score = float(scores[i])
-        if score < min_score:
+        if score < floor:
             break
         if any(float(sentence_vectors[i] @ sentence_vectors[j]) > redundancy for j, _ in picked):
             continue

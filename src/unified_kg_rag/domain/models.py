@@ -396,7 +396,9 @@ class RAGOutput(_Model):
             ``cannot_answer`` (no context).
         strategy: the strategy that retrieved the context.
         index: the index queried.
-        sources: the sections in the context, in citation order.
+        sources: the sections in the context, in citation order: exactly what the answer step
+            saw.
+        cited: the numbers ``n`` of the sources the answer cites, ascending.
         usage: model usage of this query.
         timings_ms: wall time per step (``retrieve``, ``answer``, ``total``), milliseconds.
     """
@@ -407,5 +409,6 @@ class RAGOutput(_Model):
     strategy: str
     index: str
     sources: tuple[Source, ...] = ()
+    cited: tuple[int, ...] = ()
     usage: TokenUsage = Field(default_factory=TokenUsage)
     timings_ms: dict[str, float] = Field(default_factory=dict)

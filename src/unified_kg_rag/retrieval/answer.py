@@ -76,6 +76,7 @@ async def extractive_answer(
     *,
     sentences: int,
     lexical_weight: float = 1.0,
+    min_relative: float = 0.6,
 ) -> str:
     """Quote the sentences of the best sources that are closest to the question.
 
@@ -89,6 +90,7 @@ async def extractive_answer(
         sources: the packed sources, best first; sentences come from the first few.
         sentences: how many sentences to quote at most.
         lexical_weight: weight of the term coverage added to the cosine.
+        min_relative: sentences scoring below this share of the best are not quoted.
 
     Returns:
         The answer text: `EXTRACTIVE_HEADER`, then one quoted sentence per line with its
@@ -114,7 +116,8 @@ async def extractive_answer(
         lexical_query_terms(question), [set(lexical_terms(c[0])) for c in candidates]
     )
     picked = select_sentences(
-        question_vector, vectors, sentences, boosts=[lexical_weight * c for c in coverage]
+        question_vector, vectors, sentences, boosts=[lexical_weight * c for c in coverage],
+        min_relative=min_relative,
     )
     lines = [
         f"{i}. \u201c{candidates[row][0]}\u201d [{candidates[row][1]}]"

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from unified_kg_rag.config.models import QueryConfig
 from unified_kg_rag.domain.budget import pack_sections
+from unified_kg_rag.domain.citations import cited_numbers
 from unified_kg_rag.domain.index_meta import (
     INDEX_NAMESPACE,
     METHODOLOGIES_KEY,
@@ -157,6 +158,7 @@ class RAGChain:
                     sources,
                     sentences=cfg.extractive_sentences,
                     lexical_weight=cfg.extractive_lexical_weight,
+                    min_relative=cfg.extractive_min_relative,
                 )
                 kind = "extractive"
             timings = dict(retrieval.timings_ms)
@@ -169,6 +171,7 @@ class RAGChain:
             strategy=retrieval.strategy,
             index=self._stores.name,
             sources=tuple(sources),
+            cited=cited_numbers(answer, {s.n for s in sources}),
             usage=usage,
             timings_ms=timings,
         )
