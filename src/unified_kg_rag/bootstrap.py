@@ -93,7 +93,7 @@ class App:
         Raises:
             UsageError: the name is not a valid index name.
         """
-        index = validate_index_name(name or self.config.query.index)
+        index = validate_index_name(self.config.query.index if name is None else name)
         return IndexStores(
             name=index,
             search=self.backend.search_index(index),

@@ -162,3 +162,9 @@ def test_project_dir_from_environment(
     monkeypatch.setenv("UKR_PROJECT_DIR", str(indexed))
     result = runner.invoke(app, ["status", "--json"])
     assert result.exit_code == 0 and json.loads(result.stdout)["project_dir"] == str(indexed)
+
+
+def test_empty_index_name_is_refused(indexed: Path, runner: CliRunner) -> None:
+    result = runner.invoke(app, ["query", "owls", "-C", str(indexed), "--index", ""])
+    assert result.exit_code == 2
+    assert "invalid index name ''" in result.stderr

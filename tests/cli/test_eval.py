@@ -124,3 +124,22 @@ def test_metrics() -> None:
     assert recall_at_k(docs, ["b", "c"], 2) == 0.5
     assert recall_at_k(docs, ["b", "c"], 3) == 1.0
     assert recall_at_k(docs, [], 3) == 0.0
+
+
+def test_prepare_refuses_a_non_empty_corpus_folder_without_force(prepared: Path) -> None:
+    runner = CliRunner()
+    args = ["eval", "prepare", "hipporag", str(prepared / "q.json"), str(prepared / "c.json"),
+            "--out", str(prepared / "data")]  # fmt: skip
+    (prepared / "data" / "corpus" / "99999.md").write_text("# Stale\n\nleft over", "utf-8")
+    refused = runner.invoke(app, args)
+    assert refused.exit_code == 2 and "--force" in refused.stderr
+    replaced = runner.invoke(app, [*args, "--force"])
+    assert replaced.exit_code == 0, replaced.output
+    assert not (prepared / "data" / "corpus" / "99999.md").exists()
+    assert len(list((prepared / "data" / "corpus").iterdir())) == 5
+
+
+def test_numeric_ids_are_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"id": 5, "question": "q?"}\n', "utf-8")
+    assert load_dataset(path)[0].id == "5"

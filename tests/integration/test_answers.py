@@ -204,3 +204,63 @@ def test_querying_with_another_embedding_model_is_refused(tmp_path: Path) -> Non
     with pytest.raises(EmbeddingMismatchError, match="built with embedding model 'fake:hash-64'") as err:
         asyncio.run(main())
     assert err.value.exit_code == 2
+
+
+@pytest.mark.parametrize("reply", ["", "   ", "<think>only reasoning, never closed"])
+def test_an_empty_reply_is_an_error_and_is_not_cached(
+    tmp_path: Path, openai_server: FakeOpenAIServer, reply: str
+) -> None:
+    write_good_docs(tmp_path / "docs")
+    openai_server.script(Scripted(reply=reply), Scripted(reply="Owls hunt voles [1]."))
+
+    async def main() -> RAGOutput:
+        app, chain = await _chain(tmp_path, openai_server)
+        async with app:
+            with pytest.raises(ModelError, match="empty answer"):
+                await chain.ainvoke("What do owls hunt?")
+            return await chain.ainvoke("What do owls hunt?")
+
+    out = asyncio.run(main())
+    assert out.answer == "Owls hunt voles [1]."
+    assert len(openai_server.requests_to("/chat/completions")) == 2
+
+
+def test_conflicting_statements_are_both_quoted(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "memo-2023.md").write_text("Deadline for the Falcon project is March 3.", "utf-8")
+    (docs / "memo-2024.md").write_text("Deadline for the Falcon project is October 9.", "utf-8")
+    out = asyncio.run(_ask(tmp_path, None, "When is the Falcon project deadline?"))
+    assert "March 3" in out.answer and "October 9" in out.answer
+
+
+def test_sources_carry_the_full_location_of_same_named_files(tmp_path: Path) -> None:
+    roots = [tmp_path / "projA", tmp_path / "projB"]
+    for root in roots:
+        root.mkdir()
+        (root / "notes.md").write_text(f"{root.name} notes on owls.", "utf-8")
+
+    async def main() -> RAGOutput:
+        async with build_app(_config(None), tmp_path) as app:
+            embedder = FakeEmbedder()
+            await IndexPipeline(
+                app.index(),
+                embedder=embedder,
+                chunk_tokenizer=app.chunk_tokenizer,
+                parsers=app.parsers,
+                config=app.config,
+            ).run(roots)
+            chain = RAGChain(
+                app.index(),
+                embedder=embedder,
+                chat_model=None,
+                budget_tokenizer=app.budget_tokenizer,
+                config=app.config.query,
+            )
+            return await chain.ainvoke("owls notes")
+
+    out = asyncio.run(main())
+    assert [s.path for s in out.sources] == ["notes.md", "notes.md"]
+    assert sorted(s.location or "" for s in out.sources) == [
+        f"{r.resolve().as_posix()}/notes.md" for r in roots
+    ]

@@ -82,7 +82,7 @@ def test_completion_round_trip_sends_the_parameters(server: FakeOpenAIServer) ->
     assert body["response_format"]["json_schema"]["name"] == "Answer"
     assert body["response_format"]["json_schema"]["schema"] == schema
     assert request.headers["authorization"] == "Bearer test-key"
-    assert model.model_id == "openai:test-model"
+    assert model.model_id == f"openai:test-model@{server.base_url.rstrip('/')}"
 
 
 def test_config_defaults_fill_max_tokens_and_temperature(server: FakeOpenAIServer) -> None:

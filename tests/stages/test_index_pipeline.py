@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,9 +15,10 @@ from tests.fakes import FakeEmbedder
 from tests.support.corpus import BAD_INPUTS, CP949_TEXT, write_bad_inputs, write_good_docs
 from unified_kg_rag.bootstrap import App, build_app
 from unified_kg_rag.config.models import UkrConfig
-from unified_kg_rag.domain.models import Collection, DocStatus, SearchMode
+from unified_kg_rag.domain.models import Collection, DocRecord, DocStatus, SearchMode
 from unified_kg_rag.ingestion.pipeline import IndexPipeline
 from unified_kg_rag.ingestion.report import IndexReport
+from unified_kg_rag.ports import DocRegistry
 from unified_kg_rag.util.errors import UsageError
 
 pytestmark = pytest.mark.integration
@@ -174,7 +176,8 @@ def test_interrupted_run_resumes_without_embedding_again(tmp_path: Path) -> None
 
     stored, report, embedded, total = asyncio.run(main())
     assert stored == 20  # two batches landed before the stop
-    assert report.documents_new == 10 and report.documents_unchanged == 20
+    # the interrupted batch was written ahead as pending, so it is processed again
+    assert report.documents_retried == 10 and report.documents_unchanged == 20
     assert embedded == 10 and total == 30
 
 
@@ -205,3 +208,118 @@ def test_explicit_unsupported_file_fails_with_the_supported_list(tmp_path: Path)
 def test_cp949_fixture_is_not_utf8() -> None:
     with pytest.raises(UnicodeDecodeError):
         CP949_TEXT.encode("cp949").decode("utf-8")
+
+
+class _CrashOnCommit:
+    """A doc registry that dies (like a killed process) when a batch is committed."""
+
+    def __init__(self, inner: DocRegistry) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    async def put(self, records: Sequence[DocRecord]) -> None:
+        if any(r.status is DocStatus.PROCESSED for r in records):
+            raise asyncio.CancelledError
+        await self._inner.put(records)
+
+
+def test_a_run_killed_before_commit_is_repaired_even_after_the_user_reverts(
+    tmp_path: Path,
+) -> None:
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    codes = corpus / "codes.txt"
+    codes.write_text("The launch code is ALPHA-1.", "utf-8")
+
+    async def main() -> tuple[list[str], int]:
+        async with _app(tmp_path) as app:
+            await _index(app, [corpus], FakeEmbedder())
+            codes.write_text("The launch code is BRAVO-2.", "utf-8")
+            stores = app.index()
+            crashing = dataclasses.replace(stores, registry=_CrashOnCommit(stores.registry))
+            pipeline = IndexPipeline(
+                crashing,
+                embedder=FakeEmbedder(),
+                chunk_tokenizer=app.chunk_tokenizer,
+                parsers=app.parsers,
+                config=app.config,
+            )
+            with pytest.raises(asyncio.CancelledError):
+                await pipeline.run([corpus])  # BRAVO written, ALPHA deleted, never committed
+            codes.write_text("The launch code is ALPHA-1.", "utf-8")  # the user undoes
+            await _index(app, [corpus], FakeEmbedder())
+            hits = await stores.search.search(
+                Collection.TEXT_UNITS, query_text="launch code", mode=SearchMode.LEXICAL, k=5
+            )
+            return [h.text for h in hits], await stores.search.count(Collection.TEXT_UNITS)
+
+    texts, count = asyncio.run(main())
+    assert texts == ["The launch code is ALPHA-1."]
+    assert count == 1  # no orphan of the killed run survives
+
+
+def test_changing_chunk_settings_reindexes_unchanged_files(tmp_path: Path) -> None:
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "long.txt").write_text("Sentence number one is here. " * 200, "utf-8")
+
+    async def main() -> tuple[int, IndexReport, int]:
+        async with _app(tmp_path) as app:
+            await _index(app, [corpus], FakeEmbedder())
+            before = await app.index().search.count(Collection.TEXT_UNITS)
+        async with _app(tmp_path, chunking={"size_tokens": 100, "overlap_tokens": 10}) as app:
+            report = await _index(app, [corpus], FakeEmbedder())
+            return before, report, await app.index().search.count(Collection.TEXT_UNITS)
+
+    before, report, after = asyncio.run(main())
+    assert report.documents_changed == 1
+    assert after > before and report.text_units_removed == before
+
+
+def test_bad_unicode_in_title_and_name_fails_nothing(tmp_path: Path) -> None:
+    import os
+
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "surr.json").write_text('{"title": "bad \\udc80 title", "text": "jackals"}', "utf-8")
+    (corpus / "good.txt").write_text("hyenas laugh", "utf-8")
+    with open(os.fsencode(corpus) + b"/bad\xffname.txt", "w") as f:
+        f.write("aardvarks dig")
+
+    async def main() -> tuple[IndexReport, list[object]]:
+        async with _app(tmp_path) as app:
+            report = await _index(app, [corpus], FakeEmbedder())
+            hits = await app.index().search.search(
+                Collection.TEXT_UNITS, query_text="aardvarks", mode=SearchMode.LEXICAL, k=1
+            )
+            return report, [h.fields["path"] for h in hits]
+
+    report, paths = asyncio.run(main())
+    assert report.failed == [] and report.documents_new == 3
+    assert paths == ["bad\ufffdname.txt"]
+
+
+def test_walks_skip_fifos_and_links_to_folders_and_reject_devices(tmp_path: Path) -> None:
+    import os
+
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "ok.txt").write_text("fine", "utf-8")
+    os.mkfifo(corpus / "pipe.txt")
+    (tmp_path / "elsewhere").mkdir()
+    (corpus / "linked").symlink_to(tmp_path / "elsewhere")
+    (corpus / "dangling.txt").symlink_to(tmp_path / "missing.txt")
+
+    async def main(paths: list[Path]) -> IndexReport:
+        async with _app(tmp_path) as app:
+            return await _index(app, paths, FakeEmbedder())
+
+    report = asyncio.run(main([corpus]))
+    skipped = {Path(s.path).name: s.reason for s in report.skipped}
+    assert skipped == {"linked": "link to a folder (not followed)", "pipe.txt": "not a regular file"}
+    assert [Path(f.path).name for f in report.failed] == ["dangling.txt"]
+    assert report.documents_missing == 0
+    with pytest.raises(UsageError, match="not a regular file or a folder"):
+        asyncio.run(main([Path("/dev/null")]))

@@ -125,3 +125,23 @@ def test_generated_reference_pages_are_current() -> None:
         if not path.exists() or path.read_text(encoding="utf-8") != text
     ]
     assert stale == [], f"run `python scripts/gen_docs.py` to update {stale}"
+
+
+def test_undecodable_list_in_environment_names_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("UKR_PARSING__EXCLUDE", "*.md")
+    with pytest.raises(ConfigurationError, match=r"UKR_PARSING__EXCLUDE: parsing: .*JSON") as err:
+        load_config(tmp_path)
+    assert err.value.exit_code == 2
+    monkeypatch.setenv("UKR_PARSING__EXCLUDE", '["*.md"]')
+    assert load_config(tmp_path).parsing.exclude == ["*.md"]
+
+
+@pytest.mark.parametrize("url", ["not-a-url", "ftp://host/v1", "127.0.0.1:8080/v1"])
+def test_base_urls_must_be_http(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    monkeypatch.setenv("UKR_LLM__OPENAI__BASE_URL", url)
+    with pytest.raises(ConfigurationError, match=r"llm\.openai\.base_url: .*http"):
+        load_config(tmp_path)

@@ -74,6 +74,6 @@ def test_registry_builds_each_kind() -> None:
     assert isinstance(scripted, ScriptedChatModel)
     openai_model = CHAT_MODELS.get("openai")(LLMConfig(kind="openai"))
     assert openai_model is not None
-    assert openai_model.model_id == "openai:gpt-4o-mini"
+    assert openai_model.model_id == "openai:gpt-4o-mini@https://api.openai.com/v1"
     with pytest.raises(ConfigurationError, match=r"registered: .*none, openai, scripted"):
         CHAT_MODELS.get("nonesuch")

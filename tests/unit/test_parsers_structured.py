@@ -59,11 +59,24 @@ def test_csv_header_only_is_refused() -> None:
     assert_one_line_error(err, "h.csv", "no data rows")
 
 
-def test_csv_malformed_row_names_the_line() -> None:
-    huge = "x" * 200_000  # over the csv module's field size limit
-    data = f"a,b\n1,2\n3,{huge}\n".encode()
-    with pytest.raises(InputError) as err:
-        CsvParser().parse(data, path="big.csv")
+def test_csv_long_cell_is_kept_whole() -> None:
+    huge = "x" * 200_000  # over the csv module's default field size limit of 131,072
+    doc = CsvParser().parse(f"a,b\n1,2\n3,{huge}\n".encode(), path="big.csv")
+    assert doc.text.split("\n")[1] == f"a: 3; b: {huge}"
+
+
+def test_csv_malformed_row_names_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import csv
+
+    from unified_kg_rag.adapters.parsers import tabular
+
+    previous = csv.field_size_limit(1000)
+    monkeypatch.setattr(tabular, "_MAX_FIELD_CHARS", 1000)
+    try:
+        with pytest.raises(InputError) as err:
+            CsvParser().parse(f"a,b\n1,2\n3,{'x' * 2000}\n".encode(), path="big.csv")
+    finally:
+        csv.field_size_limit(previous)
     assert_one_line_error(err, "big.csv", "malformed CSV at line 3: field larger than")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -32,6 +33,7 @@ __all__ = [
     "err_console",
     "load",
     "out_console",
+    "printable",
     "project_path",
     "run",
 ]
@@ -67,6 +69,19 @@ VerboseOpt = Annotated[
 ]
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str, *, keep_newlines: bool = False) -> str:
+    """Return ``text`` safe for a terminal.
+
+    Control characters (ANSI escapes included) are shown as ``?``; unless ``keep_newlines``,
+    newlines and tabs become spaces.
+    """
+    text = _CONTROL.sub("?", text)
+    return text if keep_newlines else text.replace("\n", " ").replace("\t", " ")
+
+
 def project_path(project: Path | None) -> Path:
     """Return the project directory: ``--project``/``UKR_PROJECT_DIR`` or the current one."""
     return (project or Path(os.getcwd())).resolve()
@@ -91,11 +106,23 @@ def load(
     )
     for noisy in ("httpx", "sentence_transformers", "transformers", "urllib3"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+    # pypdf logs every malformed object it repairs; the parser reports real failures itself
+    logging.getLogger("pypdf").setLevel(max(level, logging.ERROR))
     return project_dir, config
 
 
-def run(main: Callable[[], Coroutine[Any, Any, T]], *, verbose: bool = False) -> T:
+def run(
+    main: Callable[[], Coroutine[Any, Any, T]],
+    *,
+    verbose: bool = False,
+    interrupted: str = "Interrupted.",
+) -> T:
     """Run a command's coroutine; map errors to one stderr line and an exit code.
+
+    Args:
+        main: the command's coroutine function.
+        verbose: print tracebacks.
+        interrupted: what to say on Ctrl-C (exit 130).
 
     Raises:
         typer.Exit: always on failure, with the mapped exit code.
@@ -108,9 +135,7 @@ def run(main: Callable[[], Coroutine[Any, Any, T]], *, verbose: bool = False) ->
         err_console.print(f"[bold red]{type(exc).__name__}[/]: {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
-        err_console.print(
-            "Interrupted: everything committed so far is kept; run the command again to resume."
-        )
+        err_console.print(interrupted, soft_wrap=True)
         raise typer.Exit(130) from None
     except typer.Exit:
         raise
@@ -119,5 +144,6 @@ def run(main: Callable[[], Coroutine[Any, Any, T]], *, verbose: bool = False) ->
             err_console.print_exception()
         message = " ".join(str(exc).split()) or type(exc).__name__
         err_console.print(f"[bold red]{type(exc).__name__}[/]: {escape(message)}", soft_wrap=True)
-        err_console.print("(run with --verbose for the traceback)")
+        if not verbose:
+            err_console.print("(run with --verbose for the traceback)")
         raise typer.Exit(1) from None

@@ -147,6 +147,9 @@ def prepare_hipporag_command(
     questions: Annotated[Path, typer.Argument(help="Questions JSON (MuSiQue/HippoRAG format).")],
     corpus: Annotated[Path, typer.Argument(help="Corpus JSON: a list of {title, text}.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.", file_okay=False)],
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing OUT/corpus folder.")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Write OUT/dataset.jsonl and OUT/corpus/ (one Markdown file per passage)."""
@@ -154,7 +157,7 @@ def prepare_hipporag_command(
     async def main() -> Any:
         from unified_kg_rag.evaluation.prepare import prepare_hipporag
 
-        return prepare_hipporag(questions, corpus, out)
+        return prepare_hipporag(questions, corpus, out, force=force)
 
     report = run(main)
     if json_out:

@@ -89,7 +89,12 @@ def index_command(
                 )
                 return await pipeline.run(paths)
 
-    report = run(main, verbose=verbose)
+    report = run(
+        main,
+        verbose=verbose,
+        interrupted="Interrupted: every committed batch is kept; run the same command again "
+        "to finish (stored vectors are reused).",
+    )
     if json_out:
         typer.echo(report.model_dump_json(indent=2))
     else:

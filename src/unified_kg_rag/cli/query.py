@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -14,6 +15,7 @@ from unified_kg_rag.cli.common import (
     VerboseOpt,
     load,
     out_console,
+    printable,
     run,
 )
 from unified_kg_rag.domain.models import RAGOutput, Source
@@ -25,7 +27,7 @@ _PREVIEW_CHARS = 160
 
 def render_answer(output: RAGOutput, *, show_sources: bool = True) -> None:
     """Print an answer, then the sources it cites, then the other sources in its context."""
-    out_console.print(escape(output.answer), soft_wrap=True)
+    out_console.print(escape(printable(output.answer, keep_newlines=True)), soft_wrap=True)
     if not (show_sources and output.sources):
         return
     cited = [s for s in output.sources if s.n in output.cited]
@@ -40,14 +42,24 @@ def render_answer(output: RAGOutput, *, show_sources: bool = True) -> None:
             _print_source(s, preview=not cited)
 
 
+def _shown_path(s: Source) -> str:
+    """The source's file, relative to the current directory when it is below it."""
+    if s.location:
+        try:
+            return str(Path(s.location).relative_to(Path.cwd()))
+        except ValueError:
+            return s.location
+    return s.path or s.id[:12]
+
+
 def _print_source(s: Source, *, preview: bool) -> None:
-    label = s.title or s.path or s.id[:12]
+    label = printable(s.title or s.path or s.id[:12])
     span = f" chars {s.start_char}-{s.end_char}" if s.start_char is not None else ""
-    where = f"{s.path}{span}" if s.path else s.id[:12]
+    where = printable(_shown_path(s)) + span
     cut = " (truncated)" if s.truncated else ""
     line = f"  [{s.n}] [bold]{escape(label)}[/] — {escape(where)}{cut}"
     if preview:
-        text = " ".join(s.text.split())
+        text = printable(" ".join(s.text.split()))
         if len(text) > _PREVIEW_CHARS:
             text = text[:_PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"
         line += f"\n      [dim]{escape(text)}[/]"

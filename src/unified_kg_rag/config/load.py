@@ -7,11 +7,13 @@ Called once at the edge (CLI, service, or a library user's own code); the result
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.util.errors import ConfigurationError
@@ -88,6 +90,18 @@ def load_config(
         data = _deep_merge(data, overrides)
     try:
         return UkrConfig(**data)  # type: ignore[arg-type]
+    except SettingsError as exc:
+        # pydantic-settings could not decode an environment variable (lists and mappings
+        # must be JSON); name the variables of that section
+        match = re.search(r'field "(\w+)"', str(exc))
+        section = match.group(1) if match else ""
+        names = sorted(k for k in os.environ if k.upper().startswith(f"UKR_{section.upper()}__"))
+        raise ConfigurationError(
+            "cannot parse the value; list and mapping values must be JSON, e.g. "
+            "UKR_PARSING__EXCLUDE='[\"*.tmp\"]'",
+            field=section or None,
+            source=", ".join(names) or "environment",
+        ) from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = tuple(first["loc"])

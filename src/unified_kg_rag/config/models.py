@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 __all__ = [
@@ -38,6 +38,12 @@ BUNDLED_MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4f
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _http_url(value: str) -> str:
+    if not value.startswith(("http://", "https://")) or len(value) < 10:
+        raise ValueError("must be an http:// or https:// URL")
+    return value
 
 
 # --------------------------------------------------------------------------- embeddings
@@ -87,6 +93,8 @@ class OpenAIEmbeddingsConfig(_Section):
     timeout_s: float = Field(default=60.0, gt=0, description="Per-request timeout, seconds.")
     max_batch: int = Field(default=128, ge=1, description="Texts per request.")
 
+    _check_url = field_validator("base_url")(_http_url)
+
 
 class EmbeddingsConfig(_Section):
     """Which embedding model turns text into vectors."""
@@ -125,6 +133,8 @@ class OpenAIChatConfig(_Section):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature.")
     max_tokens: int = Field(default=1024, ge=1, description="Longest reply, in tokens.")
     timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout, seconds.")
+
+    _check_url = field_validator("base_url")(_http_url)
 
 
 class ScriptedReply(_Section):
@@ -259,7 +269,9 @@ class QueryConfig(_Section):
 
     index: str = Field(default="default", description="Index queried and written by default.")
     strategy: str = Field(default="naive", description="Retrieval strategy used by default.")
-    top_k: int = Field(default=10, ge=1, description="Text units retrieved per question.")
+    top_k: int = Field(
+        default=10, ge=1, le=10_000, description="Text units retrieved per question."
+    )
     search_mode: Literal["hybrid", "vector", "lexical"] = Field(
         default="hybrid",
         description="`hybrid` (BM25 + vector fused by weighted RRF), `vector` or `lexical`.",
@@ -278,7 +290,7 @@ class QueryConfig(_Section):
     )
     vector_weight: float = Field(default=1.0, ge=0, description="Weight of the vector list in RRF.")
     candidate_k: int = Field(
-        default=50, ge=1, description="Candidates each list contributes before fusion."
+        default=50, ge=1, le=100_000, description="Candidates each list contributes before fusion."
     )
     max_context_tokens: int = Field(
         default=6000, ge=64, description="Token budget of the context given to the answer step."

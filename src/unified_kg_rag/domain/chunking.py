@@ -36,7 +36,17 @@ from unified_kg_rag.domain.identity import text_unit_id
 from unified_kg_rag.domain.models import Document, MetadataValue, TextUnit
 from unified_kg_rag.domain.text import paragraph_breaks, sentence_spans
 
-__all__ = ["BOUNDARY_SEARCH_FRACTION", "ChunkSpan", "build_text_units", "chunk_text"]
+__all__ = [
+    "BOUNDARY_SEARCH_FRACTION",
+    "CHUNKING_VERSION",
+    "ChunkSpan",
+    "build_text_units",
+    "chunk_text",
+]
+
+CHUNKING_VERSION = 1
+"""Version of the chunking algorithm; bump it when the windows it produces change, so
+indexed documents are chunked again."""
 
 BOUNDARY_SEARCH_FRACTION = 0.3
 """The trailing share of a full window searched for a boundary to end it at."""

@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["embedding_input"]
+__all__ = ["EMBEDDING_INPUT_VERSION", "embedding_input"]
+
+EMBEDDING_INPUT_VERSION = 1
+"""Version of `embedding_input`; bump it when the text given to the embedder changes, so
+indexed documents are embedded again."""
 
 _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+", re.MULTILINE)
 

@@ -1,8 +1,10 @@
 """Extractive answers: the context's sentences closest to the question, without an LLM.
 
 Sentences are ranked by cosine similarity to the query vector and picked greedily, skipping a
-sentence nearly identical (cosine above ``redundancy``) to one already picked, in the spirit of
-maximal marginal relevance (Carbonell & Goldstein, SIGIR 1998) with a hard redundancy cut.
+sentence nearly identical (cosine above ``redundancy``, 0.98: the same sentence repeated by
+overlapping units, not two sentences that differ in a date or a name) to one already picked,
+in the spirit of maximal marginal relevance (Carbonell & Goldstein, SIGIR 1998) with a hard
+redundancy cut.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def select_sentences(
     sentence_vectors: NDArray[np.float32],
     k: int,
     *,
-    redundancy: float = 0.92,
+    redundancy: float = 0.98,
     min_score: float = 0.0,
     boosts: Sequence[float] | None = None,
     min_relative: float = 0.0,

@@ -252,8 +252,11 @@ class DocRecord(_Model):
         document_id: `Document.id`.
         path: relative path.
         source_scope: the root the path is relative to.
-        content_hash: SHA-256 of the bytes last indexed (or last attempted, when failed).
-        status: processed, failed or pending.
+        content_hash: fingerprint of the bytes last indexed (or last attempted, when failed)
+            and of the settings that shaped their text units (chunk size, overlap, chunking
+            and embedding-input versions): a change to either re-indexes the document.
+        status: processed, failed, or pending (written ahead of a document's store writes
+            and replaced once they landed).
         text_unit_ids: the text units this document produced, in order.
         error: the one-line reason of the last failure.
         updated_at: UNIX time (seconds) of the last change.
@@ -363,7 +366,9 @@ class Source(_Model):
         id: the item id.
         text: exactly the text placed in the context (truncated text included).
         document_id: the document it came from.
-        path: the document's relative path.
+        path: the document's path relative to the folder it was indexed from.
+        location: the document's full path (that folder joined with ``path``), when the
+            source scope is a folder; tells apart same-named files of different folders.
         title: the document's title.
         text_unit_ids: the text units the section rests on.
         start_char: offset of ``text`` in the document, when it is a text unit.
@@ -378,6 +383,7 @@ class Source(_Model):
     text: str
     document_id: str | None = None
     path: str | None = None
+    location: str | None = None
     title: str | None = None
     text_unit_ids: tuple[str, ...] = ()
     start_char: int | None = None

@@ -19,6 +19,7 @@ __all__ = [
     "lexical_terms",
     "lexical_text",
     "paragraph_breaks",
+    "replace_surrogates",
     "sentence_spans",
 ]
 
@@ -37,6 +38,19 @@ _SENT_END = regex.compile(
     r"""|[。！？]+[」』）"”’]*"""
     r"""|\n[ \t]*\n)"""
 )
+
+
+_SURROGATE = regex.compile(r"[\ud800-\udfff]")
+
+
+def replace_surrogates(text: str) -> str:
+    """Return ``text`` with every lone surrogate code point replaced by U+FFFD.
+
+    Lone surrogates come from JSON escapes (a backslash-u escape of U+DC80, say) and from file
+    names that are not valid UTF-8 (Python's ``surrogateescape``); they cannot be encoded as
+    UTF-8, so they must not reach a tokenizer, a database or a terminal.
+    """
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
 def lexical_terms(text: str) -> list[str]:

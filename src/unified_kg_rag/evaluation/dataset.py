@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from unified_kg_rag.util.errors import UsageError
 
@@ -18,7 +18,9 @@ __all__ = ["EvalItem", "load_dataset"]
 
 
 class EvalItem(BaseModel):
-    """One evaluation question."""
+    """One evaluation question (a numeric ``id`` is read as text)."""
+
+    model_config = ConfigDict(coerce_numbers_to_str=True)
 
     id: str = ""
     question: str

@@ -10,6 +10,7 @@ Writes ``OUT/corpus/NNNNN.md`` (``# title`` then the passage) and ``OUT/dataset.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -67,12 +68,32 @@ def _supporting(q: Mapping[str, object]) -> list[tuple[str, str | None]]:
     return found
 
 
-def prepare_hipporag(questions_path: Path, corpus_path: Path, out_dir: Path) -> PrepareReport:
+def prepare_hipporag(
+    questions_path: Path, corpus_path: Path, out_dir: Path, *, force: bool = False
+) -> PrepareReport:
     """Write a corpus folder and a dataset from HippoRAG-format files.
 
+    Args:
+        questions_path: the questions JSON.
+        corpus_path: the corpus JSON (a list of ``{title, text}``).
+        out_dir: where ``dataset.jsonl`` and ``corpus/`` go.
+        force: replace an existing non-empty ``out_dir/corpus`` (otherwise refused, so files
+            of an earlier, larger corpus cannot linger among the new ones).
+
     Raises:
-        UsageError: an input is unreadable or not in the expected shape.
+        UsageError: an input is unreadable or not in the expected shape, the output folder
+            cannot be written, or ``out_dir/corpus`` is not empty and ``force`` is false.
     """
+    try:
+        return _prepare(questions_path, corpus_path, out_dir, force=force)
+    except OSError as exc:
+        where = exc.filename or out_dir
+        raise UsageError(f"cannot write: {exc.strerror or exc}", field=str(where)) from exc
+
+
+def _prepare(
+    questions_path: Path, corpus_path: Path, out_dir: Path, *, force: bool
+) -> PrepareReport:
     corpus = _load_json(corpus_path)
     questions = _load_json(questions_path)
     if not isinstance(corpus, list) or not all(isinstance(p, dict) and "text" in p for p in corpus):
@@ -83,6 +104,13 @@ def prepare_hipporag(questions_path: Path, corpus_path: Path, out_dir: Path) -> 
         raise UsageError("expected a list of question objects", field=str(questions_path))
 
     corpus_dir = out_dir / "corpus"
+    if corpus_dir.exists() and any(corpus_dir.iterdir()):
+        if not force:
+            raise UsageError(
+                "is not empty; choose another --out, or pass --force to replace it",
+                field=str(corpus_dir),
+            )
+        shutil.rmtree(corpus_dir)
     corpus_dir.mkdir(parents=True, exist_ok=True)
     by_text: dict[tuple[str, str], str] = {}
     by_title: dict[str, list[str]] = {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 from unified_kg_rag.config.models import ParsingConfig
 from unified_kg_rag.domain.identity import document_id
 from unified_kg_rag.domain.models import Document
+from unified_kg_rag.domain.text import replace_surrogates
 from unified_kg_rag.ports import DocumentParser
 from unified_kg_rag.util.errors import InputError, UsageError
 from unified_kg_rag.util.hashing import sha256_bytes
@@ -66,21 +68,30 @@ def discover(
 ) -> tuple[list[CorpusFile], list[SkippedFile]]:
     """Find the files to index under ``paths``.
 
+    A path that is a regular file (or a link to one) is taken as given; a folder is walked
+    recursively, sorted, without following links to folders. In walks, hidden entries are
+    ignored; links to folders, non-regular files (FIFOs, sockets, devices, which could block a
+    read forever), folders that cannot be listed, excluded files and unsupported extensions
+    are reported as skipped. A broken link is kept, so that reading it fails with a reason.
+
     Args:
         paths: files and folders as the user gave them.
         parsing: ``exclude`` globs and the optional fixed ``source_scope``.
         extensions: the extensions a parser is registered for (``.txt`` ...).
 
     Returns:
-        ``(files, skipped)``: files in a stable order (sorted within each path), and files left
-        out from folder walks (unsupported extension, excluded).
+        ``(files, skipped)``: files in a stable order (sorted within each path), and what
+        folder walks left out, with reasons.
 
     Raises:
-        UsageError: a path does not exist (nothing has been read yet).
+        UsageError: a path does not exist or is neither a regular file nor a folder (nothing
+            has been read yet).
     """
     for p in paths:
         if not p.exists():
             raise UsageError(f"{p}: no such file or directory", field="PATH")
+        if not (p.is_dir() or p.is_file()):
+            raise UsageError(f"{p}: not a regular file or a folder", field="PATH")
     supported = {e.lower() for e in extensions}
     files: list[CorpusFile] = []
     skipped: list[SkippedFile] = []
@@ -90,32 +101,64 @@ def discover(
         if root.is_file():
             entries = [(root, root.parent, str(given), True)]
         else:
-            entries = [(f, root, str(given / f.relative_to(root)), False) for f in _walk(root)]
+            found, unlisted = _walk(root, given)
+            skipped.extend(unlisted)
+            entries = [(f, root, str(given / f.relative_to(root)), False) for f in found]
         for file, base, display, explicit in entries:
             rel = file.relative_to(base).as_posix()
+            shown = replace_surrogates(display)
             if not explicit and any(fnmatch.fnmatch(rel, pat) for pat in parsing.exclude):
-                skipped.append(SkippedFile(display, "excluded by parsing.exclude"))
+                skipped.append(SkippedFile(shown, "excluded by parsing.exclude"))
                 continue
             if not explicit and file.suffix.lower() not in supported:
-                skipped.append(SkippedFile(display, f"unsupported extension {file.suffix!r}"))
+                skipped.append(SkippedFile(shown, f"unsupported extension {file.suffix!r}"))
                 continue
             scope = parsing.source_scope or base.as_posix()
             doc_id = document_id(scope, rel)
             if doc_id in seen:
                 continue
             seen.add(doc_id)
-            files.append(CorpusFile(file, display, scope, rel, doc_id, explicit))
+            clean_scope, clean_rel = replace_surrogates(scope), replace_surrogates(rel)
+            files.append(CorpusFile(file, shown, clean_scope, clean_rel, doc_id, explicit))
     return files, skipped
 
 
-def _walk(root: Path) -> list[Path]:
+def _walk(root: Path, given: Path) -> tuple[list[Path], list[SkippedFile]]:
     found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+    skipped: list[SkippedFile] = []
+
+    def shown(path: Path) -> str:
+        return replace_surrogates(str(given / path.relative_to(root)))
+
+    def unlisted(err: OSError) -> None:
+        where = Path(err.filename) if err.filename else root
+        skipped.append(SkippedFile(shown(where), f"cannot list folder: {err.strerror or err}"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted, followlinks=False):
+        here = Path(dirpath)
+        kept = []
+        for d in sorted(dirnames):
+            if d.startswith("."):
+                continue
+            if (here / d).is_symlink():
+                skipped.append(SkippedFile(shown(here / d), "link to a folder (not followed)"))
+                continue
+            kept.append(d)
+        dirnames[:] = kept
         for name in sorted(filenames):
-            if not name.startswith("."):
-                found.append(Path(dirpath) / name)
-    return found
+            if name.startswith("."):
+                continue
+            path = here / name
+            try:
+                mode = path.stat().st_mode
+            except OSError:
+                found.append(path)  # a broken link: reading it fails with its reason
+                continue
+            if stat.S_ISREG(mode):
+                found.append(path)
+            else:
+                skipped.append(SkippedFile(shown(path), "not a regular file"))
+    return found, skipped
 
 
 def read_file(file: CorpusFile, *, parsing: ParsingConfig) -> tuple[bytes, str]:
@@ -154,10 +197,13 @@ def parse_file(
         known = ", ".join(sorted(parsers))
         raise InputError(file.display_path, f"unsupported extension {ext!r} (supported: {known})")
     parsed = parser.parse(data, path=file.display_path)
-    if not parsed.text.strip():
+    text = replace_surrogates(parsed.text)
+    if not text.strip():
         raise InputError(file.display_path, "empty document (no text)")
-    title = parsed.title.strip() or file.path.stem
-    metadata = dict(parsed.metadata)
+    title = replace_surrogates(parsed.title.strip() or file.path.stem)
+    metadata = {
+        k: replace_surrogates(v) if isinstance(v, str) else v for k, v in parsed.metadata.items()
+    }
     metadata.update(
         source_scope=file.source_scope,
         extension=ext,
@@ -167,7 +213,7 @@ def parse_file(
         id=file.document_id,
         path=file.relative_path,
         title=title,
-        text=parsed.text,
+        text=text,
         content_hash=content_hash,
         metadata=metadata,
     )

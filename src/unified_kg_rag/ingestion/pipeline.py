@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
-from unified_kg_rag.domain.chunking import build_text_units, chunk_text
-from unified_kg_rag.domain.embedding_input import embedding_input
+from unified_kg_rag.domain.chunking import CHUNKING_VERSION, build_text_units, chunk_text
+from unified_kg_rag.domain.embedding_input import EMBEDDING_INPUT_VERSION, embedding_input
 from unified_kg_rag.domain.models import (
     Collection,
     DocRecord,
@@ -43,6 +43,7 @@ from unified_kg_rag.ports import (
 )
 from unified_kg_rag.util.aio import map_bounded
 from unified_kg_rag.util.errors import InputError, UkrError
+from unified_kg_rag.util.hashing import sha256_json
 
 __all__ = ["IndexPipeline", "text_unit_record"]
 
@@ -80,6 +81,7 @@ def text_unit_record(unit: TextUnit) -> IndexRecord:
         fields={
             "document_id": unit.document_id,
             "path": meta.get("path"),
+            "source_scope": meta.get("source_scope"),
             "title": meta.get("title"),
             "chunk_index": meta.get("chunk_index"),
             "start_char": unit.start_char,
@@ -87,6 +89,13 @@ def text_unit_record(unit: TextUnit) -> IndexRecord:
             "n_tokens": unit.n_tokens,
         },
     )
+
+
+def _union(old: DocRecord | None, units: list[TextUnit]) -> tuple[str, ...]:
+    ids = [u.id for u in units]
+    if old is not None:
+        ids += [t for t in old.text_unit_ids if t not in set(ids)]
+    return tuple(ids)
 
 
 def _title(unit: TextUnit) -> str | None:
@@ -122,6 +131,7 @@ class IndexPipeline:
         self._parsers = parsers
         self._config = config
         self._progress: ProgressReporter = progress or _NullProgress()
+        self._failed_now: set[str] = set()
 
     async def run(self, paths: Sequence[Path]) -> IndexReport:
         """Index the files under ``paths``; only new, changed and previously failed ones work.
@@ -137,6 +147,7 @@ class IndexPipeline:
         """
         started = time.perf_counter()
         report = IndexReport(index=self._stores.name)
+        self._failed_now = set()
         with usage_scope() as usage:
             files, skipped = discover(
                 paths, parsing=self._config.parsing, extensions=sorted(self._parsers)
@@ -159,7 +170,7 @@ class IndexPipeline:
         async def hash_one(file: CorpusFile) -> _Hashed:
             _, digest = await asyncio.to_thread(read_file, file, parsing=self._config.parsing)
             self._progress.advance("read")
-            return _Hashed(file, digest)
+            return _Hashed(file, self._fingerprint(digest))
 
         results = await map_bounded(files, hash_one, concurrency=_IO_CONCURRENCY)
         self._progress.finish("read")
@@ -170,6 +181,23 @@ class IndexPipeline:
             else:
                 await self._record_failure(r.item, "", r.error, report)
         return hashed
+
+    def _fingerprint(self, content_hash: str) -> str:
+        """Return what the registry compares for a document.
+
+        The bytes' hash and every setting that shapes the text units and their vectors, so
+        changing one re-indexes the corpus.
+        """
+        chunking = self._config.chunking
+        return sha256_json(
+            {
+                "bytes": content_hash,
+                "size_tokens": chunking.size_tokens,
+                "overlap_tokens": chunking.overlap_tokens,
+                "chunking": CHUNKING_VERSION,
+                "embedding_input": EMBEDDING_INPUT_VERSION,
+            }
+        )
 
     async def _diff(self, hashed: list[_Hashed], report: IndexReport) -> list[_Hashed]:
         by_scope: dict[str, dict[str, _Hashed]] = {}
@@ -186,8 +214,9 @@ class IndexPipeline:
             report.documents_unchanged += len(delta.unchanged)
             if not all(h.file.explicit for h in docs.values()):
                 # a folder was walked: what the registry holds and the walk missed is missing;
-                # for files named one by one, the rest of their folder was not looked at
-                report.documents_missing += len(delta.missing)
+                # for files named one by one, the rest of their folder was not looked at.
+                # Files found but unreadable this run are failed, not missing.
+                report.documents_missing += len(set(delta.missing) - self._failed_now)
             wanted = set(delta.new) | set(delta.changed) | set(delta.failed_before)
             todo.extend(h for doc_id, h in docs.items() if doc_id in wanted)
         return todo
@@ -218,6 +247,9 @@ class IndexPipeline:
     def _parse_and_chunk_sync(self, item: _Hashed) -> tuple[Document, list[TextUnit]]:
         data, digest = read_file(item.file, parsing=self._config.parsing)
         doc = parse_file(item.file, data, digest, self._parsers)
+        # the registry records the fingerprint of what was read now (the file may have changed
+        # since it was hashed)
+        doc = doc.model_copy(update={"content_hash": self._fingerprint(digest)})
         spans = self._tokenizer.token_spans(doc.text)
         chunks = chunk_text(
             doc.text,
@@ -234,6 +266,18 @@ class IndexPipeline:
         self, ready: list[tuple[_Hashed, Document, list[TextUnit]]], report: IndexReport
     ) -> None:
         search = self._stores.search
+        registry = self._stores.registry
+        previous = await registry.get([doc.id for _, doc, _ in ready])
+        # Write-ahead: before any search write, each document is recorded pending with the
+        # union of its old and new text units, so a run stopped anywhere below is repaired by
+        # the next one (a pending document is always processed again, and its stale units are
+        # computed from that union).
+        await registry.put(
+            [
+                self._record(item, doc, DocStatus.PENDING, _union(previous.get(doc.id), units))
+                for item, doc, units in ready
+            ]
+        )
         units = [u for _, _, doc_units in ready for u in doc_units]
         fresh = await self._units_to_embed(units)
         if fresh:
@@ -247,30 +291,34 @@ class IndexPipeline:
         report.text_units_reused += len(units) - len(fresh)
         report.text_units_written += len(fresh)
 
-        previous = await self._stores.registry.get([doc.id for _, doc, _ in ready])
         stale: list[str] = []
-        records: list[DocRecord] = []
-        now = time.time()
-        for item, doc, doc_units in ready:
-            new_ids = tuple(u.id for u in doc_units)
+        for _, doc, doc_units in ready:
             old = previous.get(doc.id)
             if old is not None:
-                keep = set(new_ids)
+                keep = {u.id for u in doc_units}
                 stale.extend(t for t in old.text_unit_ids if t not in keep)
-            records.append(
-                DocRecord(
-                    document_id=doc.id,
-                    path=doc.path,
-                    source_scope=item.file.source_scope,
-                    content_hash=doc.content_hash,
-                    status=DocStatus.PROCESSED,
-                    text_unit_ids=new_ids,
-                    updated_at=now,
-                )
-            )
         if stale:
             report.text_units_removed += await search.delete(Collection.TEXT_UNITS, stale)
-        await self._stores.registry.put(records)
+        await registry.put(
+            [
+                self._record(item, doc, DocStatus.PROCESSED, tuple(u.id for u in units))
+                for item, doc, units in ready
+            ]
+        )
+
+    @staticmethod
+    def _record(
+        item: _Hashed, doc: Document, status: DocStatus, unit_ids: tuple[str, ...]
+    ) -> DocRecord:
+        return DocRecord(
+            document_id=doc.id,
+            path=doc.path,
+            source_scope=item.file.source_scope,
+            content_hash=doc.content_hash,
+            status=status,
+            text_unit_ids=unit_ids,
+            updated_at=time.time(),
+        )
 
     async def _units_to_embed(self, units: list[TextUnit]) -> list[TextUnit]:
         """Return the units not already stored with a vector made from the same input.
@@ -303,6 +351,7 @@ class IndexPipeline:
             reason = " ".join(f"{type(error).__name__}: {error}".split())
         else:
             raise error if error is not None else RuntimeError("failure without an error")
+        self._failed_now.add(file.document_id)
         report.failed.append(FailedDocument(path=file.display_path, reason=reason))
         self._progress.warn(f"{file.display_path}: {reason}")
         logger.info("failed to index %s: %s", file.display_path, reason)

@@ -17,6 +17,7 @@ from unified_kg_rag.domain.models import Message, Source
 from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.domain.text import lexical_query_terms, lexical_terms, sentence_spans
 from unified_kg_rag.ports import ChatModel, Embedder
+from unified_kg_rag.util.errors import ModelError
 
 __all__ = [
     "EXTRACTIVE_HEADER",
@@ -55,7 +56,8 @@ async def generative_answer(
     """Ask the LLM for an answer grounded in ``sources``, citing them as ``[n]``.
 
     Raises:
-        ModelError: the model call failed after retries.
+        ModelError: the model call failed after retries, or the reply was empty (after
+            reasoning blocks were removed).
     """
     user = load_prompt("answer_user.v1").format(
         sources="\n\n".join(render_source(s) for s in sources), question=question
@@ -65,7 +67,13 @@ async def generative_answer(
         Message(role="user", content=user),
     ]
     completion = await chat_model.complete(messages, max_tokens=max_tokens, temperature=0.0)
-    return completion.text.strip()
+    text = completion.text.strip()
+    if not text:
+        raise ModelError(
+            f"the model returned an empty answer (finish reason {completion.finish_reason!r}); "
+            "a reasoning model may need a larger llm.openai.max_tokens"
+        )
+    return text
 
 
 async def extractive_answer(
@@ -97,11 +105,16 @@ async def extractive_answer(
         ``[n]`` citation.
     """
     candidates: list[tuple[str, int]] = []
+    seen: set[str] = set()
     for source in sources[:_MAX_SENTENCE_SOURCES]:
-        for start, end in sentence_spans(source.text):
+        spans = sentence_spans(source.text)
+        if source.truncated and len(spans) > 1:
+            spans = spans[:-1]  # the budget cut the last sentence short
+        for start, end in spans:
             sentence = " ".join(source.text[start:end].split())
-            if len(sentence) < 12 or sentence.startswith("#"):
+            if len(sentence) < 12 or sentence.startswith("#") or sentence.casefold() in seen:
                 continue
+            seen.add(sentence.casefold())
             if len(sentence) > _MAX_SENTENCE_CHARS:
                 sentence = sentence[:_MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
             candidates.append((sentence, source.n))

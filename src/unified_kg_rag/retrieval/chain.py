@@ -262,6 +262,7 @@ class RAGChain:
                 text=c.text,
                 document_id=c.document_id,
                 path=c.path,
+                location=c.location,
                 title=c.title,
                 text_unit_ids=c.text_unit_ids,
                 start_char=c.start_char,

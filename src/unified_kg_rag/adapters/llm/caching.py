@@ -51,7 +51,8 @@ class CachingChatModel(ChatModelLayer):
 
     The key is `cache_key` (model id, messages, max_tokens, temperature, stop, json_schema);
     the value is the `Completion` as JSON. Replies cut by the token limit
-    (``finish_reason == "length"``) are not stored. A hit returns ``cached=True``. Store
+    (``finish_reason == "length"``) and empty replies are not stored. A hit returns
+    ``cached=True``. Store
     errors propagate (a broken store is never read as a miss); an unreadable entry is a miss.
     """
 
@@ -93,7 +94,7 @@ class CachingChatModel(ChatModelLayer):
             stop=stop,
             json_schema=json_schema,
         )
-        if result.finish_reason != "length":
+        if result.finish_reason != "length" and result.text.strip():
             await self._store.put(self._namespace, key, result.model_dump_json())
         return result
 

@@ -54,8 +54,11 @@ class OpenAIChatModel:
 
     @property
     def model_id(self) -> str:
-        """``openai:<model>``."""
-        return f"openai:{self.config.model}"
+        """``openai:<model>@<base_url>``.
+
+        Two servers serving one model name are two models, so their replies are cached apart.
+        """
+        return f"openai:{self.config.model}@{self.config.base_url.rstrip('/')}"
 
     async def complete(
         self,
@@ -83,6 +86,11 @@ class OpenAIChatModel:
             response = await client.chat.completions.create(**params)
         except Exception as exc:
             raise self._translate(exc) from exc
+        if not hasattr(response, "choices"):  # e.g. an HTML page from a proxy, with status 200
+            raise ModelError(
+                f"{self.config.base_url} did not answer with a chat completion (is it an "
+                "OpenAI-compatible API base URL?)"
+            )
         if not response.choices:
             raise ModelError(f"{self.config.base_url} returned no choices")
         choice = response.choices[0]

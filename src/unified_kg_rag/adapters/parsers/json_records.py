@@ -40,7 +40,7 @@ class JsonParser:
         require_bytes(data, path)
         decoded = decode_text(data, path=path)
         try:
-            value = json.loads(decoded.text)
+            value = json.loads(decoded.text, parse_int=str)
         except json.JSONDecodeError as exc:
             reason = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {one_line(exc.msg)}"
             raise InputError(path, reason) from exc
@@ -84,7 +84,7 @@ class JsonLinesParser:
             if not line.strip():
                 continue
             try:
-                value = json.loads(line)
+                value = json.loads(line, parse_int=str)
             except json.JSONDecodeError as exc:
                 reason = f"invalid JSON on line {number} (column {exc.colno}): {one_line(exc.msg)}"
                 raise InputError(path, reason) from exc

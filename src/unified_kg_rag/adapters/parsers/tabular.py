@@ -47,6 +47,7 @@ class CsvParser:
         require_bytes(data, path)
         decoded = decode_text(data, path=path)
         dialect = _sniff(decoded.text[:_SNIFF_CHARS])
+        csv.field_size_limit(max(csv.field_size_limit(), _MAX_FIELD_CHARS))
         reader = csv.reader(io.StringIO(decoded.text, newline=""), dialect)
         try:
             header = next((row for row in reader if any(cell.strip() for cell in row)), [])
@@ -63,6 +64,10 @@ class CsvParser:
             "delimiter": dialect.delimiter,
         }
         return finish("\n".join(lines), path=path, metadata=metadata)
+
+
+_MAX_FIELD_CHARS = 64 * 1024 * 1024
+"""Longest CSV cell accepted (the csv module's default is 131,072 characters)."""
 
 
 def _sniff(sample: str) -> type[csv.Dialect] | csv.Dialect:

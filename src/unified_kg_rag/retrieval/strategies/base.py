@@ -41,6 +41,7 @@ class Candidate:
         score: the strategy's fused score (higher is better).
         document_id: the source document, for text units.
         path: the document's relative path.
+        location: the document's full path, when known.
         title: the document's title.
         text_unit_ids: the text units the item rests on.
         start_char: offset in the document, for text units.
@@ -53,6 +54,7 @@ class Candidate:
     score: float
     document_id: str | None = None
     path: str | None = None
+    location: str | None = None
     title: str | None = None
     text_unit_ids: tuple[str, ...] = ()
     start_char: int | None = None

@@ -22,13 +22,17 @@ def text_unit_candidate(hit: SearchHit) -> Candidate:
     def as_str(v: MetadataValue) -> str | None:
         return v if isinstance(v, str) else None
 
+    path, scope = as_str(f.get("path")), as_str(f.get("source_scope"))
+    is_folder = scope is not None and (scope.startswith("/") or scope[1:3] == ":/")
+    location = f"{scope.rstrip('/')}/{path}" if path and scope and is_folder else None
     return Candidate(
         kind="text_unit",
         id=hit.id,
         text=hit.text,
         score=hit.score,
         document_id=as_str(f.get("document_id")),
-        path=as_str(f.get("path")),
+        path=path,
+        location=location,
         title=as_str(f.get("title")),
         text_unit_ids=(hit.id,),
         start_char=as_int(f.get("start_char")),
