@@ -8,6 +8,7 @@ import pytest
 import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.support.tokens import assert_grapheme_safe_truncation, grapheme_bounds
 
 from unified_kg_rag.domain.tokens import EstimateTokenCounter, grapheme_floor
 
@@ -37,10 +38,6 @@ TRICKY = [
 unicode_text = st.lists(
     st.one_of(st.text(max_size=6), st.sampled_from(TRICKY)), max_size=30
 ).map("".join)
-
-
-def grapheme_bounds(text: str) -> set[int]:
-    return {0} | {m.end() for m in regex.finditer(r"\X", text)}
 
 
 def test_count_follows_the_script_rules() -> None:
@@ -94,12 +91,7 @@ def test_grapheme_floor_matches_full_segmentation_far_from_anchors() -> None:
 @settings(max_examples=300, deadline=None)
 @given(text=unicode_text, k=st.integers(min_value=0, max_value=40))
 def test_property_truncate_is_a_grapheme_safe_prefix_within_budget(text: str, k: int) -> None:
-    out = COUNTER.truncate(text, k)
-    assert text.startswith(out)
-    assert len(out) in grapheme_bounds(text)
-    assert COUNTER.count(out) <= k
-    if k > 0 and COUNTER.count(text) <= k:
-        assert out == text
+    assert_grapheme_safe_truncation(COUNTER, text, k)
 
 
 @settings(max_examples=300, deadline=None)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.unit.test_tokens_estimate import grapheme_bounds, unicode_text
+from tests.support.tokens import assert_grapheme_safe_truncation
+from tests.unit.test_tokens_estimate import unicode_text
 
 from unified_kg_rag.adapters.tokens import HFTokenCounter
 from unified_kg_rag.domain.tokens import EstimateTokenCounter
@@ -87,12 +88,7 @@ def test_missing_file_is_a_configuration_error(tmp_path: Path) -> None:
 @settings(max_examples=200, deadline=None)
 @given(text=unicode_text, k=st.integers(min_value=0, max_value=30))
 def test_property_truncate_is_a_grapheme_safe_prefix_within_budget(text: str, k: int) -> None:
-    out = COUNTER.truncate(text, k)
-    assert text.startswith(out)
-    assert len(out) in grapheme_bounds(text)
-    assert COUNTER.count(out) <= k
-    if k > 0 and COUNTER.count(text) <= k:
-        assert out == text
+    assert_grapheme_safe_truncation(COUNTER, text, k)
 
 
 @settings(max_examples=200, deadline=None)

@@ -247,9 +247,6 @@ class IndexPipeline:
     def _parse_and_chunk_sync(self, item: _Hashed) -> tuple[Document, list[TextUnit]]:
         data, digest = read_file(item.file, parsing=self._config.parsing)
         doc = parse_file(item.file, data, digest, self._parsers)
-        # the registry records the fingerprint of what was read now (the file may have changed
-        # since it was hashed)
-        doc = doc.model_copy(update={"content_hash": self._fingerprint(digest)})
         spans = self._tokenizer.token_spans(doc.text)
         chunks = chunk_text(
             doc.text,
@@ -274,7 +271,7 @@ class IndexPipeline:
         # computed from that union).
         await registry.put(
             [
-                self._record(item, doc, DocStatus.PENDING, _union(previous.get(doc.id), units))
+                self._record(item.file, doc, DocStatus.PENDING, _union(previous.get(doc.id), units))
                 for item, doc, units in ready
             ]
         )
@@ -301,22 +298,34 @@ class IndexPipeline:
             report.text_units_removed += await search.delete(Collection.TEXT_UNITS, stale)
         await registry.put(
             [
-                self._record(item, doc, DocStatus.PROCESSED, tuple(u.id for u in units))
+                self._record(item.file, doc, DocStatus.PROCESSED, tuple(u.id for u in units))
                 for item, doc, units in ready
             ]
         )
 
-    @staticmethod
     def _record(
-        item: _Hashed, doc: Document, status: DocStatus, unit_ids: tuple[str, ...]
+        self,
+        file: CorpusFile,
+        doc: Document | None,
+        status: DocStatus,
+        unit_ids: tuple[str, ...],
+        *,
+        fingerprint: str = "",
+        error: str | None = None,
     ) -> DocRecord:
+        """Build a registry record of ``file``.
+
+        A parsed document's fingerprint is taken from the bytes read now (the file may have
+        changed since it was hashed); without one, ``fingerprint`` is recorded.
+        """
         return DocRecord(
-            document_id=doc.id,
-            path=doc.path,
-            source_scope=item.file.source_scope,
-            content_hash=doc.content_hash,
+            document_id=file.document_id,
+            path=file.relative_path,
+            source_scope=file.source_scope,
+            content_hash=self._fingerprint(doc.content_hash) if doc is not None else fingerprint,
             status=status,
             text_unit_ids=unit_ids,
+            error=error,
             updated_at=time.time(),
         )
 
@@ -331,9 +340,7 @@ class IndexPipeline:
         with_vector = await search.existing_ids(Collection.TEXT_UNITS, ids)
         stored = {r.id: r for r in await search.get(Collection.TEXT_UNITS, sorted(with_vector))}
         return [
-            u
-            for u in units
-            if u.id not in stored or stored[u.id].fields.get("title") != _title(u)
+            u for u in units if u.id not in stored or stored[u.id].fields.get("title") != _title(u)
         ]
 
     async def _record_failure(
@@ -356,17 +363,11 @@ class IndexPipeline:
         self._progress.warn(f"{file.display_path}: {reason}")
         logger.info("failed to index %s: %s", file.display_path, reason)
         previous = (await self._stores.registry.get([file.document_id])).get(file.document_id)
+        kept = previous.text_unit_ids if previous else ()
         await self._stores.registry.put(
             [
-                DocRecord(
-                    document_id=file.document_id,
-                    path=file.relative_path,
-                    source_scope=file.source_scope,
-                    content_hash=content_hash,
-                    status=DocStatus.FAILED,
-                    text_unit_ids=previous.text_unit_ids if previous else (),
-                    error=reason,
-                    updated_at=time.time(),
+                self._record(
+                    file, None, DocStatus.FAILED, kept, fingerprint=content_hash, error=reason
                 )
             ]
         )

@@ -9,6 +9,7 @@ did not see, nothing it saw left out.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -254,23 +255,7 @@ class RAGChain:
             )
 
     def _pack(self, candidates: Sequence[Candidate], budget: int) -> list[Source]:
-        drafts = [
-            Source(
-                n=i,
-                kind=c.kind,
-                id=c.id,
-                text=c.text,
-                document_id=c.document_id,
-                path=c.path,
-                location=c.location,
-                title=c.title,
-                text_unit_ids=c.text_unit_ids,
-                start_char=c.start_char,
-                end_char=c.end_char,
-                score=c.score,
-            )
-            for i, c in enumerate(candidates, start=1)
-        ]
+        drafts = [Source(n=i, **dataclasses.asdict(c)) for i, c in enumerate(candidates, start=1)]
         headers = [self._counter.count(source_header(s)) + 2 for s in drafts]
         packed = pack_sections(
             [s.text for s in drafts], budget, self._counter, header_tokens=headers
