@@ -18,7 +18,10 @@ def test_words_are_casefolded_and_cjk_runs_become_bigrams() -> None:
     assert lexical_terms("東京都") == ["東京", "京都"]
     assert lexical_terms("서울에서 만나요") == ["서울", "울에", "에서", "만나", "나요"]
     assert lexical_terms("の") == ["の"]
-    assert lexical_terms("café déjà") == ["café", "déjà"]
+    assert lexical_terms("Café DÉJÀ vu") == ["cafe", "deja", "vu"]
+    assert lexical_terms("Ελλάδα Москва́") == ["ελλαδα", "москва"]
+    assert lexical_terms("हिन्दी") == ["हिन्दी"]  # Devanagari marks are spelling, kept
+    assert lexical_terms("O’Neil's U.S. Straße") == ["o'neil's", "u.s", "strasse"]
     assert lexical_text("A b") == "a b"
 
 

@@ -14,5 +14,6 @@ def register_all() -> None:
         embeddings,
         llm,
         parsers,
+        postgres,
         sqlite,
     )

@@ -11,6 +11,8 @@ Sentence boundaries serve chunking (prefer to cut there) and extractive answers.
 
 from __future__ import annotations
 
+import unicodedata
+
 import regex
 
 __all__ = [
@@ -41,6 +43,9 @@ _SENT_END = regex.compile(
 
 
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
+# A combining mark on a Latin, Greek or Cyrillic letter is an accent that readers drop ("café"
+# and "cafe" are one word); on other scripts (Devanagari's virama, Thai vowels) it is spelling.
+_ACCENT = regex.compile(r"(?<=[\p{Latin}\p{Greek}\p{Cyrillic}]\p{M}*)\p{M}")
 
 
 def replace_surrogates(text: str) -> str:
@@ -53,11 +58,23 @@ def replace_surrogates(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
+def _fold_word(word: str) -> str:
+    folded = word.casefold().replace("’", "'")
+    if folded.isascii():
+        return folded
+    stripped = _ACCENT.sub("", unicodedata.normalize("NFD", folded))
+    return unicodedata.normalize("NFC", stripped)
+
+
 def lexical_terms(text: str) -> list[str]:
     """Return the lexical terms of ``text`` in order (duplicates kept).
 
-    Words are casefolded (apostrophes and inner dots kept: "o'neil", "u.s"); CJK runs give
-    overlapping bigrams (a one-character run gives itself).
+    Words are casefolded, accents on Latin, Greek and Cyrillic letters are dropped ("Café" →
+    "cafe"), apostrophes and inner dots are kept ("o'neil", "u.s"; a typographic apostrophe
+    becomes "'"); CJK runs give overlapping bigrams (a one-character run gives itself).
+
+    This is the one lexical analysis of the project: every store indexes exactly these terms
+    (they are never re-tokenized by a database), so BM25 ranks alike on every backend.
     """
     terms: list[str] = []
     for m in _TOKEN.finditer(text):
@@ -68,7 +85,7 @@ def lexical_terms(text: str) -> list[str]:
             else:
                 terms.extend(run[i : i + 2] for i in range(len(run) - 1))
         else:
-            terms.append(m.group("word").casefold())
+            terms.append(_fold_word(m.group("word")))
     return terms
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "StoreConnectionError",
     "StoreError",
     "StoreSchemaError",
+    "StoreTimeoutError",
     "UkrError",
     "UsageError",
 ]
@@ -113,6 +114,10 @@ class StoreConnectionError(StoreError):
 
 class StoreSchemaError(StoreError):
     """The store's schema is newer than this code or otherwise incompatible."""
+
+
+class StoreTimeoutError(StoreError):
+    """A store statement ran past its configured timeout and was cancelled."""
 
 
 class ModelError(UkrError):

@@ -14,8 +14,10 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from unified_kg_rag.domain.text import lexical_text
 from unified_kg_rag.util.errors import StoreSchemaError
 
 __all__ = ["MIGRATIONS", "Migration", "apply_migrations"]
@@ -30,10 +32,29 @@ class Migration:
     Attributes:
         name: unique, stable name recorded in ``schema_migrations`` (``0001_initial``).
         statements: SQL statements run in order, in one transaction.
+        then: a Python step run after the statements, in the same transaction (for data that
+            only the application can compute, such as lexical terms).
     """
 
     name: str
     statements: tuple[str, ...]
+    then: Callable[[sqlite3.Connection], None] | None = None
+
+
+# FTS5 indexes the terms of `domain.text.lexical_terms` exactly as given: letters, marks,
+# numbers, apostrophes and dots are token characters, and nothing is folded again, so every
+# backend ranks the same terms.
+_EXACT_TERMS = (
+    "tokenize = \"unicode61 remove_diacritics 0 categories 'L* N* Co M*' tokenchars '''.'\""
+)
+
+
+def _refill_fts(conn: sqlite3.Connection) -> None:
+    rows = conn.execute("SELECT pk, text FROM search_records").fetchall()
+    conn.executemany(
+        "INSERT INTO search_fts (rowid, terms) VALUES (?, ?)",
+        [(pk, lexical_text(text)) for pk, text in rows],
+    )
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -104,6 +125,14 @@ MIGRATIONS: tuple[Migration, ...] = (
             ) WITHOUT ROWID""",
         ),
     ),
+    Migration(
+        "0002_fts_exact_terms",
+        (
+            "DROP TABLE search_fts",
+            f"CREATE VIRTUAL TABLE search_fts USING fts5(terms, {_EXACT_TERMS})",
+        ),
+        then=_refill_fts,
+    ),
 )
 
 _CREATE_LEDGER = (
@@ -165,6 +194,8 @@ def apply_migrations(
                 continue
             for statement in migration.statements:
                 conn.execute(statement)
+            if migration.then is not None:
+                migration.then(conn)
             conn.execute(
                 "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
                 (migration.name, time.time()),

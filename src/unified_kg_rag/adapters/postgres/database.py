@@ -1,0 +1,404 @@
+"""One PostgreSQL database: an async connection pool on its own event loop, typed errors.
+
+The pool (psycopg 3 ``AsyncConnectionPool``) lives on an event loop that runs in a dedicated
+thread owned by this object. Callers on any event loop submit coroutines to it, so the
+backend works the same from one long-lived loop (the CLI, a server) and from many short ones
+(``asyncio.run`` per call in tests and notebooks), and a pool is never used from a loop it was
+not created on. Cancelling the caller cancels the statement's coroutine.
+
+On first use the database is checked and prepared: connect (authentication and network errors
+surface here, with the server's message), make sure the ``vector`` extension exists, create or
+migrate the catalog schema, then open the pool. An index schema is created and migrated the
+first time a write touches the index in this process; reads of an index that does not exist
+return nothing and create nothing.
+
+psycopg errors are translated: unreachable server, failed authentication and exhausted pool
+raise `StoreConnectionError`; a statement cancelled by ``statement_timeout`` raises
+`StoreTimeoutError`; a schema newer than the code or a missing pgvector raise
+`StoreSchemaError`; anything else `StoreError`. Every message names the server (password
+masked).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import math
+import re
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+import psycopg
+import psycopg.errors
+from pgvector.psycopg import register_vector_async
+from psycopg import AsyncConnection, sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from unified_kg_rag.adapters.postgres.migrations import (
+    CATALOG_MIGRATIONS,
+    INDEX_MIGRATIONS,
+    PgMigration,
+)
+from unified_kg_rag.config.models import PostgresConfig
+from unified_kg_rag.util.errors import (
+    StoreConnectionError,
+    StoreError,
+    StoreSchemaError,
+    StoreTimeoutError,
+)
+
+__all__ = ["Conn", "PgDatabase", "index_schema_name", "masked_location"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Conn = AsyncConnection[Any]
+"""A pooled connection (autocommit off inside `PgDatabase` transactions)."""
+
+
+def masked_location(url: str) -> str:
+    """Return ``url`` as ``postgresql://user@host:port/dbname`` without the password.
+
+    A URL that cannot be parsed gives ``postgresql://(unparsable URL)``; the password never
+    appears in a message.
+    """
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.Error:
+        return "postgresql://(unparsable URL)"
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    host = str(parts.get("host") or "localhost")
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"postgresql://{user}{host}{port}/{parts.get('dbname') or ''}"
+
+
+def index_schema_name(catalog: str, index: str) -> str:
+    """Return the schema that holds ``index``: ``<catalog>_<slug>_<hash8>``.
+
+    The slug keeps the name readable in ``psql`` (lowercase, other characters ``_``, at most
+    32 characters); the hash of the exact name keeps distinct names distinct ("A" and "a",
+    "x.y" and "x_y"). At most 31 + 1 + 32 + 1 + 8 = 73 characters before truncation; the result
+    is cut to PostgreSQL's 63-byte identifier limit keeping the hash.
+    """
+    slug = re.sub(r"[^a-z0-9_]", "_", index.lower())[:32]
+    digest = hashlib.sha256(index.encode("utf-8")).hexdigest()[:8]
+    prefix = f"{catalog}_{slug}"[: 63 - 9]
+    return f"{prefix}_{digest}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+class PgDatabase:
+    """The pool, loop thread and schemas of one PostgreSQL database.
+
+    Args:
+        url: libpq connection URL (or key=value string).
+        config: the ``stores.postgres`` section.
+    """
+
+    def __init__(self, url: str, config: PostgresConfig) -> None:
+        self._url = url
+        self.config = config
+        self.location = masked_location(url)
+        self.catalog = config.schema_name
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._pool: AsyncConnectionPool[Conn] | None = None
+        self._open_lock: asyncio.Lock | None = None
+        self._closed = False
+        self._vector_schema = "public"
+        self._schemas: dict[str, str] = {}
+        """Index name -> schema, for indexes known to exist and be migrated (loop thread)."""
+
+    # ----------------------------------------------------------------- public entry points
+
+    async def read_index(
+        self, index: str, fn: Callable[[Conn], Awaitable[T]], default: T
+    ) -> T:
+        """Run ``fn(conn)`` in a read transaction with ``search_path`` set to the index schema.
+
+        Returns:
+            What ``fn`` returns, or ``default`` when the index does not exist (nothing is
+            created).
+
+        Raises:
+            StoreConnectionError, StoreTimeoutError, StoreSchemaError, StoreError: see module.
+        """
+        return await self._submit(
+            lambda: self._in_index(index, fn, default, write=False, create=False)
+        )
+
+    async def write_index(
+        self,
+        index: str,
+        fn: Callable[[Conn], Awaitable[T]],
+        *,
+        create: bool = True,
+        default: T | None = None,
+    ) -> T:
+        """Run ``fn(conn)`` in one write transaction on the index schema.
+
+        The schema is created (and migrated) if needed; with ``create=False`` a missing index
+        returns ``default`` instead (deletes from an index that does not exist).
+
+        Writers of one index are serialised by a transaction-scoped advisory lock on the
+        index, so concurrent writers (other processes included) never deadlock on the BM25
+        statistics; readers are never blocked (MVCC).
+
+        Raises:
+            StoreConnectionError, StoreTimeoutError, StoreSchemaError, StoreError: see module.
+        """
+        return await self._submit(
+            lambda: self._in_index(index, fn, default, write=True, create=create)  # type: ignore[arg-type]
+        )
+
+    async def catalog_tx(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        """Run ``fn(conn)`` in one transaction with ``search_path`` set to the catalog schema."""
+        return await self._submit(lambda: self._in_catalog(fn))
+
+    async def close(self) -> None:
+        """Close the pool and stop the loop thread. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        try:
+            future = asyncio.run_coroutine_threadsafe(self._close_pool(), loop)
+            await asyncio.wrap_future(future)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            await asyncio.get_running_loop().run_in_executor(None, thread.join)
+            loop.close()
+
+    def close_sync(self) -> None:
+        """Close from synchronous code (no running event loop in this thread). Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self._close_pool(), loop).result()
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+
+    @property
+    def closed(self) -> bool:
+        """True after `close`."""
+        return self._closed
+
+    # ----------------------------------------------------------------- loop thread
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._closed:
+                raise StoreConnectionError(f"PostgreSQL {self.location}: the store is closed")
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="ukr-postgres", daemon=True
+                )
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    async def _submit(self, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        loop = self._ensure_loop()
+        future = asyncio.run_coroutine_threadsafe(self._guarded(make), loop)
+        return await asyncio.wrap_future(future)
+
+    async def _guarded(self, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        try:
+            return await make()
+        except StoreError:
+            raise
+        except PoolTimeout as exc:
+            raise StoreConnectionError(
+                f"PostgreSQL {self.location}: no connection within "
+                f"{self.config.connect_timeout_s:g} s (stores.postgres.connect_timeout_s; pool "
+                f"of {self.config.pool_max_size}): {_first_line(exc)}"
+            ) from exc
+        except psycopg.errors.QueryCanceled as exc:
+            raise StoreTimeoutError(
+                f"PostgreSQL {self.location}: statement cancelled after "
+                f"{self.config.statement_timeout_s:g} s (stores.postgres.statement_timeout_s): "
+                f"{_first_line(exc)}"
+            ) from exc
+        except psycopg.OperationalError as exc:
+            raise StoreConnectionError(f"PostgreSQL {self.location}: {_first_line(exc)}") from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL {self.location}: {_first_line(exc)}") from exc
+        except OSError as exc:
+            raise StoreConnectionError(f"PostgreSQL {self.location}: {exc}") from exc
+
+    async def _pool_ready(self) -> AsyncConnectionPool[Conn]:
+        if self._pool is not None:
+            return self._pool
+        if self._open_lock is None:
+            self._open_lock = asyncio.Lock()
+        async with self._open_lock:
+            if self._pool is None:
+                await self._prepare_database()
+                pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+                    self._url,
+                    min_size=self.config.pool_min_size,
+                    max_size=self.config.pool_max_size,
+                    kwargs=self._connect_kwargs(),
+                    configure=self._configure,
+                    check=AsyncConnectionPool.check_connection,
+                    timeout=self.config.connect_timeout_s,
+                    name="ukr",
+                    open=False,
+                )
+                await pool.open(wait=self.config.pool_min_size > 0,
+                                timeout=self.config.connect_timeout_s)
+                self._pool = pool
+        return self._pool
+
+    def _connect_kwargs(self) -> dict[str, Any]:
+        # libpq's connect_timeout is whole seconds, at least 2
+        return {"connect_timeout": max(2, math.ceil(self.config.connect_timeout_s))}
+
+    async def _configure(self, conn: Conn) -> None:
+        timeout_ms = int(self.config.statement_timeout_s * 1000)
+        await conn.set_autocommit(True)
+        await conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(timeout_ms),))
+        await conn.execute(
+            sql.SQL("SET search_path TO {}").format(sql.Identifier(self._vector_schema))
+        )
+        await register_vector_async(conn)
+        await conn.set_autocommit(False)
+
+    async def _prepare_database(self) -> None:
+        conn = await AsyncConnection.connect(self._url, autocommit=True, **self._connect_kwargs())
+        async with conn:
+            await self._ensure_vector_extension(conn)
+            async with conn.transaction():
+                await self._migrate(conn, self.catalog, CATALOG_MIGRATIONS, kind="catalog")
+
+    async def _ensure_vector_extension(self, conn: Conn) -> None:
+        row = await (await conn.execute(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+            "WHERE e.extname = 'vector'"
+        )).fetchone()
+        if row is None:
+            try:
+                await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except (psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedFile,
+                    psycopg.errors.FeatureNotSupported) as exc:
+                raise StoreSchemaError(
+                    f"PostgreSQL {self.location}: the pgvector extension is not installed and "
+                    f"cannot be created here ({_first_line(exc)}). Install pgvector on the "
+                    "server and run `CREATE EXTENSION vector;` as a privileged user"
+                ) from exc
+            row = await (await conn.execute(
+                "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
+                "ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+            )).fetchone()
+        self._vector_schema = str(row[0]) if row else "public"
+
+    async def _close_pool(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    # ----------------------------------------------------------------- schemas
+
+    async def _migrate(
+        self, conn: Conn, schema: str, migrations: tuple[PgMigration, ...], *, kind: str
+    ) -> list[str]:
+        """Create ``schema`` if needed and apply its missing migrations (in a transaction)."""
+        ident = sql.Identifier(schema)
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                           (f"ukr-migrate:{schema}",))
+        await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
+        await conn.execute(sql.SQL("SET LOCAL search_path TO {}, {}").format(
+            ident, sql.Identifier(self._vector_schema)))
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            'name text COLLATE "C" PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())'
+        )
+        rows = await (await conn.execute("SELECT name FROM schema_migrations")).fetchall()
+        recorded = {str(r[0]) for r in rows}
+        unknown = sorted(recorded - {m.name for m in migrations})
+        if unknown:
+            raise StoreSchemaError(
+                f"PostgreSQL {self.location}: {kind} schema {schema!r} was written by a newer "
+                f"version of unified-kg-rag (unknown schema migrations: {', '.join(unknown)}); "
+                "upgrade unified-kg-rag to use it"
+            )
+        applied: list[str] = []
+        for migration in migrations:
+            if migration.name in recorded:
+                continue
+            for statement in migration.statements:
+                await conn.execute(statement.replace("{schema}", ident.as_string(conn)))
+            await conn.execute("INSERT INTO schema_migrations (name) VALUES (%s)",
+                               (migration.name,))
+            applied.append(migration.name)
+        if applied:
+            logger.info("applied %s migrations %s to %s schema %s", kind, ", ".join(applied),
+                        self.location, schema)
+        return applied
+
+    async def _index_schema(self, conn: Conn, index: str, *, create: bool) -> str | None:
+        known = self._schemas.get(index)
+        if known is not None:
+            return known
+        row = await (await conn.execute(
+            sql.SQL("SELECT schema_name FROM {}.indexes WHERE name = %s").format(
+                sql.Identifier(self.catalog)), (index,)
+        )).fetchone()
+        if row is None and not create:
+            return None
+        schema = str(row[0]) if row is not None else index_schema_name(self.catalog, index)
+        await self._migrate(conn, schema, INDEX_MIGRATIONS, kind="index")
+        if row is None:
+            await conn.execute(
+                sql.SQL("INSERT INTO {}.indexes (name, schema_name) VALUES (%s, %s) "
+                        "ON CONFLICT (name) DO NOTHING").format(sql.Identifier(self.catalog)),
+                (index, schema),
+            )
+        return schema
+
+    # ----------------------------------------------------------------- transactions
+
+    async def _in_index(
+        self, index: str, fn: Callable[[Conn], Awaitable[T]], default: T, *, write: bool,
+        create: bool,
+    ) -> T:
+        pool = await self._pool_ready()
+        async with pool.connection() as conn, conn.transaction():
+            schema = await self._index_schema(conn, index, create=create)
+            if schema is None:
+                return default
+            await conn.execute(sql.SQL("SET LOCAL search_path TO {}, {}").format(
+                sql.Identifier(schema), sql.Identifier(self._vector_schema)))
+            if write:
+                await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                                   (f"ukr-write:{schema}",))
+            result = await fn(conn)
+        self._schemas[index] = schema  # only once the transaction (and any DDL) committed
+        return result
+
+    async def _in_catalog(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        pool = await self._pool_ready()
+        async with pool.connection() as conn, conn.transaction():
+            await conn.execute(sql.SQL("SET LOCAL search_path TO {}, {}").format(
+                sql.Identifier(self.catalog), sql.Identifier(self._vector_schema)))
+            return await fn(conn)
+

@@ -1,0 +1,101 @@
+"""`DocRegistry` on PostgreSQL: one row per document of the index, diffed by content hash.
+
+The record is stored whole as JSON beside the columns queries filter and order on (source
+scope, path, status). `diff` partitions with `domain.delta.diff_documents`, so every backend
+partitions alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from unified_kg_rag.adapters.postgres.database import Conn, PgDatabase
+from unified_kg_rag.domain.delta import diff_documents
+from unified_kg_rag.domain.models import DocRecord, DocumentDelta
+
+__all__ = ["PgDocRegistry"]
+
+
+class PgDocRegistry:
+    """The doc registry of one index name on a PostgreSQL database.
+
+    Args:
+        db: the database of the backend.
+        index: the index name every call is bound to.
+    """
+
+    def __init__(self, db: PgDatabase, index: str) -> None:
+        self._db = db
+        self._index = index
+
+    async def get(self, document_ids: Sequence[str]) -> dict[str, DocRecord]:
+        """Return the records of these documents that exist, keyed by id."""
+
+        async def job(conn: Conn) -> dict[str, DocRecord]:
+            rows = await (await conn.execute(
+                "SELECT document_id, data FROM doc_records WHERE document_id = ANY(%s)",
+                (list(document_ids),))).fetchall()
+            return {str(r[0]): DocRecord.model_validate_json(r[1]) for r in rows}
+
+        return await self._db.read_index(self._index, job, {})
+
+    async def list_records(self, source_scope: str | None = None) -> list[DocRecord]:
+        """Return every record (of one source scope when given), ordered by path then id."""
+
+        async def job(conn: Conn) -> list[DocRecord]:
+            rows = await (await conn.execute(
+                "SELECT data FROM doc_records WHERE %(scope)s::text IS NULL "
+                "OR source_scope = %(scope)s ORDER BY path, document_id",
+                {"scope": source_scope})).fetchall()
+            return [DocRecord.model_validate_json(r[0]) for r in rows]
+
+        return await self._db.read_index(self._index, job, [])
+
+    async def diff(self, source_scope: str, current: Mapping[str, str]) -> DocumentDelta:
+        """Diff a scope's documents against the registry (`domain.delta.diff_documents`).
+
+        Args:
+            source_scope: the scope whose stored records are compared.
+            current: ``document_id -> content_hash`` of the documents found now.
+        """
+        return diff_documents(await self.list_records(source_scope), current)
+
+    async def put(self, records: Sequence[DocRecord]) -> None:
+        """Insert or replace records by document id (the last of repeated ids wins)."""
+        if not records:
+            return
+        latest = list({r.document_id: r for r in records}.values())
+
+        async def job(conn: Conn) -> None:
+            await conn.execute(
+                "INSERT INTO doc_records (document_id, source_scope, path, status, data) "
+                "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], "
+                "%s::text[]) ON CONFLICT (document_id) DO UPDATE SET "
+                "source_scope = excluded.source_scope, path = excluded.path, "
+                "status = excluded.status, data = excluded.data",
+                ([r.document_id for r in latest], [r.source_scope for r in latest],
+                 [r.path for r in latest], [r.status.value for r in latest],
+                 [r.model_dump_json() for r in latest]))
+
+        await self._db.write_index(self._index, job)
+
+    async def delete(self, document_ids: Sequence[str]) -> int:
+        """Delete records; return how many existed."""
+
+        async def job(conn: Conn) -> int:
+            cur = await conn.execute("DELETE FROM doc_records WHERE document_id = ANY(%s)",
+                                     (list(document_ids),))
+            return cur.rowcount
+
+        return await self._db.write_index(self._index, job, create=False, default=0)
+
+    async def status_counts(self) -> dict[str, int]:
+        """Return the number of documents per status (statuses with none are absent)."""
+
+        async def job(conn: Conn) -> dict[str, int]:
+            rows = await (await conn.execute(
+                "SELECT status, count(*) FROM doc_records GROUP BY status ORDER BY status"
+            )).fetchall()
+            return {str(status): int(n) for status, n in rows}
+
+        return await self._db.read_index(self._index, job, {})

@@ -1,0 +1,529 @@
+"""`SearchIndex` on PostgreSQL: BM25 over a GIN-indexed tsvector, HNSW kNN, weighted RRF.
+
+Lexical: each record stores the terms of `domain.text.lexical_terms` (the analysis every
+backend shares; CJK runs are character bigrams) as a ``tsvector`` with positions, built here
+rather than by PostgreSQL's parser, so the SQLite and PostgreSQL stores match the same terms.
+With ``text_search_config`` set to a language configuration (``english``, ...), PostgreSQL
+stems those terms instead. Matching uses the GIN index (``@@``). Ranking is Okapi BM25
+(k1 = 1.2, b = 0.75, IDF floored at 1e-6: the formula of SQLite FTS5's ``bm25()``) from
+per-collection statistics kept in ``lexical_stats``/``collection_stats`` and updated in the
+same transaction as the records, or PostgreSQL's ``ts_rank_cd`` when configured.
+
+Vector: ``embedding`` is a ``vector(d)`` column (typed once the dimension is known) with one
+partial HNSW index (cosine) per collection, so a query walks only its collection's graph.
+``hnsw.ef_search`` is raised to the number of hits asked for (pgvector returns at most
+``ef_search`` rows). Filtered queries, requests for more than 1,000 hits and dimensions above
+pgvector's HNSW limit (2,000) use an exact scan instead: HNSW filters after the walk, which
+can miss matches of a selective filter.
+
+Hybrid: both lists in one transaction, fused in Python by `domain.fusion.weighted_rrf` (the
+same code as every backend).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from unified_kg_rag.adapters.postgres.database import Conn, PgDatabase
+from unified_kg_rag.adapters.postgres.filters import filter_clause, pg_text
+from unified_kg_rag.domain.fusion import weighted_rrf
+from unified_kg_rag.domain.models import (
+    Collection,
+    IndexRecord,
+    MetadataValue,
+    SearchHit,
+    SearchMode,
+)
+from unified_kg_rag.domain.text import lexical_query_terms, lexical_terms
+from unified_kg_rag.ports import Filters
+from unified_kg_rag.util.errors import EmbeddingMismatchError
+
+__all__ = ["PgSearchIndex", "tsquery_literal", "tsvector_literal"]
+
+_HNSW_MAX_DIMENSION = 2000
+_EF_SEARCH_MAX = 1000
+_MAX_LEXEME_BYTES = 2046
+_MAX_POSITION = 16383
+_MAX_POSITIONS = 256
+
+
+def _quote(term: str) -> str:
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _indexable(term: str) -> bool:
+    return 0 < len(term.encode("utf-8")) <= _MAX_LEXEME_BYTES
+
+
+def tsvector_literal(terms: Sequence[str]) -> tuple[str, dict[str, int], int]:
+    """Return ``(tsvector literal, term -> frequency, number of terms)`` for ``terms``.
+
+    Positions are 1-based (PostgreSQL keeps at most 256 per lexeme, each at most 16,383);
+    frequencies and the count are exact. Terms over PostgreSQL's 2,046-byte lexeme limit are
+    left out of all three.
+    """
+    positions: dict[str, list[int]] = defaultdict(list)
+    n = 0
+    for term in terms:
+        if not _indexable(term):
+            continue
+        n += 1
+        positions[term].append(min(n, _MAX_POSITION))
+    literal = " ".join(
+        f"{_quote(t)}:{','.join(map(str, dict.fromkeys(p[:_MAX_POSITIONS])))}"
+        for t, p in positions.items()
+    )
+    return literal, {t: len(p) for t, p in positions.items()}, n
+
+
+def tsquery_literal(terms: Sequence[str]) -> str:
+    """Return the tsquery matching any of ``terms`` (``'a' | 'b'``); empty for no terms."""
+    return " | ".join(_quote(t) for t in terms if _indexable(t))
+
+
+def _normalised(vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    out: NDArray[np.float32] = np.zeros_like(vectors)
+    np.divide(vectors, norms, out=out, where=norms > 0)
+    return out
+
+
+def _fields(fields: Mapping[str, MetadataValue]) -> Jsonb:
+    return Jsonb({pg_text(k): pg_text(v) if isinstance(v, str) else v for k, v in fields.items()})
+
+
+class PgSearchIndex:
+    """The search index of one index name on a PostgreSQL database.
+
+    Args:
+        db: the database of the backend.
+        index: the index name every call is bound to.
+    """
+
+    def __init__(self, db: PgDatabase, index: str) -> None:
+        self._db = db
+        self._index = index
+        self._ts_config = db.config.text_search_config
+        self._stemmed = self._ts_config != "simple"
+
+    # ----------------------------------------------------------------- embedding model
+
+    async def bind_embedding(self, model_id: str, dimension: int) -> None:
+        """Record the embedding model of this index, or check it matches the recorded one.
+
+        A bound index that holds no vector may be re-bound to another model; the vector
+        column is typed to ``dimension`` (and its HNSW indexes built) here.
+
+        Raises:
+            EmbeddingMismatchError: the index holds vectors of another model or dimension.
+        """
+
+        async def job(conn: Conn) -> None:
+            row = await self._binding(conn)
+            if row is not None and row == (model_id, dimension):
+                return
+            stored = await self._stored_dimension(conn)
+            if stored is not None and (row is not None or stored != dimension):
+                built = f"{row[0]!r} (dimension {row[1]})" if row else f"dimension {stored}"
+                raise EmbeddingMismatchError(
+                    f"index {self._index!r} was built with embedding model {built}; the "
+                    f"configured model is {model_id!r} (dimension {dimension}). Configure the "
+                    f"original model, or index into a new index (`ukr index PATH --index NAME`)"
+                )
+            await conn.execute(
+                "INSERT INTO embedding_binding (model_id, dimension) VALUES (%s, %s) "
+                "ON CONFLICT (singleton) DO UPDATE SET model_id = excluded.model_id, "
+                "dimension = excluded.dimension",
+                (model_id, dimension),
+            )
+            if stored is None:
+                await self._type_vector_column(conn, dimension)
+
+        await self._db.write_index(self._index, job)
+
+    async def embedding(self) -> tuple[str, int] | None:
+        """Return the ``(model_id, dimension)`` recorded for this index, if any."""
+        return await self._db.read_index(self._index, self._binding, None)
+
+    async def _binding(self, conn: Conn) -> tuple[str, int] | None:
+        row = await (await conn.execute(
+            "SELECT model_id, dimension FROM embedding_binding")).fetchone()
+        return None if row is None else (str(row[0]), int(row[1]))
+
+    async def _stored_dimension(self, conn: Conn) -> int | None:
+        row = await (await conn.execute(
+            "SELECT vector_dims(embedding) FROM search_records WHERE embedding IS NOT NULL "
+            "LIMIT 1")).fetchone()
+        return None if row is None else int(row[0])
+
+    async def _column_dimension(self, conn: Conn) -> int | None:
+        row = await (await conn.execute(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'search_records'::regclass "
+            "AND attname = 'embedding'")).fetchone()
+        return None if row is None or int(row[0]) <= 0 else int(row[0])
+
+    async def _type_vector_column(self, conn: Conn, dimension: int) -> None:
+        """Type ``embedding`` as ``vector(dimension)`` and (re)build its HNSW indexes.
+
+        Only called when the index holds no vector, so the ALTER rewrites nothing.
+        """
+        if await self._column_dimension(conn) == dimension:
+            return
+        config = self._db.config
+        for collection in Collection:
+            await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
+                sql.Identifier(f"search_records_hnsw_{collection.value}")))
+        await conn.execute(sql.SQL(
+            "ALTER TABLE search_records ALTER COLUMN embedding TYPE vector({})"
+        ).format(sql.Literal(dimension)))
+        if dimension > _HNSW_MAX_DIMENSION:
+            return  # pgvector cannot index it: kNN scans exactly
+        for collection in Collection:
+            await conn.execute(sql.SQL(
+                "CREATE INDEX {name} ON search_records USING hnsw (embedding vector_cosine_ops) "
+                "WITH (m = {m}, ef_construction = {ef}) WHERE collection = {c}"
+            ).format(
+                name=sql.Identifier(f"search_records_hnsw_{collection.value}"),
+                m=sql.Literal(config.hnsw_m), ef=sql.Literal(config.hnsw_ef_construction),
+                c=sql.Literal(collection.value),
+            ))
+
+    async def _check_dimension(self, conn: Conn, dimension: int) -> None:
+        row = await self._binding(conn)
+        expected = row[1] if row is not None else await self._stored_dimension(conn)
+        if expected is not None and expected != dimension:
+            model = f" (model {row[0]!r})" if row is not None else ""
+            raise EmbeddingMismatchError(
+                f"index {self._index!r} holds vectors of dimension {expected}{model}; got "
+                f"vectors of dimension {dimension}. Index into a new index instead "
+                "(`ukr index PATH --index NAME`)"
+            )
+        if await self._stored_dimension(conn) is None:
+            await self._type_vector_column(conn, dimension)
+
+    # ----------------------------------------------------------------- records
+
+    async def upsert(
+        self,
+        collection: Collection,
+        records: Sequence[IndexRecord],
+        vectors: NDArray[np.float32] | None = None,
+    ) -> None:
+        """Insert or replace records with their vectors (float32 ``[n, d]``, L2-normalised here).
+
+        A replaced record keeps nothing of the old one: upserted without vectors, it has none.
+        BM25 statistics change in the same transaction. NUL characters, which PostgreSQL
+        refuses, are stored as U+FFFD.
+
+        Raises:
+            ValueError: ``vectors`` is not 2-D or has a row count other than ``len(records)``.
+            EmbeddingMismatchError: the dimension differs from the bound (or stored) one.
+        """
+        matrix: NDArray[np.float32] | None = None
+        if vectors is not None:
+            matrix = np.asarray(vectors, dtype=np.float32)
+            if matrix.ndim != 2 or matrix.shape[0] != len(records):
+                raise ValueError(
+                    f"expected vectors of shape [{len(records)}, d], got {list(matrix.shape)}"
+                )
+            matrix = _normalised(matrix)
+        if not records:
+            return
+        rows = [self._row(collection, record, None if matrix is None else matrix[i])
+                for i, record in enumerate(records)]
+        ids = list(dict.fromkeys(record.id for record in records))
+
+        async def job(conn: Conn) -> None:
+            if matrix is not None:
+                await self._check_dimension(conn, int(matrix.shape[1]))
+            await self._change_stats(conn, collection, ids, sign=-1)
+            async with conn.cursor() as cur:
+                await cur.executemany(self._upsert_sql(), rows)
+            if self._stemmed:
+                await self._fill_stemmed_stats(conn, collection, ids)
+            await self._change_stats(conn, collection, ids, sign=1)
+
+        await self._db.write_index(self._index, job)
+
+    def _row(
+        self, collection: Collection, record: IndexRecord, vector: NDArray[np.float32] | None
+    ) -> tuple[object, ...]:
+        text = pg_text(record.text)
+        terms = lexical_terms(text)
+        if self._stemmed:
+            lexemes: str = " ".join(t for t in terms if _indexable(t))
+            freqs: dict[str, int] = {}
+            n_terms = 0
+        else:
+            lexemes, freqs, n_terms = tsvector_literal(terms)
+        return (collection.value, pg_text(record.id), text, _fields(record.fields), vector,
+                lexemes, Jsonb(freqs), n_terms)
+
+    def _upsert_sql(self) -> sql.Composed:
+        lexemes = (sql.SQL("to_tsvector({}::regconfig, %s)").format(sql.Literal(self._ts_config))
+                   if self._stemmed else sql.SQL("%s::tsvector"))
+        return sql.SQL(
+            "INSERT INTO search_records (collection, id, text, fields, embedding, lexemes, "
+            "term_freqs, n_terms) VALUES (%s, %s, %s, %s, %s, {lexemes}, %s, %s) "
+            "ON CONFLICT (collection, id) DO UPDATE SET text = excluded.text, "
+            "fields = excluded.fields, embedding = excluded.embedding, "
+            "lexemes = excluded.lexemes, term_freqs = excluded.term_freqs, "
+            "n_terms = excluded.n_terms"
+        ).format(lexemes=lexemes)
+
+    async def _fill_stemmed_stats(self, conn: Conn, collection: Collection, ids: list[str]) -> None:
+        # with a language configuration PostgreSQL made the lexemes; count them here
+        await conn.execute(
+            "UPDATE search_records AS r SET term_freqs = s.freqs, n_terms = s.n FROM ("
+            " SELECT r2.id, coalesce(jsonb_object_agg(l.lexeme, cardinality(l.positions)) "
+            "   FILTER (WHERE l.lexeme IS NOT NULL), '{}') AS freqs,"
+            "  coalesce(sum(cardinality(l.positions)), 0) AS n"
+            " FROM search_records AS r2 LEFT JOIN LATERAL unnest(r2.lexemes) AS l ON true"
+            " WHERE r2.collection = %s AND r2.id = ANY(%s) GROUP BY r2.id) AS s "
+            "WHERE r.collection = %s AND r.id = s.id",
+            (collection.value, ids, collection.value),
+        )
+
+    async def _change_stats(
+        self, conn: Conn, collection: Collection, ids: list[str], *, sign: int
+    ) -> None:
+        """Add (``sign`` 1) or remove (-1) the BM25 statistics of the stored records ``ids``."""
+        c = collection.value
+        await conn.execute(
+            "INSERT INTO lexical_stats AS s (collection, term, df) "
+            "SELECT %s, k.term, %s * count(*) FROM search_records AS r, "
+            "jsonb_object_keys(r.term_freqs) AS k(term) "
+            "WHERE r.collection = %s AND r.id = ANY(%s) GROUP BY k.term ORDER BY k.term "
+            "ON CONFLICT (collection, term) DO UPDATE SET df = s.df + excluded.df",
+            (c, sign, c, ids),
+        )
+        await conn.execute(
+            "INSERT INTO collection_stats AS s (collection, n_docs, total_terms) "
+            "SELECT %s, %s * count(*), %s * coalesce(sum(r.n_terms), 0) FROM search_records AS r "
+            "WHERE r.collection = %s AND r.id = ANY(%s) "
+            "ON CONFLICT (collection) DO UPDATE SET n_docs = s.n_docs + excluded.n_docs, "
+            "total_terms = s.total_terms + excluded.total_terms",
+            (c, sign, sign, c, ids),
+        )
+        if sign < 0:
+            await conn.execute(
+                "DELETE FROM lexical_stats WHERE collection = %s AND df <= 0 AND term IN ("
+                "SELECT jsonb_object_keys(term_freqs) FROM search_records "
+                "WHERE collection = %s AND id = ANY(%s))",
+                (c, c, ids),
+            )
+
+    async def delete(self, collection: Collection, ids: Sequence[str]) -> int:
+        """Delete records by id; return how many existed."""
+        wanted = [pg_text(i) for i in dict.fromkeys(ids)]
+        if not wanted:
+            return 0
+
+        async def job(conn: Conn) -> int:
+            await self._change_stats(conn, collection, wanted, sign=-1)
+            cur = await conn.execute(
+                "DELETE FROM search_records WHERE collection = %s AND id = ANY(%s)",
+                (collection.value, wanted),
+            )
+            return cur.rowcount
+
+        return await self._db.write_index(self._index, job, create=False, default=0)
+
+    async def get(self, collection: Collection, ids: Sequence[str]) -> list[IndexRecord]:
+        """Return the stored records with these ids, in the order of ``ids`` (missing skipped)."""
+        empty: dict[str, IndexRecord] = {}
+        found = await self._db.read_index(
+            self._index, lambda conn: self._hydrate(conn, collection, ids), empty
+        )
+        return [found[i] for i in ids if i in found]
+
+    async def existing_ids(self, collection: Collection, ids: Sequence[str]) -> set[str]:
+        """Return the subset of ``ids`` stored with a vector."""
+
+        async def job(conn: Conn) -> set[str]:
+            rows = await (await conn.execute(
+                "SELECT id FROM search_records WHERE collection = %s AND id = ANY(%s) "
+                "AND embedding IS NOT NULL", (collection.value, list(ids)))).fetchall()
+            return {str(r[0]) for r in rows}
+
+        return await self._db.read_index(self._index, job, set())
+
+    async def count(self, collection: Collection) -> int:
+        """Return the number of records in ``collection``."""
+
+        async def job(conn: Conn) -> int:
+            row = await (await conn.execute(
+                "SELECT count(*) FROM search_records WHERE collection = %s",
+                (collection.value,))).fetchone()
+            return int(row[0]) if row else 0
+
+        return await self._db.read_index(self._index, job, 0)
+
+    async def _hydrate(
+        self, conn: Conn, collection: Collection, ids: Sequence[str]
+    ) -> dict[str, IndexRecord]:
+        rows = await (await conn.execute(
+            "SELECT id, text, fields FROM search_records WHERE collection = %s AND id = ANY(%s)",
+            (collection.value, list(ids)))).fetchall()
+        return {str(r[0]): IndexRecord(id=r[0], text=r[1], fields=r[2]) for r in rows}
+
+    # ----------------------------------------------------------------- search
+
+    async def search(
+        self,
+        collection: Collection,
+        *,
+        query_text: str | None = None,
+        query_vector: NDArray[np.float32] | None = None,
+        mode: SearchMode = SearchMode.HYBRID,
+        filters: Filters | None = None,
+        k: int = 10,
+        candidate_k: int | None = None,
+        lexical_weight: float = 1.0,
+        vector_weight: float = 1.0,
+        rrf_k: int = 60,
+    ) -> list[SearchHit]:
+        """Return the best ``k`` records (see `SearchIndex.search`).
+
+        Scores: BM25 (or ``ts_rank_cd``) for lexical, cosine for vector, the weighted RRF sum
+        for hybrid.
+
+        Raises:
+            ValueError: the mode's query input is missing, ``k`` < 1, or a filter is malformed.
+            EmbeddingMismatchError: ``query_vector`` has another dimension than the stored
+                vectors.
+        """
+        mode = SearchMode(mode)
+        use_text = mode in (SearchMode.LEXICAL, SearchMode.HYBRID)
+        use_vector = mode in (SearchMode.VECTOR, SearchMode.HYBRID)
+        if use_text and query_text is None:
+            raise ValueError(f"{mode.value} search needs query_text")
+        if use_vector and query_vector is None:
+            raise ValueError(f"{mode.value} search needs query_vector")
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        where, params = filter_clause(filters, sql.SQL("r.fields"))
+        limit = k if mode is not SearchMode.HYBRID else (candidate_k or max(k, 50))
+        terms = lexical_query_terms(pg_text(query_text or "")) if use_text else []
+        query = None
+        if use_vector and query_vector is not None:
+            query = _normalised(np.asarray(query_vector, dtype=np.float32))
+
+        async def job(conn: Conn) -> list[SearchHit]:
+            lexical = await self._lexical(conn, collection, terms, where, params, limit)
+            vector: list[tuple[str, float]] = []
+            if query is not None:
+                vector = await self._vector(conn, collection, query, where, params, limit,
+                                            filtered=bool(filters))
+            if mode is SearchMode.LEXICAL:
+                ranked = lexical
+            elif mode is SearchMode.VECTOR:
+                ranked = vector
+            else:
+                ranked = weighted_rrf(
+                    [[i for i, _ in lexical], [i for i, _ in vector]],
+                    [lexical_weight, vector_weight],
+                    k=rrf_k,
+                )[:k]
+            records = await self._hydrate(conn, collection, [i for i, _ in ranked])
+            lex_rank = {id_: n for n, (id_, _) in enumerate(lexical, start=1)}
+            vec_rank = {id_: n for n, (id_, _) in enumerate(vector, start=1)}
+            return [
+                SearchHit(id=id_, score=float(score), text=records[id_].text,
+                          fields=records[id_].fields, lexical_rank=lex_rank.get(id_),
+                          vector_rank=vec_rank.get(id_))
+                for id_, score in ranked if id_ in records
+            ]
+
+        return await self._db.read_index(self._index, job, [])
+
+    async def _query_lexemes(self, conn: Conn, terms: list[str]) -> list[str]:
+        if not self._stemmed or not terms:
+            return [t for t in terms if _indexable(t)]
+        row = await (await conn.execute(
+            sql.SQL("SELECT array_agg(l.lexeme ORDER BY l.lexeme) FROM unnest(to_tsvector("
+                    "{}::regconfig, %s)) AS l").format(sql.Literal(self._ts_config)),
+            (" ".join(terms),))).fetchone()
+        return list(row[0]) if row and row[0] else []
+
+    async def _lexical(
+        self, conn: Conn, collection: Collection, terms: list[str],
+        where: sql.Composable, params: list[object], limit: int,
+    ) -> list[tuple[str, float]]:
+        lexemes = await self._query_lexemes(conn, terms)
+        if not lexemes:
+            return []
+        tsquery = tsquery_literal(lexemes)
+        if self._db.config.lexical_ranking == "ts_rank_cd":
+            query = sql.SQL(
+                "SELECT r.id, ts_rank_cd(r.lexemes, q.tsq) AS score "
+                "FROM search_records AS r, (SELECT %s::tsquery AS tsq) AS q "
+                "WHERE r.collection = %s AND r.lexemes @@ q.tsq{where} "
+                "ORDER BY score DESC, r.id LIMIT %s"
+            ).format(where=where)
+            args: list[object] = [tsquery, collection.value, *params, limit]
+        else:
+            query = sql.SQL(
+                "WITH st AS (SELECT n_docs::float8 AS n, "
+                "  total_terms::float8 / greatest(n_docs, 1) AS avgdl "
+                "  FROM collection_stats WHERE collection = %s AND n_docs > 0), "
+                "q AS (SELECT s.term, greatest(ln((st.n - s.df + 0.5) / (s.df + 0.5)), 1e-6) "
+                "  AS idf FROM lexical_stats AS s, st "
+                "  WHERE s.collection = %s AND s.term = ANY(%s) AND s.df > 0) "
+                "SELECT r.id, sum(q.idf * (f.tf * 2.2) / "
+                "  (f.tf + 1.2 * (0.25 + 0.75 * r.n_terms / st.avgdl))) AS score "
+                "FROM search_records AS r CROSS JOIN st JOIN q ON r.term_freqs ? q.term "
+                "CROSS JOIN LATERAL (SELECT (r.term_freqs ->> q.term)::float8 AS tf) AS f "
+                "WHERE r.collection = %s AND r.lexemes @@ %s::tsquery{where} "
+                "GROUP BY r.id ORDER BY score DESC, r.id LIMIT %s"
+            ).format(where=where)
+            c = collection.value
+            args = [c, c, lexemes, c, tsquery, *params, limit]
+        rows = await (await conn.execute(query, args)).fetchall()
+        return [(str(r[0]), float(r[1])) for r in rows]
+
+    async def _vector(
+        self, conn: Conn, collection: Collection, query: NDArray[np.float32],
+        where: sql.Composable, params: list[object], limit: int, *, filtered: bool,
+    ) -> list[tuple[str, float]]:
+        stored = await self._column_dimension(conn)
+        if stored is None:
+            stored = await self._stored_dimension(conn)
+            if stored is None:
+                return []
+        if query.shape != (stored,):
+            if await self._stored_dimension(conn) is None:
+                return []
+            raise EmbeddingMismatchError(
+                f"query vector has shape {list(query.shape)}; index {self._index!r} holds "
+                f"vectors of dimension {stored}"
+            )
+        exact = filtered or limit > _EF_SEARCH_MAX or stored > _HNSW_MAX_DIMENSION
+        c = sql.Literal(collection.value)  # a literal, so the planner matches the partial index
+        if exact:
+            statement = sql.SQL(
+                "WITH m AS MATERIALIZED (SELECT r.id, r.embedding <=> %s AS distance "
+                "FROM search_records AS r WHERE r.collection = {c} "
+                "AND r.embedding IS NOT NULL{where}) "
+                "SELECT id, distance FROM m ORDER BY distance, id LIMIT %s"
+            ).format(c=c, where=where)
+            rows = await (await conn.execute(statement, [query, *params, limit])).fetchall()
+        else:
+            ef = max(self._db.config.hnsw_ef_search, limit)
+            await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+            statement = sql.SQL(
+                "SELECT r.id, r.embedding <=> %s AS distance FROM search_records AS r "
+                "WHERE r.collection = {c} AND r.embedding IS NOT NULL "
+                "ORDER BY r.embedding <=> %s LIMIT %s"
+            ).format(c=c)
+            rows = await (await conn.execute(statement, [query, query, limit])).fetchall()
+        hits = [(str(r[0]), 1.0 - float(r[1])) for r in rows]
+        hits.sort(key=lambda hit: (-hit[1], hit[0]))
+        return hits
+
