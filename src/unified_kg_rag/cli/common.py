@@ -29,6 +29,7 @@ __all__ = [
     "JsonOpt",
     "ProjectOpt",
     "QuietOpt",
+    "StoresOpt",
     "VerboseOpt",
     "err_console",
     "load",
@@ -60,6 +61,15 @@ ConfigOpt = Annotated[
         "--config", help="Configuration file to read instead of PROJECT/ukr.yaml.", dir_okay=False
     ),
 ]
+StoresOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--stores",
+        help="Store backend for this command (`sqlite` or `postgres`), overriding "
+        "`stores.kind`. [default: stores.kind]",
+        show_default=False,
+    ),
+]
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else.")
 ]
@@ -88,9 +98,19 @@ def project_path(project: Path | None) -> Path:
 
 
 def load(
-    project: Path | None, config_file: Path | None, *, verbose: bool = False
+    project: Path | None,
+    config_file: Path | None,
+    *,
+    verbose: bool = False,
+    stores: str | None = None,
 ) -> tuple[Path, UkrConfig]:
     """Resolve the project directory, load its configuration and set up logging.
+
+    Args:
+        project: ``--project`` (None: the current directory).
+        config_file: ``--config``.
+        verbose: log at DEBUG.
+        stores: ``--stores``: the store backend, overriding ``stores.kind``.
 
     Raises:
         ConfigurationError: the configuration is invalid.
@@ -99,6 +119,10 @@ def load(
 
     project_dir = project_path(project)
     config = load_config(project_dir, config_file=config_file)
+    if stores:  # the command line wins over the file and the environment
+        config = config.model_copy(
+            update={"stores": config.stores.model_copy(update={"kind": stores})}
+        )
     check_config(config)
     level = logging.DEBUG if verbose else getattr(logging, config.logging.level)
     logging.basicConfig(

@@ -7,7 +7,14 @@ import json
 import typer
 import yaml
 
-from unified_kg_rag.cli.common import ConfigOpt, JsonOpt, ProjectOpt, VerboseOpt, load
+from unified_kg_rag.cli.common import (
+    ConfigOpt,
+    JsonOpt,
+    ProjectOpt,
+    StoresOpt,
+    VerboseOpt,
+    load,
+)
 from unified_kg_rag.util.errors import UkrError
 
 __all__ = ["config_app"]
@@ -20,6 +27,7 @@ config_app = typer.Typer(
 @config_app.command("show")
 def show_command(
     project: ProjectOpt = None,
+    stores: StoresOpt = None,
     config_file: ConfigOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -28,7 +36,7 @@ def show_command(
     from unified_kg_rag.cli.common import err_console
 
     try:
-        _, config = load(project, config_file, verbose=verbose)
+        _, config = load(project, config_file, verbose=verbose, stores=stores)
     except UkrError as exc:
         err_console.print(f"{type(exc).__name__}: {exc}", markup=False, soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None

@@ -18,6 +18,7 @@ from unified_kg_rag.cli.common import (
     JsonOpt,
     ProjectOpt,
     QuietOpt,
+    StoresOpt,
     VerboseOpt,
     err_console,
     load,
@@ -72,6 +73,7 @@ def eval_run_command(
         bool, typer.Option("--retrieval-only", help="Skip the answer step.")
     ] = False,
     project: ProjectOpt = None,
+    stores: StoresOpt = None,
     config_file: ConfigOpt = None,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -85,12 +87,12 @@ def eval_run_command(
         from unified_kg_rag.evaluation.runner import evaluate
         from unified_kg_rag.retrieval.chain import RAGChain
 
-        project_dir, config = load(project, config_file, verbose=verbose)
+        project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         items = load_dataset(dataset)[:limit]
         async with build_app(config, project_dir) as app:
-            stores = app.index(index)
+            index_stores = app.index(index)
             chain = RAGChain(
-                stores,
+                index_stores,
                 embedder=app.embedder,
                 chat_model=app.chat_model,
                 budget_tokenizer=app.budget_tokenizer,
@@ -112,7 +114,7 @@ def eval_run_command(
             )
             if show:
                 err_console.print()
-            report.index = stores.name
+            report.index = index_stores.name
             return report
 
     report = run(main, verbose=verbose)

@@ -14,6 +14,7 @@ from unified_kg_rag.cli.common import (
     JsonOpt,
     ProjectOpt,
     QuietOpt,
+    StoresOpt,
     VerboseOpt,
     err_console,
     load,
@@ -60,6 +61,7 @@ def index_command(
         str | None, typer.Option("--index", "-i", help="Index to write. [default: query.index]")
     ] = None,
     project: ProjectOpt = None,
+    stores: StoresOpt = None,
     config_file: ConfigOpt = None,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -75,12 +77,12 @@ def index_command(
         from unified_kg_rag.bootstrap import build_app
         from unified_kg_rag.ingestion.pipeline import IndexPipeline
 
-        project_dir, config = load(project, config_file, verbose=verbose)
+        project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         async with build_app(config, project_dir) as app:
-            stores = app.index(index)
+            index_stores = app.index(index)
             with RichProgress(err_console, enabled=not (quiet or json_out)) as progress:
                 pipeline = IndexPipeline(
-                    stores,
+                    index_stores,
                     embedder=app.embedder,
                     chunk_tokenizer=app.chunk_tokenizer,
                     parsers=app.parsers,

@@ -12,6 +12,7 @@ from unified_kg_rag.cli.common import (
     ConfigOpt,
     JsonOpt,
     ProjectOpt,
+    StoresOpt,
     VerboseOpt,
     load,
     out_console,
@@ -89,6 +90,7 @@ def query_command(
         bool, typer.Option("--sources/--no-sources", help="List the sources under the answer.")
     ] = True,
     project: ProjectOpt = None,
+    stores: StoresOpt = None,
     config_file: ConfigOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -103,7 +105,7 @@ def query_command(
         from unified_kg_rag.bootstrap import build_app
         from unified_kg_rag.retrieval.chain import RAGChain
 
-        project_dir, config = load(project, config_file, verbose=verbose)
+        project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         async with build_app(config, project_dir) as app:
             chain = RAGChain(
                 app.index(index),

@@ -10,6 +10,7 @@ from unified_kg_rag.cli.common import (
     ConfigOpt,
     JsonOpt,
     ProjectOpt,
+    StoresOpt,
     VerboseOpt,
     load,
     out_console,
@@ -30,6 +31,7 @@ class StatusReport(BaseModel):
 
 def status_command(
     project: ProjectOpt = None,
+    stores: StoresOpt = None,
     config_file: ConfigOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -40,7 +42,7 @@ def status_command(
         from unified_kg_rag.bootstrap import build_app
         from unified_kg_rag.ingestion.status import describe_index
 
-        project_dir, config = load(project, config_file, verbose=verbose)
+        project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         async with build_app(config, project_dir) as app:
             names = await app.backend.list_indexes()
             infos = [await describe_index(app.index(n)) for n in names]
