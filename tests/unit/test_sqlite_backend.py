@@ -232,3 +232,42 @@ def test_concurrent_calls_are_serialised(tmp_path: Path) -> None:
             assert await store.count("n") == 50
 
     asyncio.run(body())
+
+
+def test_migration_0002_reindexes_existing_terms_exactly(tmp_path: Path) -> None:
+    """A file written before 0002 (FTS5 folded accents and split "o'neil") is re-indexed with
+    the shared lexical terms, and searches through the new analysis find its records."""
+    from unified_kg_rag.adapters.sqlite.migrations import apply_migrations
+
+    path = tmp_path / "ukr.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    apply_migrations(conn, location=str(path), migrations=MIGRATIONS[:1])
+    conn.execute(
+        "INSERT INTO search_records (pk, index_name, collection, id, text) VALUES "
+        "(1, 'default', 'text_units', 'a', 'O’Neil visited the Café'), "
+        "(2, 'default', 'text_units', 'b', 'neil and o went to a cafe')"
+    )
+    conn.executemany("INSERT INTO search_fts (rowid, terms) VALUES (?, ?)",
+                     [(1, "o'neil visited the café"), (2, "neil and o went to a cafe")])
+    conn.close()
+
+    async def body() -> dict[str, list[str]]:
+        async with SqliteBackend(path) as backend:
+            idx = backend.search_index("default")
+            return {
+                q: [h.id for h in await idx.search(TU, query_text=q, mode=SearchMode.LEXICAL)]
+                for q in ("o'neil", "O’NEIL", "cafe", "café", "neil")
+            }
+
+    assert asyncio.run(body()) == {
+        "o'neil": ["a"], "O’NEIL": ["a"], "cafe": ["a", "b"], "café": ["a", "b"],
+        "neil": ["b"],
+    }
+    conn = sqlite3.connect(path)
+    try:
+        terms = dict(conn.execute("SELECT rowid, terms FROM search_fts ORDER BY rowid"))
+        names = [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
+    finally:
+        conn.close()
+    assert terms == {1: "o'neil visited the cafe", 2: "neil and o went to a cafe"}
+    assert names == ["0001_initial", "0002_fts_exact_terms"]

@@ -50,9 +50,12 @@ from unified_kg_rag.util.errors import (
     StoreTimeoutError,
 )
 
-__all__ = ["Conn", "PgDatabase", "index_schema_name", "masked_location"]
+__all__ = ["APPLICATION_NAME", "Conn", "PgDatabase", "index_schema_name", "masked_location"]
 
 logger = logging.getLogger(__name__)
+
+APPLICATION_NAME = "unified-kg-rag"
+"""The ``application_name`` of every connection (visible in ``pg_stat_activity``)."""
 
 T = TypeVar("T")
 Conn = AsyncConnection[Any]
@@ -270,8 +273,12 @@ class PgDatabase:
         return self._pool
 
     def _connect_kwargs(self) -> dict[str, Any]:
-        # libpq's connect_timeout is whole seconds, at least 2
-        return {"connect_timeout": max(2, math.ceil(self.config.connect_timeout_s))}
+        # libpq's connect_timeout is whole seconds, at least 2; the application name lets an
+        # operator find these sessions in pg_stat_activity
+        return {
+            "connect_timeout": max(2, math.ceil(self.config.connect_timeout_s)),
+            "application_name": APPLICATION_NAME,
+        }
 
     async def _configure(self, conn: Conn) -> None:
         timeout_ms = int(self.config.statement_timeout_s * 1000)
