@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -41,9 +42,9 @@ def start_postgres(data_dir: Path) -> tuple[str, Any]:
 
     Keep the handle alive: the server stops when the last handle goes (at exit).
     """
-    import pgserver
+    from pgserver import get_server  # type: ignore[attr-defined]
 
-    server = pgserver.get_server(str(data_dir), cleanup_mode="stop")
+    server = get_server(str(data_dir), cleanup_mode="stop")
     return str(server.get_uri()), server
 
 
@@ -174,7 +175,8 @@ def capture_plans() -> Iterator[list[str]]:
         text = query.as_string(self) if isinstance(query, sql.Composable) else str(query)
         if text.lstrip().upper().startswith(_SEARCH_PREFIXES):
             cur = await original(self, "EXPLAIN (ANALYZE, BUFFERS) " + text, params)
-            plans.append("\n".join(str(r[0]) for r in await cur.fetchall()))
+            plan = "\n".join(str(r[0]) for r in await cur.fetchall())
+            plans.append(re.sub(r"'\[[^\]]{200,}\]'", "'[...]'", plan))  # query vectors
         return await original(self, query, params, **kwargs)
 
     AsyncConnection.execute = execute  # type: ignore[method-assign]

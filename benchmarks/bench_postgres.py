@@ -174,15 +174,15 @@ def gaussian(n: int, n_queries: int) -> tuple[Vectors, Vectors]:
 
 
 def clustered(n: int, n_queries: int, clusters: int) -> tuple[Vectors, Vectors]:
-    """Centres ~ N(0, I); each vector = a random centre + N(0, 0.5² I)."""
+    """Centres ~ N(0, I); each vector = a random centre + N(0, I) noise (as much as the centre)."""
     rng = np.random.default_rng(2)
     centres = rng.standard_normal((clusters, DIM), dtype=np.float32)
     vectors = centres[rng.integers(0, clusters, n)]
     for lo in range(0, n, 50_000):
-        vectors[lo:lo + 50_000] += 0.5 * rng.standard_normal((min(50_000, n - lo), DIM),
-                                                             dtype=np.float32)
+        size = min(50_000, n - lo)
+        vectors[lo:lo + size] += rng.standard_normal((size, DIM), dtype=np.float32)
     queries = centres[rng.integers(0, clusters, n_queries)]
-    queries += 0.5 * rng.standard_normal(queries.shape, dtype=np.float32)
+    queries += rng.standard_normal(queries.shape, dtype=np.float32)
     return vectors, queries
 
 
@@ -258,7 +258,7 @@ async def pg_variant(
                 await index.search(Collection.TEXT_UNITS, mode=SearchMode.VECTOR,
                                    query_vector=qv[WARMUP], k=10)  # fmt: skip
             names = [*(f"lexical_{n}" for n in texts), "vector"]
-            out["plans"] = dict(zip(names, plans, strict=True))
+            out["plans"] = dict(zip(names, plans, strict=False))
     if texts:
         config = PostgresConfig(schema_name=catalog, lexical_ranking="ts_rank_cd")
         async with PostgresBackend(url, config) as backend:
@@ -278,7 +278,9 @@ async def pg_variant(
     return out
 
 
-async def pg_bulk(url: str, catalog: str, corpus: SyntheticCorpus, vectors: Vectors) -> dict:
+async def pg_bulk(
+    url: str, catalog: str, corpus: SyntheticCorpus, vectors: Vectors
+) -> dict[str, Any]:
     """Load with the HNSW index dropped, then build it (server default, then 1 GB memory)."""
     import psycopg
     from psycopg import sql
@@ -302,7 +304,11 @@ async def pg_bulk(url: str, catalog: str, corpus: SyntheticCorpus, vectors: Vect
     for memory in (None, "1GB"):
         with psycopg.connect(url, autocommit=True) as conn:
             notices: list[str] = []
-            conn.add_notice_handler(lambda d, seen=notices: seen.append(str(d.message_primary)))
+
+            def keep(diag: Any, seen: list[str] = notices) -> None:
+                seen.append(str(diag.message_primary))
+
+            conn.add_notice_handler(keep)
             if memory:
                 conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(memory)))
             used = conn.execute("SHOW maintenance_work_mem").fetchone()[0]  # type: ignore[index]
@@ -391,7 +397,7 @@ async def run_scale(
         drop_catalog(url, f"bench_clu_{tag}")
         fig["clusters"] = clusters
         results["postgres_clustered"] = fig
-        show(f"scale: postgres, clustered vectors ({clusters} centres + N(0, 0.5²))", fig)
+        show(f"scale: postgres, clustered vectors ({clusters} centres + N(0, I) noise)", fig)
     return results
 
 

@@ -27,6 +27,7 @@ from unified_kg_rag.domain.models import (
     DocumentDelta,
     Entity,
     IndexRecord,
+    Lease,
     Message,
     MetadataValue,
     ParsedDocument,
@@ -363,6 +364,27 @@ class DocRegistry(Protocol):
 
     async def status_counts(self) -> dict[str, int]:
         """Return the number of documents per status."""
+        ...
+
+    async def acquire_lease(self, holder: str, ttl_s: float) -> Lease:
+        """Take or renew the index's single-writer lease for ``ttl_s`` seconds.
+
+        Succeeds when no lease is held, the held one has lapsed, or ``holder`` holds it; the
+        check and the write are one transaction, timed by the store's clock. Never waits for
+        the holder's data writes (readers and the lease are never blocked by them).
+
+        Raises:
+            IndexBusyError: another holder's lease has not lapsed (names the holder).
+            ValueError: ``ttl_s`` is not positive.
+        """
+        ...
+
+    async def release_lease(self, holder: str) -> bool:
+        """Give the lease up if ``holder`` holds it; return whether it did."""
+        ...
+
+    async def get_lease(self) -> Lease | None:
+        """Return the current lease (lapsed or not); None when none is held or it was released."""
         ...
 
 

@@ -82,3 +82,25 @@ def test_config_show_masks_the_database_url(runner: CliRunner, tmp_path: Path) -
     assert result.exit_code == 0, result.output
     assert "kind: postgres" in result.stdout
     assert os.environ["UKR_STORES__POSTGRES__URL"] not in result.stdout
+
+
+def test_a_held_postgres_index_refuses_a_second_writer(runner: CliRunner, tmp_path: Path) -> None:
+    import asyncio
+
+    from unified_kg_rag.adapters.postgres.backend import PostgresBackend
+    from unified_kg_rag.config.models import PostgresConfig
+
+    write_good_docs(tmp_path / "docs")
+    config = PostgresConfig(schema_name=os.environ["UKR_STORES__POSTGRES__SCHEMA_NAME"])
+
+    async def hold() -> None:
+        async with PostgresBackend(os.environ["UKR_STORES__POSTGRES__URL"], config) as store:
+            await store.doc_registry("default").acquire_lease("worker-7:99:beef", 600)
+
+    asyncio.run(hold())
+    result = runner.invoke(
+        app, ["index", str(tmp_path / "docs"), "-C", str(tmp_path), "--stores", "postgres"])
+    assert result.exit_code == 2, result.output
+    assert "is being written by worker-7:99:beef" in result.stderr
+    status = runner.invoke(app, ["status", "-C", str(tmp_path), "--stores", "postgres", "--json"])
+    assert status.exit_code == 0  # readers are not blocked by the lease

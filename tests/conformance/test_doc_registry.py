@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
+
+import pytest
 
 from unified_kg_rag.domain.models import DocRecord, DocStatus, DocumentDelta
 from unified_kg_rag.ports import StoreBackend
+from unified_kg_rag.util.errors import IndexBusyError
 
 
 def doc(
@@ -72,5 +76,62 @@ def test_registry_indexes_are_isolated(backend: StoreBackend) -> None:
         assert await two.delete(["d1"]) == 0
         assert await two.status_counts() == {}
         assert await backend.list_indexes() == ["one"]
+
+    asyncio.run(body())
+
+
+def test_single_writer_lease(backend: StoreBackend) -> None:
+    async def body() -> None:
+        registry = backend.doc_registry("default")
+        assert await registry.get_lease() is None
+        before = time.time()
+        first = await registry.acquire_lease("host:1:a", 60)
+        assert first.holder == "host:1:a"
+        assert before - 5 <= first.acquired_at <= time.time() + 5
+        assert first.expires_at == pytest.approx(first.acquired_at + 60)
+        assert await registry.get_lease() == first
+        with pytest.raises(IndexBusyError) as err:
+            await registry.acquire_lease("host:2:b", 60)
+        assert "host:1:a" in str(err.value) and "'default'" in str(err.value)
+        assert err.value.expires_in_s == pytest.approx(60, abs=5)
+        renewed = await registry.acquire_lease("host:1:a", 120)
+        assert renewed.acquired_at == first.acquired_at
+        assert renewed.expires_at > first.expires_at
+        # another index has its own lease
+        other = await backend.doc_registry("other").acquire_lease("host:2:b", 60)
+        assert other.holder == "host:2:b"
+        assert not await registry.release_lease("host:2:b")
+        assert await registry.release_lease("host:1:a")
+        assert await registry.get_lease() is None
+        assert not await registry.release_lease("host:1:a")
+        assert (await registry.acquire_lease("host:2:b", 60)).holder == "host:2:b"
+        with pytest.raises(ValueError):
+            await registry.acquire_lease("host:2:b", 0)
+
+    asyncio.run(body())
+
+
+def test_a_lapsed_lease_can_be_taken_over(backend: StoreBackend) -> None:
+    async def body() -> None:
+        registry = backend.doc_registry("default")
+        await registry.acquire_lease("dead:1:x", 0.2)
+        await asyncio.sleep(0.4)
+        taken = await registry.acquire_lease("live:2:y", 30)
+        assert taken.holder == "live:2:y" and taken.acquired_at > 0
+        assert (await registry.get_lease()) == taken
+
+    asyncio.run(body())
+
+
+def test_concurrent_acquisitions_have_one_winner(backend: StoreBackend) -> None:
+    async def body() -> None:
+        registry = backend.doc_registry("default")
+        results = await asyncio.gather(
+            *(registry.acquire_lease(f"h:{n}:r", 30) for n in range(5)), return_exceptions=True
+        )
+        winners = [r for r in results if not isinstance(r, BaseException)]
+        assert len(winners) == 1
+        assert all(isinstance(r, IndexBusyError) for r in results if r not in winners)
+        assert await registry.get_lease() == winners[0]
 
     asyncio.run(body())

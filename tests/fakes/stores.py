@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from tests.fakes.graph_store import FakeGraphStore
 from tests.fakes.search_index import FakeSearchIndex
 from unified_kg_rag.domain.delta import diff_documents
-from unified_kg_rag.domain.models import Collection, DocRecord, DocumentDelta
+from unified_kg_rag.domain.lease import next_lease
+from unified_kg_rag.domain.models import Collection, DocRecord, DocumentDelta, Lease
 
 
 class FakeDocRegistry:
-    def __init__(self) -> None:
+    def __init__(self, index: str = "default") -> None:
         self.records: dict[str, DocRecord] = {}
+        self.index = index
+        self.lease: Lease | None = None
 
     async def get(self, document_ids: Sequence[str]) -> dict[str, DocRecord]:
         return {i: self.records[i] for i in document_ids if i in self.records}
@@ -33,6 +37,19 @@ class FakeDocRegistry:
 
     async def status_counts(self) -> dict[str, int]:
         return dict(Counter(r.status.value for r in self.records.values()))
+
+    async def acquire_lease(self, holder: str, ttl_s: float) -> Lease:
+        self.lease = next_lease(self.index, self.lease, holder, time.time(), ttl_s)
+        return self.lease
+
+    async def release_lease(self, holder: str) -> bool:
+        if self.lease is None or self.lease.holder != holder:
+            return False
+        self.lease = None
+        return True
+
+    async def get_lease(self) -> Lease | None:
+        return self.lease
 
 
 class FakeRecordStore:
@@ -77,7 +94,7 @@ class FakeBackend:
         return self.graphs.setdefault(index, FakeGraphStore())
 
     def doc_registry(self, index: str) -> FakeDocRegistry:
-        return self.registries.setdefault(index, FakeDocRegistry())
+        return self.registries.setdefault(index, FakeDocRegistry(index))
 
     def record_store(self, scope: str) -> FakeRecordStore:
         return self.records.setdefault(scope, FakeRecordStore())

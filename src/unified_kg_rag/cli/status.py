@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import typer
 from pydantic import BaseModel, Field
 from rich.table import Table
@@ -14,6 +16,7 @@ from unified_kg_rag.cli.common import (
     VerboseOpt,
     load,
     out_console,
+    printable,
     run,
 )
 from unified_kg_rag.domain.models import IndexInfo
@@ -68,4 +71,8 @@ def status_command(
         if info.embedding_model:
             table.add_row("embeddings", f"{info.embedding_model} (d={info.embedding_dimension})")
         table.add_row("methodologies", ", ".join(info.methodologies) or "text units only")
+        if info.writer is not None:
+            left = info.writer.expires_at - time.time()
+            state = f"lease lapses in {left:.0f} s" if left > 0 else "lease lapsed"
+            table.add_row("writer", f"{printable(info.writer.holder)} ({state})")
         out_console.print(table)

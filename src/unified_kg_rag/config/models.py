@@ -237,6 +237,14 @@ class IndexingConfig(_Section):
         "the embedder sort more texts by length (less padding); a stopped run loses at most "
         "one uncommitted batch, whose stored vectors are reused.",
     )
+    lease_s: float = Field(
+        default=120.0,
+        ge=3.0,
+        le=86_400.0,
+        description="Term of the index's single-writer lease, seconds: a run renews it every "
+        "sixth of the term, and a run that died without giving it up blocks others for at "
+        "most this long.",
+    )
 
 
 # --------------------------------------------------------------------------- stores

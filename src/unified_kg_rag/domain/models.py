@@ -23,6 +23,7 @@ __all__ = [
     "Entity",
     "IndexInfo",
     "IndexRecord",
+    "Lease",
     "Message",
     "MetadataValue",
     "ParsedDocument",
@@ -272,6 +273,20 @@ class DocRecord(_Model):
     updated_at: float = 0.0
 
 
+class Lease(_Model):
+    """The single-writer lease of one index (DocRegistry), renewed by a heartbeat.
+
+    Attributes:
+        holder: who holds it (``host:pid:run-id`` of an indexing run).
+        acquired_at: UNIX time (seconds, the store's clock) it was first taken by ``holder``.
+        expires_at: UNIX time (seconds, the store's clock) it lapses unless renewed.
+    """
+
+    holder: str
+    acquired_at: float
+    expires_at: float
+
+
 class DocumentDelta(_Model):
     """A corpus diffed against the registry by content hash (document ids in each set)."""
 
@@ -293,6 +308,7 @@ class IndexInfo(_Model):
         embedding_dimension: the vector dimension, if any.
         counts: number of stored items per collection or table.
         documents: documents per status.
+        writer: the single-writer lease, if a run holds one (it may have lapsed).
     """
 
     name: str
@@ -301,6 +317,7 @@ class IndexInfo(_Model):
     embedding_dimension: int | None = None
     counts: dict[str, int] = Field(default_factory=dict)
     documents: dict[str, int] = Field(default_factory=dict)
+    writer: Lease | None = None
 
 
 class Message(_Model):

@@ -33,6 +33,7 @@ from unified_kg_rag.domain.models import (
 )
 from unified_kg_rag.domain.usage import usage_scope
 from unified_kg_rag.ingestion.corpus import CorpusFile, discover, parse_file, read_file
+from unified_kg_rag.ingestion.lease import held_lease
 from unified_kg_rag.ingestion.report import FailedDocument, IndexReport
 from unified_kg_rag.ports import (
     DocumentParser,
@@ -141,6 +142,7 @@ class IndexPipeline:
 
         Raises:
             UsageError: a path does not exist (before anything is read or written).
+            IndexBusyError: another run is writing this index (before anything is written).
             StoreError: a store failed (what was committed stays committed).
             EmbeddingModelError: the embedding model failed or differs from the index's.
             asyncio.CancelledError: the run was interrupted; the next run resumes it.
@@ -148,16 +150,20 @@ class IndexPipeline:
         started = time.perf_counter()
         report = IndexReport(index=self._stores.name)
         self._failed_now = set()
+        files, skipped = discover(
+            paths, parsing=self._config.parsing, extensions=sorted(self._parsers)
+        )
+        report.skipped = [FailedDocument(path=s.display_path, reason=s.reason) for s in skipped]
+        report.documents_found = len(files)
+        lease = held_lease(
+            self._stores.registry, self._stores.name, ttl_s=self._config.indexing.lease_s
+        )
         with usage_scope() as usage:
-            files, skipped = discover(
-                paths, parsing=self._config.parsing, extensions=sorted(self._parsers)
-            )
-            report.skipped = [FailedDocument(path=s.display_path, reason=s.reason) for s in skipped]
-            report.documents_found = len(files)
-            hashed = await self._hash_all(files, report)
-            todo = await self._diff(hashed, report)
-            if todo:
-                await self._process(todo, report)
+            async with lease:  # one writer per index, before the first registry read
+                hashed = await self._hash_all(files, report)
+                todo = await self._diff(hashed, report)
+                if todo:
+                    await self._process(todo, report)
         report.usage = usage
         report.elapsed_s = round(time.perf_counter() - started, 3)
         return report

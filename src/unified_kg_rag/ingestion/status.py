@@ -30,4 +30,5 @@ async def describe_index(stores: IndexStores) -> IndexInfo:
         embedding_dimension=embedding[1] if embedding else None,
         counts={k: v for k, v in counts.items() if v},
         documents=await stores.registry.status_counts(),
+        writer=await stores.registry.get_lease(),
     )

@@ -25,6 +25,7 @@ __all__ = [
     "ConfigurationError",
     "EmbeddingMismatchError",
     "EmbeddingModelError",
+    "IndexBusyError",
     "IndexingInterruptedError",
     "InputError",
     "MethodologyNotIndexedError",
@@ -168,6 +169,28 @@ class MethodologyNotIndexedError(UkrError):
         super().__init__(message)
         self.index = index
         self.held = held
+
+
+class IndexBusyError(UkrError):
+    """Another run holds the index's single-writer lease (a second concurrent ``ukr index``).
+
+    Attributes:
+        index: the index.
+        holder: the lease holder (``host:pid:run-id``).
+        expires_in_s: seconds until the holder's lease lapses unless renewed.
+    """
+
+    exit_code = 2
+
+    def __init__(self, index: str, holder: str, expires_in_s: float) -> None:
+        super().__init__(
+            f"index {index!r} is being written by {holder} (its lease lapses in "
+            f"{max(expires_in_s, 0):.0f} s unless renewed); wait for that run to finish. If it "
+            "died, its lease lapses on its own and the next run repairs what it left"
+        )
+        self.index = index
+        self.holder = holder
+        self.expires_in_s = expires_in_s
 
 
 class IndexingInterruptedError(UkrError):

@@ -135,7 +135,7 @@ class PgDatabase:
             StoreConnectionError, StoreTimeoutError, StoreSchemaError, StoreError: see module.
         """
         return await self._submit(
-            lambda: self._in_index(index, fn, default, write=False, create=False)
+            lambda: self._in_index(index, fn, default, serialize=False, create=False)
         )
 
     async def write_index(
@@ -145,11 +145,14 @@ class PgDatabase:
         *,
         create: bool = True,
         default: T | None = None,
+        serialize: bool = True,
     ) -> T:
         """Run ``fn(conn)`` in one write transaction on the index schema.
 
         The schema is created (and migrated) if needed; with ``create=False`` a missing index
-        returns ``default`` instead (deletes from an index that does not exist).
+        returns ``default`` instead (deletes from an index that does not exist). With
+        ``serialize=False`` the transaction does not queue behind other writers (lease calls,
+        which lock only their own row).
 
         Writers of one index are serialised by a transaction-scoped advisory lock on the
         index, so concurrent writers (other processes included) never deadlock on the BM25
@@ -159,7 +162,7 @@ class PgDatabase:
             StoreConnectionError, StoreTimeoutError, StoreSchemaError, StoreError: see module.
         """
         return await self._submit(
-            lambda: self._in_index(index, fn, default, write=True, create=create)  # type: ignore[arg-type]
+            lambda: self._in_index(index, fn, default, serialize=serialize, create=create)  # type: ignore[arg-type]
         )
 
     async def catalog_tx(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
@@ -385,7 +388,7 @@ class PgDatabase:
     # ----------------------------------------------------------------- transactions
 
     async def _in_index(
-        self, index: str, fn: Callable[[Conn], Awaitable[T]], default: T, *, write: bool,
+        self, index: str, fn: Callable[[Conn], Awaitable[T]], default: T, *, serialize: bool,
         create: bool,
     ) -> T:
         pool = await self._pool_ready()
@@ -395,7 +398,7 @@ class PgDatabase:
                 return default
             await conn.execute(sql.SQL("SET LOCAL search_path TO {}, {}").format(
                 sql.Identifier(schema), sql.Identifier(self._vector_schema)))
-            if write:
+            if serialize:
                 await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                                    (f"ukr-write:{schema}",))
             result = await fn(conn)

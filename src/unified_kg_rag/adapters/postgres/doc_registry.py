@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 
 from unified_kg_rag.adapters.postgres.database import Conn, PgDatabase
 from unified_kg_rag.domain.delta import diff_documents
-from unified_kg_rag.domain.models import DocRecord, DocumentDelta
+from unified_kg_rag.domain.lease import next_lease
+from unified_kg_rag.domain.models import DocRecord, DocumentDelta, Lease
 
 __all__ = ["PgDocRegistry"]
 
@@ -99,3 +100,59 @@ class PgDocRegistry:
             return {str(status): int(n) for status, n in rows}
 
         return await self._db.read_index(self._index, job, {})
+
+    # ----------------------------------------------------------------- single-writer lease
+
+    async def acquire_lease(self, holder: str, ttl_s: float) -> Lease:
+        """Take or renew the index's lease (`domain.lease.next_lease`).
+
+        One transaction: the lease row is locked ``FOR UPDATE`` (so two runs asking at once
+        are decided one after the other) and timed by the server's clock (so machines with
+        skewed clocks agree). It does not queue behind the holder's data writes, so a second
+        run fails at once.
+
+        Raises:
+            IndexBusyError: another holder's lease has not lapsed.
+            ValueError: ``ttl_s`` is not positive.
+        """
+
+        async def job(conn: Conn) -> Lease:
+            await conn.execute(
+                "INSERT INTO lease (holder, acquired_at, expires_at) VALUES ('', 0, 0) "
+                "ON CONFLICT (singleton) DO NOTHING")
+            row = await (await conn.execute(
+                "SELECT holder, acquired_at, expires_at, "
+                "extract(epoch FROM clock_timestamp())::float8 FROM lease FOR UPDATE"
+            )).fetchone()
+            assert row is not None  # inserted above
+            current = Lease(holder=row[0], acquired_at=row[1], expires_at=row[2]) if row[0] \
+                else None
+            lease = next_lease(self._index, current, holder, float(row[3]), ttl_s)
+            await conn.execute(
+                "UPDATE lease SET holder = %s, acquired_at = %s, expires_at = %s",
+                (lease.holder, lease.acquired_at, lease.expires_at))
+            return lease
+
+        return await self._db.write_index(self._index, job, serialize=False)
+
+    async def release_lease(self, holder: str) -> bool:
+        """Give the lease up if ``holder`` holds it; return whether it did."""
+
+        async def job(conn: Conn) -> bool:
+            cur = await conn.execute("DELETE FROM lease WHERE holder = %s", (holder,))
+            return cur.rowcount > 0
+
+        return await self._db.write_index(
+            self._index, job, create=False, default=False, serialize=False)
+
+    async def get_lease(self) -> Lease | None:
+        """Return the current lease (lapsed or not), if any."""
+
+        async def job(conn: Conn) -> Lease | None:
+            row = await (await conn.execute(
+                "SELECT holder, acquired_at, expires_at FROM lease WHERE holder <> ''"
+            )).fetchone()
+            return None if row is None else Lease(holder=row[0], acquired_at=row[1],
+                                                  expires_at=row[2])
+
+        return await self._db.read_index(self._index, job, None)

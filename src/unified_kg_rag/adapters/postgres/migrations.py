@@ -118,6 +118,12 @@ INDEX_MIGRATIONS: tuple[PgMigration, ...] = (
             )""",
             "CREATE INDEX doc_records_path ON doc_records (path, document_id)",
             "CREATE INDEX doc_records_scope ON doc_records (source_scope, path, document_id)",
+            # single-writer lease: one row, locked FOR UPDATE by lease calls only
+            f"""CREATE TABLE lease (
+                singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+                holder {_KEY}, acquired_at double precision NOT NULL,
+                expires_at double precision NOT NULL
+            )""",
             # --- record store (scopes that are this index)
             f"""CREATE TABLE records (
                 namespace {_KEY}, key {_KEY}, value bytea NOT NULL,

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Mapping, Sequence
 
 from unified_kg_rag.adapters.sqlite.database import SqliteDatabase
 from unified_kg_rag.domain.delta import diff_documents
-from unified_kg_rag.domain.models import DocRecord, DocumentDelta
+from unified_kg_rag.domain.lease import next_lease
+from unified_kg_rag.domain.models import DocRecord, DocumentDelta, Lease
 
 __all__ = ["SqliteDocRegistry"]
 
@@ -105,3 +107,50 @@ class SqliteDocRegistry:
             return {str(status): int(n) for status, n in rows}
 
         return await self._db.read(job)
+
+    # ----------------------------------------------------------------- single-writer lease
+
+    async def acquire_lease(self, holder: str, ttl_s: float) -> Lease:
+        """Take or renew the index's lease (`domain.lease.next_lease`) in one write transaction.
+
+        The clock is this machine's (SQLite is local). A SQLite write transaction is short,
+        so the call waits at most for one batch commit of another process.
+
+        Raises:
+            IndexBusyError: another holder's lease has not lapsed.
+            ValueError: ``ttl_s`` is not positive.
+        """
+
+        def job(conn: sqlite3.Connection) -> Lease:
+            lease = next_lease(self._index, self._lease(conn), holder, time.time(), ttl_s)
+            conn.execute(
+                "INSERT OR REPLACE INTO leases (index_name, holder, acquired_at, expires_at) "
+                "VALUES (?, ?, ?, ?)",
+                (self._index, lease.holder, lease.acquired_at, lease.expires_at),
+            )
+            return lease
+
+        return await self._db.write(job)
+
+    async def release_lease(self, holder: str) -> bool:
+        """Give the lease up if ``holder`` holds it; return whether it did."""
+
+        def job(conn: sqlite3.Connection) -> bool:
+            return conn.execute(
+                "DELETE FROM leases WHERE index_name = ? AND holder = ?", (self._index, holder)
+            ).rowcount > 0
+
+        return await self._db.write(job)
+
+    async def get_lease(self) -> Lease | None:
+        """Return the current lease (lapsed or not), if any."""
+        return await self._db.read(self._lease)
+
+    def _lease(self, conn: sqlite3.Connection) -> Lease | None:
+        row = conn.execute(
+            "SELECT holder, acquired_at, expires_at FROM leases WHERE index_name = ?",
+            (self._index,),
+        ).fetchone()
+        if row is None:
+            return None
+        return Lease(holder=row[0], acquired_at=row[1], expires_at=row[2])

@@ -133,6 +133,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
         then=_refill_fts,
     ),
+    Migration(
+        "0003_leases",
+        (
+            """CREATE TABLE leases (
+                index_name TEXT PRIMARY KEY, holder TEXT NOT NULL,
+                acquired_at REAL NOT NULL, expires_at REAL NOT NULL
+            ) WITHOUT ROWID""",
+        ),
+    ),
 )
 
 _CREATE_LEDGER = (

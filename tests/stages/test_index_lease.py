@@ -1,0 +1,142 @@
+"""One writer per index: the pipeline holds the index's lease for its whole run."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+from typer.testing import CliRunner
+
+from tests.fakes import FakeEmbedder
+from tests.fakes.stores import FakeDocRegistry
+from tests.support.corpus import write_good_docs
+from unified_kg_rag.adapters.sqlite import SqliteBackend
+from unified_kg_rag.bootstrap import build_app
+from unified_kg_rag.cli.app import app as cli
+from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.models import Collection, Lease
+from unified_kg_rag.ingestion.lease import LeaseLostError, held_lease
+from unified_kg_rag.ingestion.pipeline import IndexPipeline
+from unified_kg_rag.util.errors import IndexBusyError
+
+pytestmark = pytest.mark.integration
+
+
+class SlowEmbedder(FakeEmbedder):
+    """Signals when embedding starts, then waits for a go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = asyncio.Event()
+        self.go = asyncio.Event()
+
+    async def embed_documents(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        self.started.set()
+        await self.go.wait()
+        return await super().embed_documents(texts)
+
+
+def _pipeline(project: Path, embedder: FakeEmbedder) -> tuple[IndexPipeline, SqliteBackend]:
+    app = build_app(UkrConfig(), project)
+    assert isinstance(app.backend, SqliteBackend)
+    pipeline = IndexPipeline(app.index(), embedder=embedder, chunk_tokenizer=app.chunk_tokenizer,
+                             parsers=app.parsers, config=app.config)
+    return pipeline, app.backend
+
+
+def test_a_second_concurrent_run_fails_at_once_naming_the_holder(tmp_path: Path) -> None:
+    write_good_docs(tmp_path / "docs")
+
+    async def body() -> None:
+        slow = SlowEmbedder()
+        first, backend1 = _pipeline(tmp_path, slow)
+        second, backend2 = _pipeline(tmp_path, FakeEmbedder())  # another "process": own connection
+        running = asyncio.create_task(first.run([tmp_path / "docs"]))
+        await asyncio.wait_for(slow.started.wait(), 30)
+        holder = (await backend2.doc_registry("default").get_lease())
+        assert holder is not None
+        with pytest.raises(IndexBusyError) as err:
+            await asyncio.wait_for(second.run([tmp_path / "docs"]), 5)
+        assert holder.holder in str(err.value) and err.value.exit_code == 2
+        # readers are not blocked while the writer works (its batch is not committed yet)
+        count = backend2.search_index("default").count(Collection.TEXT_UNITS)
+        assert await asyncio.wait_for(count, 2) == 0
+        slow.go.set()
+        report = await running
+        assert report.documents_new == 3
+        assert await backend2.doc_registry("default").get_lease() is None  # released
+        again = await second.run([tmp_path / "docs"])
+        assert again.documents_unchanged == 3
+        await backend1.aclose()
+        await backend2.aclose()
+
+    asyncio.run(body())
+
+
+def test_an_interrupted_run_releases_its_lease(tmp_path: Path) -> None:
+    write_good_docs(tmp_path / "docs")
+
+    async def body() -> None:
+        slow = SlowEmbedder()
+        pipeline, backend = _pipeline(tmp_path, slow)
+        running = asyncio.create_task(pipeline.run([tmp_path / "docs"]))
+        await asyncio.wait_for(slow.started.wait(), 30)
+        assert await backend.doc_registry("default").get_lease() is not None
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        assert await backend.doc_registry("default").get_lease() is None
+        await backend.aclose()
+
+    asyncio.run(body())
+
+
+def test_a_run_that_loses_its_lease_is_stopped() -> None:
+    async def body() -> None:
+        registry = FakeDocRegistry("idx")
+
+        async def run() -> None:
+            async with held_lease(registry, "idx", ttl_s=0.3, holder="me:1:a"):
+                # another run takes the index over (as after a lapse)
+                registry.lease = Lease(holder="other:2:b", acquired_at=0, expires_at=1e12)
+                await asyncio.sleep(5)
+
+        with pytest.raises(LeaseLostError, match="could not be renewed"):
+            await asyncio.wait_for(run(), 3)
+        assert registry.lease is not None and registry.lease.holder == "other:2:b"  # kept
+
+    asyncio.run(body())
+
+
+def test_the_heartbeat_renews_a_long_run() -> None:
+    async def body() -> None:
+        registry = FakeDocRegistry("idx")
+        async with held_lease(registry, "idx", ttl_s=0.3, holder="me:1:a"):
+            first = registry.lease
+            await asyncio.sleep(0.6)  # twice the term: only renewal keeps it
+            assert registry.lease is not None and first is not None
+            assert registry.lease.expires_at > first.expires_at + 0.2
+            assert registry.lease.acquired_at == first.acquired_at
+        assert registry.lease is None
+
+    asyncio.run(body())
+
+
+def test_cli_index_refuses_a_held_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("UKR_STORES__KIND", "UKR_QUERY__INDEX"):
+        monkeypatch.delenv(key, raising=False)
+    write_good_docs(tmp_path / "docs")
+
+    async def hold() -> None:
+        async with SqliteBackend(tmp_path / ".ukr" / "ukr.db") as backend:
+            await backend.doc_registry("default").acquire_lease("buildbox:4242:cafe", 600)
+
+    asyncio.run(hold())
+    result = CliRunner().invoke(cli, ["index", str(tmp_path / "docs"), "-C", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("IndexBusyError: index 'default' is being written by "
+                                    "buildbox:4242:cafe")
