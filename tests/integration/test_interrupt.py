@@ -77,3 +77,81 @@ def test_sigint_then_rerun_resumes(tmp_path: Path) -> None:
     found = report["documents_new"] + report["documents_unchanged"] + report["documents_retried"]
     assert found == 240  # the batch in flight was written ahead as pending: retried
     assert not report["failed"]
+
+
+@pytest.mark.postgres
+def test_sigkill_on_postgres_then_rerun_converges(tmp_path: Path, postgres_url: str) -> None:
+    """A run killed outright (no cleanup) on PostgreSQL: its open transaction is rolled back
+    by the server, its lease is left to lapse, and the next run finishes the work without
+    embedding stored units again and reaches the same state as an uninterrupted build."""
+    import psycopg
+    from tests.support.postgres import fresh_catalog
+
+    from unified_kg_rag.adapters.postgres.database import index_schema_name
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(80):
+        body = " ".join(f"Fact {j} of note {i} concerns subject{i}x{j}." for j in range(40))
+        (corpus / f"note{i:03d}.txt").write_text(body, encoding="utf-8")
+    catalog = fresh_catalog()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UKR_")}
+    env.update({
+        "UKR_INDEXING__BATCH_DOCUMENTS": "10",
+        "UKR_INDEXING__LEASE_S": "4",
+        "UKR_STORES__KIND": "postgres",
+        "UKR_STORES__POSTGRES__URL": postgres_url,
+        "UKR_STORES__POSTGRES__SCHEMA_NAME": catalog,
+    })
+    schema = index_schema_name(catalog, "default")
+
+    def stored() -> tuple[int, int]:
+        try:
+            with psycopg.connect(postgres_url, autocommit=True) as conn:
+                units = conn.execute(
+                    f'SELECT count(*) FILTER (WHERE embedding IS NOT NULL), count(*) '
+                    f'FROM "{schema}".search_records').fetchone()
+                return (int(units[0]), int(units[1])) if units else (0, 0)
+        except psycopg.Error:
+            return 0, 0
+
+    proc = subprocess.Popen([*UKR, "index", str(corpus), "-C", str(tmp_path), "--quiet"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while stored()[0] < 20 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    proc.kill()
+    proc.communicate(timeout=60)
+    at_kill = stored()[0]
+    assert 0 < at_kill
+
+    busy = subprocess.run([*UKR, "index", str(corpus), "-C", str(tmp_path), "--json"],
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    if busy.returncode == 2:  # the dead run's lease had not lapsed yet
+        assert "is being written by" in busy.stderr
+        time.sleep(4.5)
+    rerun = subprocess.run([*UKR, "index", str(corpus), "-C", str(tmp_path), "--json"],
+                           env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert rerun.returncode == 0, rerun.stderr
+    report = json.loads(rerun.stdout)
+    with_vectors, total = stored()
+    assert with_vectors == total  # every stored unit has its vector
+    assert report["text_units_embedded"] == total - at_kill
+    assert report["documents_new"] + report["documents_unchanged"] + report[
+        "documents_retried"] == 80
+
+    # the same corpus built in one go into another index gives the same text units
+    fresh = subprocess.run(
+        [*UKR, "index", str(corpus), "-C", str(tmp_path), "--json", "--index", "clean"],
+        env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert fresh.returncode == 0, fresh.stderr
+    clean = index_schema_name(catalog, "clean")
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        def ids(s: str) -> set[str]:
+            return {r[0] for r in conn.execute(f'SELECT id FROM "{s}".search_records')}
+
+        assert ids(schema) == ids(clean)
+        statuses = conn.execute(
+            f'SELECT status, count(*) FROM "{schema}".doc_records GROUP BY status').fetchall()
+    assert statuses == [("processed", 80)]
