@@ -370,8 +370,9 @@ class DocRegistry(Protocol):
         """Take or renew the index's single-writer lease for ``ttl_s`` seconds.
 
         Succeeds when no lease is held, the held one has lapsed, or ``holder`` holds it; the
-        check and the write are one transaction, timed by the store's clock. Never waits for
-        the holder's data writes (readers and the lease are never blocked by them).
+        check and the write are one transaction, timed by the store's clock. It does not queue
+        behind the holder's data writes, except on a store with one write lock for the whole
+        file (SQLite), where it waits at most for one write transaction to commit.
 
         Raises:
             IndexBusyError: another holder's lease has not lapsed (names the holder).
