@@ -398,3 +398,40 @@ def test_loader_requires_a_url_and_masks_the_password(tmp_path: Path) -> None:
     store = load_postgres_backend(config, tmp_path)
     assert store.location == "postgresql://me@db.example:6543/prod"
     assert masked_location("not a url ===") == "postgresql://(unparsable URL)"
+
+
+def test_bm25_with_pruned_terms_equals_sqlite_on_a_zipf_corpus(
+    backend: PostgresBackend, tmp_path: Path
+) -> None:
+    """Common query terms are matched last (MaxScore pruning); the top-10 and the scores must
+    still be exactly SQLite FTS5's."""
+    from unified_kg_rag.adapters.sqlite import SqliteBackend
+
+    rng = np.random.default_rng(11)
+    vocab = [f"w{i}" for i in range(400)]
+    weights = 1.0 / np.arange(1, 401) ** 1.1
+    weights /= weights.sum()
+    texts = [" ".join(rng.choice(vocab, size=int(rng.integers(5, 40)), p=weights))
+             for _ in range(800)]
+    records = [IndexRecord(id=f"r{i:04d}", text=t) for i, t in enumerate(texts)]
+    queries = [" ".join(rng.choice(vocab, size=int(rng.integers(2, 5)), p=weights))
+               for _ in range(40)]
+    queries += ["w0 w1 w350", "w2 w399", "w0", "w0 w1 w2 w3"]
+
+    async def run(store: PostgresBackend | SqliteBackend) -> list[list[tuple[str, float]]]:
+        idx = store.search_index("zipf")
+        for start in range(0, len(records), 200):
+            await idx.upsert(TU, records[start:start + 200])
+        out = []
+        for q in queries:
+            hits = await idx.search(TU, query_text=q, mode=SearchMode.LEXICAL, k=10)
+            out.append([(h.id, h.score) for h in hits])
+        return out
+
+    sqlite = SqliteBackend(tmp_path / "z.db")
+    want = asyncio.run(run(sqlite))
+    asyncio.run(sqlite.aclose())
+    got = asyncio.run(run(backend))
+    for q, w, g in zip(queries, want, got, strict=True):
+        assert [i for i, _ in g] == [i for i, _ in w], q
+        assert [s for _, s in g] == pytest.approx([s for _, s in w], rel=1e-9), q

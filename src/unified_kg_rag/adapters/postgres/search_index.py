@@ -16,12 +16,13 @@ partial HNSW index (cosine) per collection, so a query walks only its collection
 pgvector's HNSW limit (2,000) use an exact scan instead: HNSW filters after the walk, which
 can miss matches of a selective filter.
 
-Hybrid: both lists in one transaction, fused in Python by `domain.fusion.weighted_rrf` (the
-same code as every backend).
+Hybrid: both lists at once, on two pooled connections, fused in Python by
+`domain.fusion.weighted_rrf` (the same code as every backend).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
@@ -30,6 +31,7 @@ from numpy.typing import NDArray
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from unified_kg_rag.adapters.postgres.bm25 import bm25_search
 from unified_kg_rag.adapters.postgres.database import Conn, PgDatabase
 from unified_kg_rag.adapters.postgres.filters import filter_clause, pg_text
 from unified_kg_rag.domain.fusion import weighted_rrf
@@ -415,23 +417,19 @@ class PgSearchIndex:
         if use_vector and query_vector is not None:
             query = _normalised(np.asarray(query_vector, dtype=np.float32))
 
-        async def job(conn: Conn) -> list[SearchHit]:
-            lexical = await self._lexical(conn, collection, terms, where, params, limit)
-            vector: list[tuple[str, float]] = []
-            if query is not None:
-                vector = await self._vector(conn, collection, query, where, params, limit,
-                                            filtered=bool(filters))
-            if mode is SearchMode.LEXICAL:
-                ranked = lexical
-            elif mode is SearchMode.VECTOR:
-                ranked = vector
-            else:
-                ranked = weighted_rrf(
-                    [[i for i, _ in lexical], [i for i, _ in vector]],
-                    [lexical_weight, vector_weight],
-                    k=rrf_k,
-                )[:k]
-            records = await self._hydrate(conn, collection, [i for i, _ in ranked])
+        async def lexical_job(conn: Conn) -> list[tuple[str, float]]:
+            return await self._lexical(conn, collection, terms, where, params, limit)
+
+        async def vector_job(conn: Conn) -> list[tuple[str, float]]:
+            if query is None:
+                return []
+            return await self._vector(conn, collection, query, where, params, limit,
+                                      filtered=bool(filters))
+
+        def hits(
+            ranked: list[tuple[str, float]], lexical: list[tuple[str, float]],
+            vector: list[tuple[str, float]], records: dict[str, IndexRecord],
+        ) -> list[SearchHit]:
             lex_rank = {id_: n for n, (id_, _) in enumerate(lexical, start=1)}
             vec_rank = {id_: n for n, (id_, _) in enumerate(vector, start=1)}
             return [
@@ -441,7 +439,37 @@ class PgSearchIndex:
                 for id_, score in ranked if id_ in records
             ]
 
-        return await self._db.read_index(self._index, job, [])
+        if mode is not SearchMode.HYBRID:
+            async def single(conn: Conn) -> list[SearchHit]:
+                if mode is SearchMode.LEXICAL:
+                    lexical, vector = await lexical_job(conn), []
+                    ranked = lexical
+                else:
+                    lexical, vector = [], await vector_job(conn)
+                    ranked = vector
+                records = await self._hydrate(conn, collection, [i for i, _ in ranked])
+                return hits(ranked, lexical, vector, records)
+
+            return await self._db.read_index(self._index, single, [])
+
+        # hybrid: both lists at once on two connections, then one read of the fused hits
+        none: list[tuple[str, float]] = []
+        lexical, vector = await asyncio.gather(
+            self._db.read_index(self._index, lexical_job, none),
+            self._db.read_index(self._index, vector_job, none),
+        )
+        ranked = weighted_rrf(
+            [[i for i, _ in lexical], [i for i, _ in vector]],
+            [lexical_weight, vector_weight],
+            k=rrf_k,
+        )[:k]
+        if not ranked:
+            return []
+        empty: dict[str, IndexRecord] = {}
+        records = await self._db.read_index(
+            self._index, lambda conn: self._hydrate(conn, collection, [i for i, _ in ranked]),
+            empty)
+        return hits(ranked, lexical, vector, records)
 
     async def _query_lexemes(self, conn: Conn, terms: list[str]) -> list[str]:
         if not self._stemmed or not terms:
@@ -469,22 +497,8 @@ class PgSearchIndex:
             ).format(where=where)
             args: list[object] = [tsquery, collection.value, *params, limit]
         else:
-            query = sql.SQL(
-                "WITH st AS (SELECT n_docs::float8 AS n, "
-                "  total_terms::float8 / greatest(n_docs, 1) AS avgdl "
-                "  FROM collection_stats WHERE collection = %s AND n_docs > 0), "
-                "q AS (SELECT s.term, greatest(ln((st.n - s.df + 0.5) / (s.df + 0.5)), 1e-6) "
-                "  AS idf FROM lexical_stats AS s, st "
-                "  WHERE s.collection = %s AND s.term = ANY(%s) AND s.df > 0) "
-                "SELECT r.id, sum(q.idf * (f.tf * 2.2) / "
-                "  (f.tf + 1.2 * (0.25 + 0.75 * r.n_terms / st.avgdl))) AS score "
-                "FROM search_records AS r CROSS JOIN st JOIN q ON r.term_freqs ? q.term "
-                "CROSS JOIN LATERAL (SELECT (r.term_freqs ->> q.term)::float8 AS tf) AS f "
-                "WHERE r.collection = %s AND r.lexemes @@ %s::tsquery{where} "
-                "GROUP BY r.id ORDER BY score DESC, r.id LIMIT %s"
-            ).format(where=where)
-            c = collection.value
-            args = [c, c, lexemes, c, tsquery, *params, limit]
+            return await bm25_search(conn, collection.value, lexemes, tsquery_literal, where,
+                                     params, limit)
         rows = await (await conn.execute(query, args)).fetchall()
         return [(str(r[0]), float(r[1])) for r in rows]
 
