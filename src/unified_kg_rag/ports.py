@@ -380,6 +380,15 @@ class DocRegistry(Protocol):
         """
         ...
 
+    async def renew_lease(self, holder: str, ttl_s: float) -> Lease:
+        """Extend ``holder``'s lease by ``ttl_s`` seconds from now (the heartbeat).
+
+        Raises:
+            LeaseLostError: ``holder`` no longer holds it (released, or taken after lapsing).
+            ValueError: ``ttl_s`` is not positive.
+        """
+        ...
+
     async def release_lease(self, holder: str) -> bool:
         """Give the lease up if ``holder`` holds it; return whether it did."""
         ...

@@ -9,7 +9,7 @@ import pytest
 
 from unified_kg_rag.domain.models import DocRecord, DocStatus, DocumentDelta
 from unified_kg_rag.ports import StoreBackend
-from unified_kg_rag.util.errors import IndexBusyError
+from unified_kg_rag.util.errors import IndexBusyError, LeaseLostError
 
 
 def doc(
@@ -133,5 +133,27 @@ def test_concurrent_acquisitions_have_one_winner(backend: StoreBackend) -> None:
         assert len(winners) == 1
         assert all(isinstance(r, IndexBusyError) for r in results if r not in winners)
         assert await registry.get_lease() == winners[0]
+
+    asyncio.run(body())
+
+
+def test_renewal_fails_once_the_lease_was_released_or_taken(backend: StoreBackend) -> None:
+    async def body() -> None:
+        registry = backend.doc_registry("default")
+        with pytest.raises(LeaseLostError):
+            await registry.renew_lease("a:1:x", 30)  # never held
+        await registry.acquire_lease("a:1:x", 0.2)
+        await asyncio.sleep(0.4)
+        lapsed = await registry.renew_lease("a:1:x", 30)  # lapsed, but nobody took it
+        assert lapsed.holder == "a:1:x" and lapsed.expires_at > time.time() + 20
+        assert await registry.release_lease("a:1:x")
+        with pytest.raises(LeaseLostError, match="released"):
+            await registry.renew_lease("a:1:x", 30)
+        await registry.acquire_lease("b:2:y", 0.2)
+        await asyncio.sleep(0.4)
+        await registry.acquire_lease("c:3:z", 30)  # takes the lapsed lease over
+        with pytest.raises(LeaseLostError, match="c:3:z"):
+            await registry.renew_lease("b:2:y", 30)
+        assert (await registry.get_lease()).holder == "c:3:z"  # type: ignore[union-attr]
 
     asyncio.run(body())

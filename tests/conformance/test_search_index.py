@@ -105,6 +105,10 @@ def test_upsert_validates_vectors(backend: StoreBackend) -> None:
         with pytest.raises(EmbeddingMismatchError):
             await idx.upsert(TU, [rec("a", "x")], np.ones((1, 3), np.float32))
         assert await idx.count(TU) == 0
+        for bad in (np.nan, np.inf):
+            with pytest.raises(ValueError, match="NaN or infinite"):
+                await idx.upsert(TU, [rec("a", "x")], np.full((1, 4), bad, np.float32))
+        assert await idx.count(TU) == 0
         await idx.upsert(TU, [rec("a", "x")], np.full((1, 4), 3.0, np.float32))
         hits = await idx.search(TU, query_vector=np.ones(4, np.float32), mode=SearchMode.VECTOR)
         assert hits[0].score == pytest.approx(1.0, abs=1e-5)  # stored normalised

@@ -55,6 +55,8 @@ class FakeSearchIndex:
         if vectors is not None:
             if vectors.ndim != 2 or len(vectors) != len(records):
                 raise ValueError("one vector row per record is required")
+            if not np.isfinite(vectors).all():
+                raise ValueError("vectors contain NaN or infinite values")
             dim = self.model[1] if self.model else next(iter(self._dims()), vectors.shape[1])
             if records and vectors.shape[1] != dim:
                 raise EmbeddingMismatchError(f"expected dimension {dim}")

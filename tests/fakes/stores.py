@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from tests.fakes.graph_store import FakeGraphStore
 from tests.fakes.search_index import FakeSearchIndex
 from unified_kg_rag.domain.delta import diff_documents
-from unified_kg_rag.domain.lease import next_lease
+from unified_kg_rag.domain.lease import next_lease, renewed_lease
 from unified_kg_rag.domain.models import Collection, DocRecord, DocumentDelta, Lease
 
 
@@ -40,6 +40,10 @@ class FakeDocRegistry:
 
     async def acquire_lease(self, holder: str, ttl_s: float) -> Lease:
         self.lease = next_lease(self.index, self.lease, holder, time.time(), ttl_s)
+        return self.lease
+
+    async def renew_lease(self, holder: str, ttl_s: float) -> Lease:
+        self.lease = renewed_lease(self.index, self.lease, holder, time.time(), ttl_s)
         return self.lease
 
     async def release_lease(self, holder: str) -> bool:

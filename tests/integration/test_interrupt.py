@@ -155,3 +155,37 @@ def test_sigkill_on_postgres_then_rerun_converges(tmp_path: Path, postgres_url: 
         statuses = conn.execute(
             f'SELECT status, count(*) FROM "{schema}".doc_records GROUP BY status').fetchall()
     assert statuses == [("processed", 80)]
+
+
+def test_sigterm_stops_like_ctrl_c_and_gives_the_lease_up(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(120):
+        body = " ".join(f"Fact {j} of note {i} concerns subject{i}x{j}." for j in range(40))
+        (corpus / f"note{i:03d}.txt").write_text(body, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UKR_")}
+    env["UKR_INDEXING__BATCH_DOCUMENTS"] = "10"
+    db = tmp_path / ".ukr" / "ukr.db"
+
+    def lease_holder() -> str | None:
+        if not db.exists():
+            return None
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+                row = conn.execute("SELECT holder FROM leases").fetchone()
+                return None if row is None else str(row[0])
+        except sqlite3.Error:
+            return None
+
+    proc = subprocess.Popen([*UKR, "index", str(corpus), "-C", str(tmp_path), "--quiet"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while _stored_units(db) < 10 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert proc.poll() is None, "the run finished before it could be stopped"
+    assert lease_holder() is not None
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, stderr
+    assert stderr.startswith("Terminated")
+    assert lease_holder() is None  # given up: the next run starts at once

@@ -25,6 +25,7 @@ from unified_kg_rag.adapters.postgres.database import (
     Conn,
     index_schema_name,
     masked_location,
+    scrub,
 )
 from unified_kg_rag.config.models import PostgresConfig, StoresConfig
 from unified_kg_rag.domain.models import (
@@ -312,9 +313,9 @@ def test_readers_are_not_blocked_by_a_writer_and_writers_queue(
     reader.close()
 
 
-def test_vector_search_uses_the_hnsw_index(
-    backend: PostgresBackend, postgres_url: str, catalog: str
-) -> None:
+def test_vector_search_uses_the_hnsw_index(postgres_url: str, catalog: str) -> None:
+    backend = PostgresBackend(postgres_url, PostgresConfig(
+        schema_name=catalog, pool_min_size=0, exact_search_max_vectors=1000))
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((3000, 32)).astype(np.float32)
     schema = index_schema_name(catalog, "big")
@@ -397,7 +398,129 @@ def test_loader_requires_a_url_and_masks_the_password(tmp_path: Path) -> None:
         {"kind": "postgres", "postgres": {"url": "postgresql://me:pw123@db.example:6543/prod"}})
     store = load_postgres_backend(config, tmp_path)
     assert store.location == "postgresql://me@db.example:6543/prod"
-    assert masked_location("not a url ===") == "postgresql://(unparsable URL)"
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("postgresql+psycopg://ukr:S3cretPW@db.example.com:5432/ukr", "SQLAlchemy"),
+        ("mysql://ukr:S3cretPW@db.example.com/ukr", "must start with postgresql://"),
+        ("host=db user=ukr password=S3cretPW dbname", "not a valid libpq connection URL"),
+    ],
+)
+def test_bad_urls_are_configuration_errors_without_the_password(
+    tmp_path: Path, url: str, message: str
+) -> None:
+    config = StoresConfig.model_validate({"kind": "postgres", "postgres": {"url": url}})
+    with pytest.raises(ConfigurationError, match=message) as err:
+        load_postgres_backend(config, tmp_path)
+    assert "S3cretPW" not in str(err.value) and "stores.postgres.url" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://ukr:Pa/ssw0rd@localhost:5432/ukr", "postgresql://ukr@localhost:5432/ukr"),
+        ("postgresql://ukr:p@ss@db:5432/ukr?sslmode=require&password=x",
+         "postgresql://ukr@db:5432/ukr"),
+        ("postgresql://ukr:with space%zz@db/ukr", "postgresql://ukr@db/ukr"),
+        ("postgresql+psycopg://u:S3cret@h/d", "postgresql+psycopg://u@h/d"),
+        ("host=h port=5433 user=u password=S3cret dbname=d", "postgresql://u@h:5433/d"),
+        ("host=h password='unterminated", "postgresql://(unparsable connection string)"),
+    ],
+)
+def test_locations_never_show_the_password(url: str, shown: str) -> None:
+    assert masked_location(url) == shown
+
+
+def test_error_messages_are_scrubbed() -> None:
+    url = "postgresql://ukr:Pa/ss@db/x"
+    text = 'missing "=" after "postgresql://ukr:Pa/ss@db/x" in connection info string'
+    assert "Pa/ss" not in scrub(text, url)
+    assert scrub("password=hunter2 host=x", "host=x password=hunter2") == "password=*** host=x"
+
+
+def test_pool_bounds_are_validated() -> None:
+    with pytest.raises(ValueError, match="pool_min_size must not exceed pool_max_size"):
+        PostgresConfig(pool_min_size=5, pool_max_size=2)
+
+
+def test_many_identical_vectors_do_not_hide_the_others(backend: PostgresBackend) -> None:
+    """Boilerplate repeated in every file gives hundreds of identical vectors; each distinct
+    record must still be found by its own vector (HNSW alone misses most of them)."""
+    rng = np.random.default_rng(5)
+    unique = rng.standard_normal((9, 64)).astype(np.float32)
+    boiler = np.repeat(rng.standard_normal((1, 64)).astype(np.float32), 2000, axis=0)
+
+    async def body() -> list[str]:
+        idx = backend.search_index("dups")
+        records = [IndexRecord(id=f"b{i:04d}", text="boilerplate") for i in range(2000)]
+        records += [IndexRecord(id=f"u{i}", text=f"unique {i}") for i in range(9)]
+        await idx.upsert(TU, records, np.vstack([boiler, unique]))
+        found = []
+        for i in range(9):
+            hits = await idx.search(TU, query_vector=unique[i], mode=SearchMode.VECTOR, k=1)
+            found.append(hits[0].id)
+        return found
+
+    assert asyncio.run(body()) == [f"u{i}" for i in range(9)]
+
+
+def test_changing_text_search_config_on_an_index_is_refused(
+    postgres_url: str, catalog: str
+) -> None:
+    async def build() -> None:
+        async with PostgresBackend(postgres_url, PostgresConfig(schema_name=catalog)) as store:
+            await store.search_index("i").upsert(TU, [IndexRecord(id="a", text="running fast")])
+
+    asyncio.run(build())
+    stemmed = PostgresConfig(schema_name=catalog, text_search_config="english")
+
+    async def query() -> None:
+        async with PostgresBackend(postgres_url, stemmed) as store:
+            await store.search_index("i").search(TU, query_text="runs", mode=SearchMode.LEXICAL)
+
+    with pytest.raises(ConfigurationError, match="built with text_search_config 'simple'"):
+        asyncio.run(query())
+
+
+def test_a_read_only_session_can_query_an_existing_index(
+    postgres_url: str, catalog: str
+) -> None:
+    async def build() -> None:
+        async with PostgresBackend(postgres_url, PostgresConfig(schema_name=catalog)) as store:
+            await store.search_index("i").upsert(TU, [IndexRecord(id="a", text="pangolin")])
+
+    asyncio.run(build())
+    info = psycopg.conninfo.conninfo_to_dict(postgres_url)
+    read_only = psycopg.conninfo.make_conninfo(
+        **{**info, "options": "-c default_transaction_read_only=on"})
+
+    async def query() -> tuple[list[str], list[str]]:
+        async with PostgresBackend(read_only, PostgresConfig(schema_name=catalog)) as store:
+            hits = await store.search_index("i").search(TU, query_text="pangolin",
+                                                         mode=SearchMode.LEXICAL)
+            return [h.id for h in hits], await store.list_indexes()
+
+    assert asyncio.run(query()) == (["a"], ["i"])
+
+
+def test_close_waits_for_calls_in_flight(postgres_url: str, catalog: str) -> None:
+    async def body() -> tuple[object, float]:
+        store = PostgresBackend(postgres_url, PostgresConfig(schema_name=catalog))
+
+        async def slow(conn: Conn) -> str:
+            await conn.execute("SELECT pg_sleep(0.5)")
+            return "done"
+
+        call = asyncio.create_task(store.database.catalog_tx(slow))
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        await store.aclose()
+        return await asyncio.wait_for(call, 5), time.monotonic() - started
+
+    result, waited = asyncio.run(body())
+    assert result == "done" and waited < 5
 
 
 def test_bm25_with_pruned_terms_equals_sqlite_on_a_zipf_corpus(

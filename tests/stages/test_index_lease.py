@@ -11,7 +11,7 @@ import pytest
 from numpy.typing import NDArray
 from typer.testing import CliRunner
 
-from tests.fakes import FakeEmbedder
+from tests.fakes import FakeBackend, FakeEmbedder
 from tests.fakes.stores import FakeDocRegistry
 from tests.support.corpus import write_good_docs
 from unified_kg_rag.adapters.sqlite import SqliteBackend
@@ -21,6 +21,7 @@ from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.domain.models import Collection, Lease
 from unified_kg_rag.ingestion.lease import LeaseLostError, held_lease
 from unified_kg_rag.ingestion.pipeline import IndexPipeline
+from unified_kg_rag.ports import IndexStores
 from unified_kg_rag.util.errors import IndexBusyError
 
 pytestmark = pytest.mark.integration
@@ -140,3 +141,43 @@ def test_cli_index_refuses_a_held_index(tmp_path: Path, monkeypatch: pytest.Monk
     assert result.exit_code == 2
     assert result.stderr.startswith("IndexBusyError: index 'default' is being written by "
                                     "buildbox:4242:cafe")
+
+
+def test_a_paused_run_stops_before_its_next_write() -> None:
+    """A run paused past two thirds of its term (SIGSTOP, a frozen VM) may have lost the index
+    to another run: its next write is refused before it reaches the store."""
+    from unified_kg_rag.ingestion.lease import fenced
+    from unified_kg_rag.util.errors import LeaseLostError as Lost
+
+    async def body() -> None:
+        backend = FakeBackend()
+        stores = IndexStores(name="idx", search=backend.search_index("idx"),
+                             graph=backend.graph_store("idx"),
+                             registry=backend.doc_registry("idx"),
+                             records=backend.record_store("idx"))
+        async with held_lease(stores.registry, "idx", ttl_s=30, holder="me:1:a") as fence:
+            guarded = fenced(stores, fence)
+            await guarded.records.put("ns", "k", "written while the lease is fresh")
+            assert await guarded.records.count("ns") == 1  # reads are never fenced
+            fence.renewal_sent -= 25  # as if the process had been frozen for 25 s
+            with pytest.raises(Lost, match="last renewed 25 s ago"):
+                await guarded.records.put("ns", "k2", "must not land")
+            assert await stores.records.get("ns", "k2") is None
+
+    asyncio.run(body())
+
+
+def test_a_run_that_resumes_after_its_lease_was_taken_and_released_stops() -> None:
+    async def body() -> None:
+        registry = FakeDocRegistry("idx")
+
+        async def run_a() -> None:
+            async with held_lease(registry, "idx", ttl_s=0.6, holder="a:1:x"):
+                # meanwhile run B takes the (lapsed) index over, finishes and releases it
+                registry.lease = None
+                await asyncio.sleep(5)
+
+        with pytest.raises(LeaseLostError, match="released"):
+            await asyncio.wait_for(run_a(), 3)
+
+    asyncio.run(body())

@@ -1,16 +1,18 @@
 """What every command shares: options, project and config resolution, logging, error mapping.
 
 Exit codes (STYLE.md §10): 0 ok, 1 unexpected, 2 configuration or usage, 3 some inputs
-failed, 130 interrupted. Errors print one line, ``ErrorType: message``, on stderr; tracebacks
-only with ``--verbose``.
+failed, 130 interrupted (143 when stopped by SIGTERM). Errors print one line,
+``ErrorType: message``, on stderr; tracebacks only with ``--verbose``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -130,6 +132,8 @@ def load(
     )
     for noisy in ("httpx", "sentence_transformers", "transformers", "urllib3"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+    # the connection pool logs each failed reconnection; the store error says it once
+    logging.getLogger("psycopg.pool").setLevel(max(level, logging.ERROR))
     # pypdf logs every malformed object it repairs; the parser reports real failures itself
     logging.getLogger("pypdf").setLevel(max(level, logging.ERROR))
     return project_dir, config
@@ -148,11 +152,26 @@ def run(
         verbose: print tracebacks.
         interrupted: what to say on Ctrl-C (exit 130).
 
+    SIGTERM stops the command like Ctrl-C (exit 143 instead of 130).
+
     Raises:
         typer.Exit: always on failure, with the mapped exit code.
     """
+    async def main_stopping_on_sigterm() -> T:
+        # SIGTERM (docker stop, systemd, Kubernetes, timeout) unwinds like Ctrl-C, so leases
+        # are given up and the command exits 143 after saying what was kept
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            if task is not None:
+                loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        return await main()
+
     try:
-        return asyncio.run(main())
+        return asyncio.run(main_stopping_on_sigterm())
+    except asyncio.CancelledError:
+        err_console.print(interrupted.replace("Interrupted", "Terminated", 1), soft_wrap=True)
+        raise typer.Exit(143) from None
     except UkrError as exc:
         if verbose:
             err_console.print_exception()

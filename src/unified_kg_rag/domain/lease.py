@@ -9,9 +9,9 @@ one transaction (row lock or write lock), with their own clock.
 from __future__ import annotations
 
 from unified_kg_rag.domain.models import Lease
-from unified_kg_rag.util.errors import IndexBusyError
+from unified_kg_rag.util.errors import IndexBusyError, LeaseLostError
 
-__all__ = ["next_lease"]
+__all__ = ["next_lease", "renewed_lease"]
 
 
 def next_lease(index: str, current: Lease | None, holder: str, now: float, ttl_s: float) -> Lease:
@@ -40,3 +40,22 @@ def next_lease(index: str, current: Lease | None, holder: str, now: float, ttl_s
     renewing = current is not None and current.holder == holder
     acquired = current.acquired_at if renewing and current is not None else now
     return Lease(holder=holder, acquired_at=acquired, expires_at=now + ttl_s)
+
+
+def renewed_lease(
+    index: str, current: Lease | None, holder: str, now: float, ttl_s: float
+) -> Lease:
+    """Return ``holder``'s lease renewed at ``now``, or raise when it is no longer theirs.
+
+    A lease that lapsed but that nobody took is still its holder's to renew (nobody else can
+    have written). One that was released, or taken by another run after it lapsed, is lost:
+    the holder must stop before writing again (seed 000 §5.6, the write fence).
+
+    Raises:
+        LeaseLostError: ``current`` is None or belongs to another holder.
+        ValueError: ``ttl_s`` is not positive.
+    """
+    if current is None or current.holder != holder:
+        taken = f"it is held by {current.holder}" if current is not None else "it was released"
+        raise LeaseLostError(f"index {index!r}: {holder} lost its write lease ({taken})")
+    return next_lease(index, current, holder, now, ttl_s)

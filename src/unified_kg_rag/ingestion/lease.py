@@ -2,10 +2,14 @@
 
 `held_lease` takes the lease before the run's first registry read, renews it by a heartbeat
 every sixth of its term, and gives it up when the run ends (also when it fails or is
-interrupted, so the next run need not wait for it to lapse). If renewal fails the run is
-stopped while it still holds the lease: at once when another run has taken the index over,
-or once less than a third of the term is left since the last successful renewal when the
-store cannot be reached.
+interrupted, so the next run need not wait for it to lapse). It yields a `LeaseFence`, and
+`fenced` wraps the run's store ports so that every write first checks it.
+
+The fence fails once the lease is known lost (a renewal found it released or taken), and once
+less than a third of the term is left since the last successful renewal was sent: a run that
+was paused (SIGSTOP, a frozen VM, a long GC) or cut off from the store stops before its next
+write, while its lease has not lapsed yet, instead of writing over the run that took the index
+over. The heartbeat also cancels the run when a renewal finds the lease lost.
 """
 
 from __future__ import annotations
@@ -17,18 +21,24 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar, cast
 
-from unified_kg_rag.ports import DocRegistry
-from unified_kg_rag.util.errors import IndexBusyError, StoreError
+from unified_kg_rag.ports import DocRegistry, GraphStore, IndexStores, RecordStore, SearchIndex
+from unified_kg_rag.util.errors import LeaseLostError, StoreError
 
-__all__ = ["LeaseLostError", "held_lease", "new_holder"]
+__all__ = ["LeaseFence", "LeaseLostError", "fenced", "held_lease", "new_holder"]
 
 logger = logging.getLogger(__name__)
 
+P = TypeVar("P")
 
-class LeaseLostError(StoreError):
-    """The run could not renew its lease and was stopped before it could lapse."""
+_WRITES = frozenset({
+    "bind_embedding", "upsert", "delete", "upsert_entities", "upsert_relationships",
+    "delete_entities", "delete_relationships", "upsert_communities", "delete_communities",
+    "upsert_reports", "put", "put_many",
+})
+"""Port methods that write (checked by the fence); every other method passes through."""
 
 
 def new_holder() -> str:
@@ -36,11 +46,80 @@ def new_holder() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+class LeaseFence:
+    """What a run knows locally about its lease; `check` before every write.
+
+    Args:
+        index: the index name (for messages).
+        holder: the run's holder name.
+        ttl_s: the lease term, seconds.
+    """
+
+    def __init__(self, index: str, holder: str, ttl_s: float) -> None:
+        self.index = index
+        self.holder = holder
+        self.ttl_s = ttl_s
+        self.renewal_sent = time.monotonic()
+        """When the last successful renewal was sent (monotonic seconds)."""
+        self.lost: BaseException | None = None
+
+    def check(self) -> None:
+        """Raise unless the run may still write.
+
+        Raises:
+            LeaseLostError: the lease was found lost, or less than a third of its term is left
+                since the last successful renewal was sent.
+        """
+        if self.lost is not None:
+            raise LeaseLostError(
+                f"index {self.index!r}: stopped, the write lease was lost ({self.lost}); what "
+                "was committed stays, the next run repairs the rest"
+            )
+        since = time.monotonic() - self.renewal_sent
+        if since > self.ttl_s * 2 / 3:
+            raise LeaseLostError(
+                f"index {self.index!r}: stopped, the write lease was last renewed {since:.0f} s "
+                f"ago (term {self.ttl_s:g} s, indexing.lease_s); another run may own the index "
+                "now. What was committed stays, the next run repairs the rest"
+            )
+
+
+class _Fenced:
+    """A port whose write methods check a `LeaseFence` before running."""
+
+    def __init__(self, port: object, fence: LeaseFence) -> None:
+        self._port = port
+        self._fence = fence
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._port, name)
+        if name not in _WRITES:
+            return attribute
+        method = cast(Callable[..., Awaitable[Any]], attribute)
+
+        async def checked(*args: Any, **kwargs: Any) -> Any:
+            self._fence.check()
+            return await method(*args, **kwargs)
+
+        return checked
+
+
+def fenced(stores: IndexStores, fence: LeaseFence) -> IndexStores:
+    """Return ``stores`` with every write method checking ``fence`` first."""
+    return IndexStores(
+        name=stores.name,
+        search=cast(SearchIndex, _Fenced(stores.search, fence)),
+        graph=cast(GraphStore, _Fenced(stores.graph, fence)),
+        registry=cast(DocRegistry, _Fenced(stores.registry, fence)),
+        records=cast(RecordStore, _Fenced(stores.records, fence)),
+    )
+
+
 @contextlib.asynccontextmanager
 async def held_lease(
     registry: DocRegistry, index: str, *, ttl_s: float, holder: str | None = None
-) -> AsyncIterator[str]:
-    """Hold ``index``'s lease while the body runs; yield the holder name.
+) -> AsyncIterator[LeaseFence]:
+    """Hold ``index``'s lease while the body runs; yield its `LeaseFence`.
 
     Args:
         registry: the index's doc registry.
@@ -50,47 +129,49 @@ async def held_lease(
 
     Raises:
         IndexBusyError: another run holds the lease (raised before the body starts).
-        LeaseLostError: renewal failed; the body was cancelled.
+        LeaseLostError: the lease was lost; the body was cancelled or its write refused.
     """
     holder = holder or new_holder()
+    sent = time.monotonic()
     await registry.acquire_lease(holder, ttl_s)
+    fence = LeaseFence(index, holder, ttl_s)
+    fence.renewal_sent = sent
     body = asyncio.current_task()
-    lost: list[BaseException] = []
 
     async def heartbeat() -> None:
-        renewed = time.monotonic()
         while True:
             await asyncio.sleep(ttl_s / 6)
+            sent = time.monotonic()
             try:
-                await registry.acquire_lease(holder, ttl_s)
-                renewed = time.monotonic()
+                await registry.renew_lease(holder, ttl_s)
+                fence.renewal_sent = sent
                 continue
-            except IndexBusyError as exc:
-                lost.append(exc)
+            except LeaseLostError as exc:
+                fence.lost = exc
             except StoreError as exc:
-                if time.monotonic() - renewed < ttl_s * 2 / 3:
+                if time.monotonic() - fence.renewal_sent < ttl_s * 2 / 3:
                     logger.warning("index %r: lease renewal failed, will retry: %s", index, exc)
                     continue
-                lost.append(exc)
+                fence.lost = exc
             if body is not None:
                 body.cancel()
             return
 
     beat = asyncio.create_task(heartbeat(), name=f"ukr-lease-{index}")
     try:
-        yield holder
+        yield fence
     except asyncio.CancelledError:
-        if lost:
+        if fence.lost is not None:
             raise LeaseLostError(
                 f"index {index!r}: stopped because the write lease could not be renewed "
-                f"({lost[0]}); what was committed stays, the next run repairs the rest"
-            ) from lost[0]
+                f"({fence.lost}); what was committed stays, the next run repairs the rest"
+            ) from fence.lost
         raise
     finally:
         beat.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await beat
-        if not lost:
+        if fence.lost is None:
             try:
                 await asyncio.shield(registry.release_lease(holder))
             except StoreError as exc:

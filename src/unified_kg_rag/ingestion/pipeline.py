@@ -33,7 +33,7 @@ from unified_kg_rag.domain.models import (
 )
 from unified_kg_rag.domain.usage import usage_scope
 from unified_kg_rag.ingestion.corpus import CorpusFile, discover, parse_file, read_file
-from unified_kg_rag.ingestion.lease import held_lease
+from unified_kg_rag.ingestion.lease import fenced, held_lease
 from unified_kg_rag.ingestion.report import FailedDocument, IndexReport
 from unified_kg_rag.ports import (
     DocumentParser,
@@ -159,11 +159,15 @@ class IndexPipeline:
             self._stores.registry, self._stores.name, ttl_s=self._config.indexing.lease_s
         )
         with usage_scope() as usage:
-            async with lease:  # one writer per index, before the first registry read
-                hashed = await self._hash_all(files, report)
-                todo = await self._diff(hashed, report)
-                if todo:
-                    await self._process(todo, report)
+            async with lease as fence:  # one writer per index, before the first registry read
+                stores, self._stores = self._stores, fenced(self._stores, fence)
+                try:
+                    hashed = await self._hash_all(files, report)
+                    todo = await self._diff(hashed, report)
+                    if todo:
+                        await self._process(todo, report)
+                finally:
+                    self._stores = stores
         report.usage = usage
         report.elapsed_s = round(time.perf_counter() - started, 3)
         return report

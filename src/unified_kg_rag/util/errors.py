@@ -28,6 +28,7 @@ __all__ = [
     "IndexBusyError",
     "IndexingInterruptedError",
     "InputError",
+    "LeaseLostError",
     "MethodologyNotIndexedError",
     "ModelError",
     "ModelIntegrityError",
@@ -115,6 +116,10 @@ class StoreConnectionError(StoreError):
 
 class StoreSchemaError(StoreError):
     """The store's schema is newer than this code or otherwise incompatible."""
+
+
+class LeaseLostError(StoreError):
+    """A run no longer holds its index's write lease (it lapsed and was taken or released)."""
 
 
 class StoreTimeoutError(StoreError):

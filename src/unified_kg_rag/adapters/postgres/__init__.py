@@ -39,7 +39,17 @@ def load_postgres_backend(config: StoresConfig, project_dir: Path) -> StoreBacke
             "environment variable UKR_STORES__POSTGRES__URL)",
             field="stores.postgres.url",
         )
+    url = config.postgres.url.get_secret_value().strip()
+    scheme = url.split("://", 1)[0].lower() if "://" in url else None
+    if scheme is not None and scheme not in ("postgresql", "postgres"):
+        hint = " (drop the '+driver' part of a SQLAlchemy URL)" if "+" in scheme else ""
+        raise ConfigurationError(
+            f"must start with postgresql:// (got {scheme}://){hint}", field="stores.postgres.url"
+        )
     try:
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict
+
         from unified_kg_rag.adapters.postgres.backend import PostgresBackend
     except ImportError as exc:
         raise ConfigurationError(
@@ -47,7 +57,15 @@ def load_postgres_backend(config: StoresConfig, project_dir: Path) -> StoreBacke
             "pip install 'unified-kg-rag[postgres]'",
             field="stores.kind",
         ) from exc
-    return PostgresBackend(config.postgres.url.get_secret_value(), config.postgres)
+    try:
+        conninfo_to_dict(url)
+    except psycopg.Error:
+        raise ConfigurationError(  # the message would echo the URL and its password
+            "is not a valid libpq connection URL (postgresql://USER:PASSWORD@HOST:PORT/DB; "
+            "percent-encode special characters of the password, e.g. '/' as %2F)",
+            field="stores.postgres.url",
+        ) from None
+    return PostgresBackend(url, config.postgres)
 
 
 STORE_BACKENDS.register("postgres", load_postgres_backend)

@@ -50,9 +50,19 @@ from unified_kg_rag.util.errors import (
     StoreTimeoutError,
 )
 
-__all__ = ["APPLICATION_NAME", "Conn", "PgDatabase", "index_schema_name", "masked_location"]
+__all__ = [
+    "APPLICATION_NAME",
+    "Conn",
+    "PgDatabase",
+    "index_schema_name",
+    "masked_location",
+    "scrub",
+]
 
 logger = logging.getLogger(__name__)
+
+_CLOSE_GRACE_S = 5.0
+"""How long `PgDatabase.close` lets calls in flight finish before failing them, seconds."""
 
 APPLICATION_NAME = "unified-kg-rag"
 """The ``application_name`` of every connection (visible in ``pg_stat_activity``)."""
@@ -62,32 +72,67 @@ Conn = AsyncConnection[Any]
 """A pooled connection (autocommit off inside `PgDatabase` transactions)."""
 
 
-def masked_location(url: str) -> str:
-    """Return ``url`` as ``postgresql://user@host:port/dbname`` without the password.
+_URL = re.compile(r"^\s*(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$", re.S)
+_URL_USERINFO = re.compile(r"(://[^:/@\s]*):[^\s]*@")
+_KEYWORD_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.I)
 
-    A URL that cannot be parsed gives ``postgresql://(unparsable URL)``; the password never
-    appears in a message.
+
+def masked_location(url: str) -> str:
+    """Return where ``url`` points as ``scheme://user@host:port/dbname``, without the password.
+
+    Works on what users type even when it is not a valid URL (a password with ``/`` or ``@``
+    in it, a SQLAlchemy ``postgresql+psycopg://`` URL): everything before the last ``@`` but
+    the user name, and every query parameter, are left out. A ``key=value`` connection string
+    shows its host, port, user and database. The password never appears.
     """
+    match = _URL.match(url)
+    if match is not None:
+        rest = match["rest"]
+        user = ""
+        if "@" in rest:
+            userinfo, rest = rest.rsplit("@", 1)
+            user = userinfo.split(":", 1)[0].split("?", 1)[0] + "@"
+        return f"{match['scheme']}://{user}{rest.split('?', 1)[0]}"
     try:
         parts = conninfo_to_dict(url)
     except psycopg.Error:
-        return "postgresql://(unparsable URL)"
+        return "postgresql://(unparsable connection string)"
     user = f"{parts['user']}@" if parts.get("user") else ""
     host = str(parts.get("host") or "localhost")
     port = f":{parts['port']}" if parts.get("port") else ""
     return f"postgresql://{user}{host}{port}/{parts.get('dbname') or ''}"
 
 
+def scrub(text: str, url: str) -> str:
+    """Return ``text`` (an error message) with any password of ``url`` replaced by ``***``."""
+    secrets: list[str] = []
+    match = _URL.match(url)
+    if match is not None and "@" in match["rest"]:
+        userinfo = match["rest"].rsplit("@", 1)[0]
+        if ":" in userinfo:
+            secrets.append(userinfo.split(":", 1)[1])
+    try:
+        password = conninfo_to_dict(url).get("password")
+        if password:
+            secrets.append(str(password))
+    except psycopg.Error:
+        pass
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    text = _URL_USERINFO.sub(r"\1:***@", text)
+    return _KEYWORD_PASSWORD.sub(r"\1***", text)
+
+
 def index_schema_name(catalog: str, index: str) -> str:
     """Return the schema that holds ``index``: ``<catalog>_<slug>_<hash8>``.
 
     The slug keeps the name readable in ``psql`` (lowercase, other characters ``_``, at most
-    32 characters); the hash of the exact name keeps distinct names distinct ("A" and "a",
-    "x.y" and "x_y"). At most 31 + 1 + 32 + 1 + 8 = 73 characters before truncation; the result
-    is cut to PostgreSQL's 63-byte identifier limit keeping the hash.
+    32 characters); the hash of the catalog and the exact name keeps distinct names distinct
+    ("A" and "a", "x.y" and "x_y", two catalogs whose prefixes were cut alike). The prefix is
+    cut so the result fits PostgreSQL's 63-byte identifier limit.
     """
     slug = re.sub(r"[^a-z0-9_]", "_", index.lower())[:32]
-    digest = hashlib.sha256(index.encode("utf-8")).hexdigest()[:8]
+    digest = hashlib.sha256(f"{catalog}\x00{index}".encode()).hexdigest()[:8]
     prefix = f"{catalog}_{slug}"[: 63 - 9]
     return f"{prefix}_{digest}"
 
@@ -117,6 +162,8 @@ class PgDatabase:
         self._open_lock: asyncio.Lock | None = None
         self._closed = False
         self._vector_schema = "public"
+        self._inflight: set[asyncio.Task[Any]] = set()
+        """Calls running on the loop thread (so `close` can let them finish or fail them)."""
         self._schemas: dict[str, str] = {}
         """Index name -> schema, for indexes known to exist and be migrated (loop thread)."""
 
@@ -227,29 +274,44 @@ class PgDatabase:
         future = asyncio.run_coroutine_threadsafe(self._guarded(make), loop)
         return await asyncio.wrap_future(future)
 
+    def _line(self, exc: BaseException) -> str:
+        return scrub(_first_line(exc), self._url)
+
     async def _guarded(self, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        task = asyncio.current_task()
+        if task is not None:
+            self._inflight.add(task)
         try:
             return await make()
+        except asyncio.CancelledError:
+            if self._closed:
+                raise StoreConnectionError(
+                    f"PostgreSQL {self.location}: the store was closed while this call ran"
+                ) from None
+            raise
         except StoreError:
             raise
         except PoolTimeout as exc:
             raise StoreConnectionError(
                 f"PostgreSQL {self.location}: no connection within "
                 f"{self.config.connect_timeout_s:g} s (stores.postgres.connect_timeout_s; pool "
-                f"of {self.config.pool_max_size}): {_first_line(exc)}"
+                f"of {self.config.pool_max_size}): {self._line(exc)}"
             ) from exc
         except psycopg.errors.QueryCanceled as exc:
             raise StoreTimeoutError(
                 f"PostgreSQL {self.location}: statement cancelled after "
                 f"{self.config.statement_timeout_s:g} s (stores.postgres.statement_timeout_s): "
-                f"{_first_line(exc)}"
+                f"{self._line(exc)}"
             ) from exc
         except psycopg.OperationalError as exc:
-            raise StoreConnectionError(f"PostgreSQL {self.location}: {_first_line(exc)}") from exc
+            raise StoreConnectionError(f"PostgreSQL {self.location}: {self._line(exc)}") from exc
         except psycopg.Error as exc:
-            raise StoreError(f"PostgreSQL {self.location}: {_first_line(exc)}") from exc
+            raise StoreError(f"PostgreSQL {self.location}: {self._line(exc)}") from exc
         except OSError as exc:
             raise StoreConnectionError(f"PostgreSQL {self.location}: {exc}") from exc
+        finally:
+            if task is not None:
+                self._inflight.discard(task)
 
     async def _pool_ready(self) -> AsyncConnectionPool[Conn]:
         if self._pool is not None:
@@ -278,9 +340,16 @@ class PgDatabase:
     def _connect_kwargs(self) -> dict[str, Any]:
         # libpq's connect_timeout is whole seconds, at least 2; the application name lets an
         # operator find these sessions in pg_stat_activity
+        # TCP keepalives and a user timeout so a dead peer (failover, black-holed network) is
+        # noticed within about a minute instead of never
         return {
             "connect_timeout": max(2, math.ceil(self.config.connect_timeout_s)),
             "application_name": APPLICATION_NAME,
+            "keepalives": 1,
+            "keepalives_idle": 30,
+            "keepalives_interval": 10,
+            "keepalives_count": 3,
+            "tcp_user_timeout": 60_000,
         }
 
     async def _configure(self, conn: Conn) -> None:
@@ -296,7 +365,8 @@ class PgDatabase:
     async def _prepare_database(self) -> None:
         conn = await AsyncConnection.connect(self._url, autocommit=True, **self._connect_kwargs())
         async with conn:
-            await self._ensure_vector_extension(conn)
+            async with conn.transaction():
+                await self._ensure_vector_extension(conn)
             async with conn.transaction():
                 await self._migrate(conn, self.catalog, CATALOG_MIGRATIONS, kind="catalog")
 
@@ -306,13 +376,15 @@ class PgDatabase:
             "WHERE e.extname = 'vector'"
         )).fetchone()
         if row is None:
+            # processes starting together on a fresh database create it once
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('ukr-vector', 0))")
             try:
                 await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             except (psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedFile,
                     psycopg.errors.FeatureNotSupported) as exc:
                 raise StoreSchemaError(
                     f"PostgreSQL {self.location}: the pgvector extension is not installed and "
-                    f"cannot be created here ({_first_line(exc)}). Install pgvector on the "
+                    f"cannot be created here ({self._line(exc)}). Install pgvector on the "
                     "server and run `CREATE EXTENSION vector;` as a privileged user"
                 ) from exc
             row = await (await conn.execute(
@@ -322,6 +394,14 @@ class PgDatabase:
         self._vector_schema = str(row[0]) if row else "public"
 
     async def _close_pool(self) -> None:
+        # calls already running get a few seconds to finish; the rest fail with a store error
+        running = [t for t in self._inflight if t is not asyncio.current_task()]
+        if running:
+            _, pending = await asyncio.wait(running, timeout=_CLOSE_GRACE_S)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=_CLOSE_GRACE_S)
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()
@@ -331,8 +411,14 @@ class PgDatabase:
     async def _migrate(
         self, conn: Conn, schema: str, migrations: tuple[PgMigration, ...], *, kind: str
     ) -> list[str]:
-        """Create ``schema`` if needed and apply its missing migrations (in a transaction)."""
+        """Create ``schema`` if needed and apply its missing migrations (in a transaction).
+
+        A schema that is already current is only read (no lock, no DDL), so a read-only role
+        or a read replica can serve queries.
+        """
         ident = sql.Identifier(schema)
+        if await self._current(conn, schema, migrations, kind=kind):
+            return []
         await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                            (f"ukr-migrate:{schema}",))
         await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
@@ -344,13 +430,7 @@ class PgDatabase:
         )
         rows = await (await conn.execute("SELECT name FROM schema_migrations")).fetchall()
         recorded = {str(r[0]) for r in rows}
-        unknown = sorted(recorded - {m.name for m in migrations})
-        if unknown:
-            raise StoreSchemaError(
-                f"PostgreSQL {self.location}: {kind} schema {schema!r} was written by a newer "
-                f"version of unified-kg-rag (unknown schema migrations: {', '.join(unknown)}); "
-                "upgrade unified-kg-rag to use it"
-            )
+        self._check_known(recorded, schema, migrations, kind=kind)
         applied: list[str] = []
         for migration in migrations:
             if migration.name in recorded:
@@ -364,6 +444,31 @@ class PgDatabase:
             logger.info("applied %s migrations %s to %s schema %s", kind, ", ".join(applied),
                         self.location, schema)
         return applied
+
+    async def _current(
+        self, conn: Conn, schema: str, migrations: tuple[PgMigration, ...], *, kind: str
+    ) -> bool:
+        """Return True when ``schema`` records every migration; raise when it records more."""
+        ledger = sql.Identifier(schema, "schema_migrations")
+        row = await (await conn.execute(
+            "SELECT to_regclass(%s)", (ledger.as_string(conn),))).fetchone()
+        if row is None or row[0] is None:
+            return False
+        rows = await (await conn.execute(sql.SQL("SELECT name FROM {}").format(ledger))).fetchall()
+        recorded = {str(r[0]) for r in rows}
+        self._check_known(recorded, schema, migrations, kind=kind)
+        return {m.name for m in migrations} <= recorded
+
+    def _check_known(
+        self, recorded: set[str], schema: str, migrations: tuple[PgMigration, ...], *, kind: str
+    ) -> None:
+        unknown = sorted(recorded - {m.name for m in migrations})
+        if unknown:
+            raise StoreSchemaError(
+                f"PostgreSQL {self.location}: {kind} schema {schema!r} was written by a newer "
+                f"version of unified-kg-rag (unknown schema migrations: {', '.join(unknown)}); "
+                "upgrade unified-kg-rag to use it"
+            )
 
     async def _index_schema(self, conn: Conn, index: str, *, create: bool) -> str | None:
         known = self._schemas.get(index)

@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 
 from unified_kg_rag.adapters.postgres.database import Conn, PgDatabase
 from unified_kg_rag.domain.delta import diff_documents
-from unified_kg_rag.domain.lease import next_lease
+from unified_kg_rag.domain.lease import next_lease, renewed_lease
 from unified_kg_rag.domain.models import DocRecord, DocumentDelta, Lease
+from unified_kg_rag.util.errors import StoreError
 
 __all__ = ["PgDocRegistry"]
 
@@ -115,25 +116,38 @@ class PgDocRegistry:
             IndexBusyError: another holder's lease has not lapsed.
             ValueError: ``ttl_s`` is not positive.
         """
+        return await self._db.write_index(
+            self._index, lambda conn: self._take(conn, holder, ttl_s, renew=False),
+            serialize=False)
 
-        async def job(conn: Conn) -> Lease:
-            await conn.execute(
-                "INSERT INTO lease (holder, acquired_at, expires_at) VALUES ('', 0, 0) "
-                "ON CONFLICT (singleton) DO NOTHING")
-            row = await (await conn.execute(
-                "SELECT holder, acquired_at, expires_at, "
-                "extract(epoch FROM clock_timestamp())::float8 FROM lease FOR UPDATE"
-            )).fetchone()
-            assert row is not None  # inserted above
-            current = Lease(holder=row[0], acquired_at=row[1], expires_at=row[2]) if row[0] \
-                else None
-            lease = next_lease(self._index, current, holder, float(row[3]), ttl_s)
-            await conn.execute(
-                "UPDATE lease SET holder = %s, acquired_at = %s, expires_at = %s",
-                (lease.holder, lease.acquired_at, lease.expires_at))
-            return lease
+    async def renew_lease(self, holder: str, ttl_s: float) -> Lease:
+        """Extend ``holder``'s lease (`domain.lease.renewed_lease`), row locked, server time.
 
-        return await self._db.write_index(self._index, job, serialize=False)
+        Raises:
+            LeaseLostError: ``holder`` no longer holds it.
+        """
+        return await self._db.write_index(
+            self._index, lambda conn: self._take(conn, holder, ttl_s, renew=True),
+            serialize=False)
+
+    async def _take(self, conn: Conn, holder: str, ttl_s: float, *, renew: bool) -> Lease:
+        await conn.execute(
+            "INSERT INTO lease (holder, acquired_at, expires_at) VALUES ('', 0, 0) "
+            "ON CONFLICT (singleton) DO NOTHING")
+        row = await (await conn.execute(
+            "SELECT holder, acquired_at, expires_at, "
+            "extract(epoch FROM clock_timestamp())::float8 FROM lease FOR UPDATE"
+        )).fetchone()
+        if row is None:  # pragma: no cover - the row was inserted above
+            raise StoreError(f"index {self._index!r}: the lease row is missing")
+        current = Lease(holder=row[0], acquired_at=row[1], expires_at=row[2]) if row[0] \
+            else None
+        rule = renewed_lease if renew else next_lease
+        lease = rule(self._index, current, holder, float(row[3]), ttl_s)
+        await conn.execute(
+            "UPDATE lease SET holder = %s, acquired_at = %s, expires_at = %s",
+            (lease.holder, lease.acquired_at, lease.expires_at))
+        return lease
 
     async def release_lease(self, holder: str) -> bool:
         """Give the lease up if ``holder`` holds it; return whether it did."""

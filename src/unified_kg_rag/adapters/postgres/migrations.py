@@ -89,6 +89,8 @@ INDEX_MIGRATIONS: tuple[PgMigration, ...] = (
                 collection {_KEY} PRIMARY KEY,
                 n_docs bigint NOT NULL, total_terms bigint NOT NULL
             )""",
+            # settings an index is built with and must keep (text_search_config)
+            f"CREATE TABLE index_settings (key {_KEY} PRIMARY KEY, value text NOT NULL)",
             """CREATE TABLE embedding_binding (
                 singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
                 model_id text NOT NULL, dimension integer NOT NULL

@@ -12,9 +12,10 @@ same transaction as the records, or PostgreSQL's ``ts_rank_cd`` when configured.
 Vector: ``embedding`` is a ``vector(d)`` column (typed once the dimension is known) with one
 partial HNSW index (cosine) per collection, so a query walks only its collection's graph.
 ``hnsw.ef_search`` is raised to the number of hits asked for (pgvector returns at most
-``ef_search`` rows). Filtered queries, requests for more than 1,000 hits and dimensions above
-pgvector's HNSW limit (2,000) use an exact scan instead: HNSW filters after the walk, which
-can miss matches of a selective filter.
+``ef_search`` rows). Small collections (``exact_search_max_vectors``), filtered queries,
+requests for more than 1,000 hits and dimensions above pgvector's HNSW limit (2,000) use an
+exact scan instead: HNSW is approximate, filters after its walk (missing matches of a
+selective filter), and a graph built over many identical vectors can hide the other records.
 
 Hybrid: both lists at once, on two pooled connections, fused in Python by
 `domain.fusion.weighted_rrf` (the same code as every backend).
@@ -44,7 +45,7 @@ from unified_kg_rag.domain.models import (
 )
 from unified_kg_rag.domain.text import lexical_query_terms, lexical_terms
 from unified_kg_rag.ports import Filters
-from unified_kg_rag.util.errors import EmbeddingMismatchError
+from unified_kg_rag.util.errors import ConfigurationError, EmbeddingMismatchError
 
 __all__ = ["PgSearchIndex", "tsquery_literal", "tsvector_literal"]
 
@@ -224,7 +225,8 @@ class PgSearchIndex:
         refuses, are stored as U+FFFD.
 
         Raises:
-            ValueError: ``vectors`` is not 2-D or has a row count other than ``len(records)``.
+            ValueError: ``vectors`` is not 2-D, has a row count other than ``len(records)``, or
+                holds NaN or infinite values.
             EmbeddingMismatchError: the dimension differs from the bound (or stored) one.
         """
         matrix: NDArray[np.float32] | None = None
@@ -234,6 +236,8 @@ class PgSearchIndex:
                 raise ValueError(
                     f"expected vectors of shape [{len(records)}, d], got {list(matrix.shape)}"
                 )
+            if not np.isfinite(matrix).all():
+                raise ValueError("vectors contain NaN or infinite values")
             matrix = _normalised(matrix)
         if not records:
             return
@@ -244,6 +248,7 @@ class PgSearchIndex:
         async def job(conn: Conn) -> None:
             if matrix is not None:
                 await self._check_dimension(conn, int(matrix.shape[1]))
+            await self._check_text_config(conn, record=True)
             await self._change_stats(conn, collection, ids, sign=-1)
             async with conn.cursor() as cur:
                 await cur.executemany(self._upsert_sql(), rows)
@@ -278,6 +283,32 @@ class PgSearchIndex:
             "lexemes = excluded.lexemes, term_freqs = excluded.term_freqs, "
             "n_terms = excluded.n_terms"
         ).format(lexemes=lexemes)
+
+    async def _check_text_config(self, conn: Conn, *, record: bool) -> bool:
+        """Check the index was built with this ``text_search_config`` (record it on writes).
+
+        Returns:
+            False when the index has no lexical terms yet (nothing recorded, not writing).
+
+        Raises:
+            ConfigurationError: the index's terms were made with another configuration.
+        """
+        row = await (await conn.execute(
+            "SELECT value FROM index_settings WHERE key = 'text_search_config'")).fetchone()
+        if row is None:
+            if record:
+                await conn.execute(
+                    "INSERT INTO index_settings (key, value) VALUES ('text_search_config', %s) "
+                    "ON CONFLICT (key) DO NOTHING", (self._ts_config,))
+            return record
+        if row[0] != self._ts_config:
+            raise ConfigurationError(
+                f"index {self._index!r} was built with text_search_config {row[0]!r}, not "
+                f"{self._ts_config!r}: its lexical terms would not match. Configure "
+                f"{row[0]!r}, or index into a new index (`ukr index PATH --index NAME`)",
+                field="stores.postgres.text_search_config",
+            )
+        return True
 
     async def _fill_stemmed_stats(self, conn: Conn, collection: Collection, ids: list[str]) -> None:
         # with a language configuration PostgreSQL made the lexemes; count them here
@@ -340,10 +371,11 @@ class PgSearchIndex:
     async def get(self, collection: Collection, ids: Sequence[str]) -> list[IndexRecord]:
         """Return the stored records with these ids, in the order of ``ids`` (missing skipped)."""
         empty: dict[str, IndexRecord] = {}
+        stored = [pg_text(i) for i in ids]
         found = await self._db.read_index(
-            self._index, lambda conn: self._hydrate(conn, collection, ids), empty
+            self._index, lambda conn: self._hydrate(conn, collection, stored), empty
         )
-        return [found[i] for i in ids if i in found]
+        return [found[i] for i in stored if i in found]
 
     async def existing_ids(self, collection: Collection, ids: Sequence[str]) -> set[str]:
         """Return the subset of ``ids`` stored with a vector."""
@@ -351,7 +383,8 @@ class PgSearchIndex:
         async def job(conn: Conn) -> set[str]:
             rows = await (await conn.execute(
                 "SELECT id FROM search_records WHERE collection = %s AND id = ANY(%s) "
-                "AND embedding IS NOT NULL", (collection.value, list(ids)))).fetchall()
+                "AND embedding IS NOT NULL",
+                (collection.value, [pg_text(i) for i in ids]))).fetchall()
             return {str(r[0]) for r in rows}
 
         return await self._db.read_index(self._index, job, set())
@@ -366,6 +399,13 @@ class PgSearchIndex:
             return int(row[0]) if row else 0
 
         return await self._db.read_index(self._index, job, 0)
+
+    @staticmethod
+    async def _records(conn: Conn, collection: Collection) -> int:
+        row = await (await conn.execute(
+            "SELECT n_docs FROM collection_stats WHERE collection = %s",
+            (collection.value,))).fetchone()
+        return int(row[0]) if row else 0
 
     async def _hydrate(
         self, conn: Conn, collection: Collection, ids: Sequence[str]
@@ -415,7 +455,9 @@ class PgSearchIndex:
         terms = lexical_query_terms(pg_text(query_text or "")) if use_text else []
         query = None
         if use_vector and query_vector is not None:
-            query = _normalised(np.asarray(query_vector, dtype=np.float32))
+            raw = np.asarray(query_vector, dtype=np.float32)
+            if np.isfinite(raw).all() and np.any(raw):  # a zero vector is near nothing
+                query = _normalised(raw)
 
         async def lexical_job(conn: Conn) -> list[tuple[str, float]]:
             return await self._lexical(conn, collection, terms, where, params, limit)
@@ -484,6 +526,8 @@ class PgSearchIndex:
         self, conn: Conn, collection: Collection, terms: list[str],
         where: sql.Composable, params: list[object], limit: int,
     ) -> list[tuple[str, float]]:
+        if not terms or not await self._check_text_config(conn, record=False):
+            return []
         lexemes = await self._query_lexemes(conn, terms)
         if not lexemes:
             return []
@@ -506,6 +550,7 @@ class PgSearchIndex:
         self, conn: Conn, collection: Collection, query: NDArray[np.float32],
         where: sql.Composable, params: list[object], limit: int, *, filtered: bool,
     ) -> list[tuple[str, float]]:
+        config = self._db.config
         stored = await self._column_dimension(conn)
         if stored is None:
             stored = await self._stored_dimension(conn)
@@ -518,7 +563,8 @@ class PgSearchIndex:
                 f"query vector has shape {list(query.shape)}; index {self._index!r} holds "
                 f"vectors of dimension {stored}"
             )
-        exact = filtered or limit > _EF_SEARCH_MAX or stored > _HNSW_MAX_DIMENSION
+        exact = (filtered or limit > _EF_SEARCH_MAX or stored > _HNSW_MAX_DIMENSION
+                 or await self._records(conn, collection) <= config.exact_search_max_vectors)
         c = sql.Literal(collection.value)  # a literal, so the planner matches the partial index
         if exact:
             statement = sql.SQL(
@@ -529,7 +575,7 @@ class PgSearchIndex:
             ).format(c=c, where=where)
             rows = await (await conn.execute(statement, [query, *params, limit])).fetchall()
         else:
-            ef = max(self._db.config.hnsw_ef_search, limit)
+            ef = max(config.hnsw_ef_search, limit)
             await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
             statement = sql.SQL(
                 "SELECT r.id, r.embedding <=> %s AS distance FROM search_records AS r "

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from unified_kg_rag.adapters.sqlite.database import SqliteDatabase
 from unified_kg_rag.domain.delta import diff_documents
-from unified_kg_rag.domain.lease import next_lease
+from unified_kg_rag.domain.lease import next_lease, renewed_lease
 from unified_kg_rag.domain.models import DocRecord, DocumentDelta, Lease
 
 __all__ = ["SqliteDocRegistry"]
@@ -120,17 +120,25 @@ class SqliteDocRegistry:
             IndexBusyError: another holder's lease has not lapsed.
             ValueError: ``ttl_s`` is not positive.
         """
+        return await self._db.write(lambda conn: self._take(conn, holder, ttl_s, renew=False))
 
-        def job(conn: sqlite3.Connection) -> Lease:
-            lease = next_lease(self._index, self._lease(conn), holder, time.time(), ttl_s)
-            conn.execute(
-                "INSERT OR REPLACE INTO leases (index_name, holder, acquired_at, expires_at) "
-                "VALUES (?, ?, ?, ?)",
-                (self._index, lease.holder, lease.acquired_at, lease.expires_at),
-            )
-            return lease
+    async def renew_lease(self, holder: str, ttl_s: float) -> Lease:
+        """Extend ``holder``'s lease (`domain.lease.renewed_lease`) in one write transaction.
 
-        return await self._db.write(job)
+        Raises:
+            LeaseLostError: ``holder`` no longer holds it.
+        """
+        return await self._db.write(lambda conn: self._take(conn, holder, ttl_s, renew=True))
+
+    def _take(self, conn: sqlite3.Connection, holder: str, ttl_s: float, *, renew: bool) -> Lease:
+        rule = renewed_lease if renew else next_lease
+        lease = rule(self._index, self._lease(conn), holder, time.time(), ttl_s)
+        conn.execute(
+            "INSERT OR REPLACE INTO leases (index_name, holder, acquired_at, expires_at) "
+            "VALUES (?, ?, ?, ?)",
+            (self._index, lease.holder, lease.acquired_at, lease.expires_at),
+        )
+        return lease
 
     async def release_lease(self, holder: str) -> bool:
         """Give the lease up if ``holder`` holds it; return whether it did."""

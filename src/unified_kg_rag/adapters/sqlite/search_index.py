@@ -127,7 +127,8 @@ class SqliteSearchIndex:
         A replaced record keeps nothing of the old one: upserted without vectors, it has none.
 
         Raises:
-            ValueError: ``vectors`` is not 2-D or has a row count other than ``len(records)``.
+            ValueError: ``vectors`` is not 2-D, has a row count other than ``len(records)``, or
+                holds NaN or infinite values.
             EmbeddingMismatchError: the dimension differs from the bound (or stored) one.
         """
         matrix: NDArray[np.float32] | None = None
@@ -137,6 +138,8 @@ class SqliteSearchIndex:
                 raise ValueError(
                     f"expected vectors of shape [{len(records)}, d], got {list(matrix.shape)}"
                 )
+            if not np.isfinite(matrix).all():
+                raise ValueError("vectors contain NaN or infinite values")
             matrix = _normalised(matrix)
         if not records:
             return
