@@ -54,7 +54,8 @@ def load_postgres_backend(config: StoresConfig, project_dir: Path) -> StoreBacke
     except ImportError as exc:
         raise ConfigurationError(
             f"needs the postgres extra ({exc.name} is missing): "
-            "pip install 'unified-kg-rag[postgres]'",
+            "pip install 'unified-kg-rag[postgres]' "
+            "(from a checkout: pip install -e '.[postgres]')",
             field="stores.kind",
         ) from exc
     try:
