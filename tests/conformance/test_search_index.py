@@ -332,3 +332,25 @@ def test_indexes_and_collections_are_isolated(backend: StoreBackend) -> None:
         assert await backend.list_indexes() == ["one", "two"]
 
     asyncio.run(body())
+
+
+def test_filters_on_non_ascii_and_backslash_keys(backend: StoreBackend) -> None:
+    async def body() -> None:
+        idx = backend.search_index("default")
+        await idx.upsert(TU, [
+            IndexRecord(id="a", text="hello", fields={"ключ": "v", "k\\": "w", "作者": "李"}),
+            IndexRecord(id="b", text="hello", fields={"ключ": "x"}),
+        ])
+
+        async def ids(filters: Filters) -> list[str]:
+            hits = await idx.search(TU, query_text="hello", mode=SearchMode.LEXICAL,
+                                    filters=filters)
+            return sorted(h.id for h in hits)
+
+        assert await ids({"ключ": "v"}) == ["a"]
+        assert await ids({"ключ": ["v", "x"]}) == ["a", "b"]
+        assert await ids({"k\\": "w"}) == ["a"]
+        assert await ids({"作者": "李"}) == ["a"]
+        assert await ids({"作者": None}) == ["b"]
+
+    asyncio.run(body())

@@ -7,12 +7,15 @@ rules for the JSON types: ``True`` equals ``1``, ``1`` equals ``1.0``, ``"1"`` i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from unified_kg_rag.domain.models import MetadataValue
 from unified_kg_rag.ports import Filters
 
 __all__ = ["filter_clause"]
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.\- ]*")
 
 
 def _is_scalar(value: object) -> bool:
@@ -40,11 +43,11 @@ def filter_clause(filters: Filters | None, column: str) -> tuple[str, list[objec
     for key in sorted(filters):
         if '"' in key:
             raise ValueError(f"filter field names cannot contain double quotes: {key!r}")
-        path = f'$."{key}"'
+        field, field_params = _field(column, key)
         value = filters[key]
         if _is_scalar(value):
-            clauses.append(f"json_extract({column}, ?) IS ?")
-            params += [path, value]
+            clauses.append(f"{field} IS ?")
+            params += [*field_params, value]
             continue
         if not isinstance(value, Sequence) or isinstance(value, bytes):
             raise ValueError(f"filter {key!r}: expected a JSON scalar or a sequence of them")
@@ -54,10 +57,22 @@ def filter_clause(filters: Filters | None, column: str) -> tuple[str, list[objec
         present = [v for v in values if v is not None]
         parts: list[str] = []
         if present:
-            parts.append(f"json_extract({column}, ?) IN ({', '.join('?' * len(present))})")
-            params += [path, *present]
+            parts.append(f"{field} IN ({', '.join('?' * len(present))})")
+            params += [*field_params, *present]
         if len(present) < len(values):
-            parts.append(f"json_extract({column}, ?) IS NULL")
-            params.append(path)
+            parts.append(f"{field} IS NULL")
+            params += field_params
         clauses.append(f"({' OR '.join(parts)})" if parts else "0")
     return "".join(f" AND {c}" for c in clauses), params
+
+
+def _field(column: str, key: str) -> tuple[str, list[object]]:
+    """Return the SQL value of field ``key`` of the JSON in ``column`` and its parameters.
+
+    A plain ASCII key uses ``json_extract`` with a path; any other key (non-ASCII letters,
+    backslashes), which the stored JSON may hold escaped, is looked up by ``json_each``,
+    which compares decoded keys.
+    """
+    if _PLAIN_KEY.fullmatch(key):
+        return f"json_extract({column}, ?)", [f'$."{key}"']
+    return f"(SELECT value FROM json_each({column}) WHERE key = ?)", [key]
