@@ -319,11 +319,13 @@ class PostgresConfig(_Section):
         default=64, ge=4, le=1000, description="HNSW build-time candidate list size."
     )
     hnsw_ef_search: int = Field(
-        default=100,
+        default=200,
         ge=1,
         le=1000,
         description="HNSW query-time candidate list size (raised to the number of hits asked "
-        "for). Higher: better recall, slower queries.",
+        "for). Higher: better recall, slower queries. Measured at 200,000 embedding-like "
+        "384-d vectors on 2 cores: 100 gives recall@10 0.936 in 10 ms, 200 gives 0.983 in "
+        "16 ms, 400 gives 0.997 in 30 ms.",
     )
 
     @model_validator(mode="after")
