@@ -20,13 +20,8 @@ from tests.support.postgres import fresh_catalog
 
 from unified_kg_rag.adapters.postgres import load_postgres_backend
 from unified_kg_rag.adapters.postgres.backend import PostgresBackend
-from unified_kg_rag.adapters.postgres.database import (
-    APPLICATION_NAME,
-    Conn,
-    index_schema_name,
-    masked_location,
-    scrub,
-)
+from unified_kg_rag.adapters.postgres.database import APPLICATION_NAME, Conn, index_schema_name
+from unified_kg_rag.adapters.postgres.urls import masked_location, scrub
 from unified_kg_rag.config.models import PostgresConfig, StoresConfig
 from unified_kg_rag.domain.models import (
     Collection,

@@ -1,8 +1,9 @@
 """`SearchIndex` on PostgreSQL: BM25 over a GIN-indexed tsvector, HNSW kNN, weighted RRF.
 
 Lexical: each record stores the terms of `domain.text.lexical_terms` (the analysis every
-backend shares; CJK runs are character bigrams) as a ``tsvector`` with positions, built here
-rather than by PostgreSQL's parser, so the SQLite and PostgreSQL stores match the same terms.
+backend shares; CJK runs are character bigrams) as a ``tsvector`` with positions, written as
+a literal (`lexical.tsvector_literal`) rather than by PostgreSQL's parser, so the SQLite and
+PostgreSQL stores match the same terms.
 With ``text_search_config`` set to a language configuration (``english``, ...), PostgreSQL
 stems those terms instead. Matching uses the GIN index (``@@``). Ranking is Okapi BM25
 (k1 = 1.2, b = 0.75, IDF floored at 1e-6: the formula of SQLite FTS5's ``bm25()``) from
@@ -17,14 +18,13 @@ requests for more than 1,000 hits and dimensions above pgvector's HNSW limit (2,
 exact scan instead: HNSW is approximate, filters after its walk (missing matches of a
 selective filter), and a graph built over many identical vectors can hide the other records.
 
-Hybrid: both lists at once, on two pooled connections, fused in Python by
-`domain.fusion.weighted_rrf` (the same code as every backend).
+Hybrid: both lists at once, on two pooled connections, fused and turned into hits by
+`adapters.search_common` (the same code as the SQLite store).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -32,10 +32,23 @@ from numpy.typing import NDArray
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from unified_kg_rag.adapters.postgres.bm25 import bm25_search
 from unified_kg_rag.adapters.postgres.database import Conn, PgDatabase
 from unified_kg_rag.adapters.postgres.filters import filter_clause, pg_text
-from unified_kg_rag.domain.fusion import weighted_rrf
+from unified_kg_rag.adapters.postgres.lexical import (
+    bm25_search,
+    change_stats,
+    count_stemmed_terms,
+    indexable,
+    ts_rank_cd_search,
+    tsvector_literal,
+)
+from unified_kg_rag.adapters.search_common import (
+    checked_vectors,
+    fuse,
+    normalised,
+    plan_search,
+    ranked_hits,
+)
 from unified_kg_rag.domain.models import (
     Collection,
     IndexRecord,
@@ -47,56 +60,10 @@ from unified_kg_rag.domain.text import lexical_query_terms, lexical_terms
 from unified_kg_rag.ports import Filters
 from unified_kg_rag.util.errors import ConfigurationError, EmbeddingMismatchError
 
-__all__ = ["PgSearchIndex", "tsquery_literal", "tsvector_literal"]
+__all__ = ["PgSearchIndex"]
 
 _HNSW_MAX_DIMENSION = 2000
 _EF_SEARCH_MAX = 1000
-_MAX_LEXEME_BYTES = 2046
-_MAX_POSITION = 16383
-_MAX_POSITIONS = 256
-
-
-def _quote(term: str) -> str:
-    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def _indexable(term: str) -> bool:
-    return 0 < len(term.encode("utf-8")) <= _MAX_LEXEME_BYTES
-
-
-def tsvector_literal(terms: Sequence[str]) -> tuple[str, dict[str, int], int]:
-    """Return ``(tsvector literal, term -> frequency, number of terms)`` for ``terms``.
-
-    Positions are 1-based (PostgreSQL keeps at most 256 per lexeme, each at most 16,383);
-    frequencies and the count are exact. Terms over PostgreSQL's 2,046-byte lexeme limit are
-    left out of all three.
-    """
-    positions: dict[str, list[int]] = defaultdict(list)
-    n = 0
-    for term in terms:
-        if not _indexable(term):
-            continue
-        n += 1
-        positions[term].append(min(n, _MAX_POSITION))
-    literal = " ".join(
-        f"{_quote(t)}:{','.join(map(str, dict.fromkeys(p[:_MAX_POSITIONS])))}"
-        for t, p in positions.items()
-    )
-    return literal, {t: len(p) for t, p in positions.items()}, n
-
-
-def tsquery_literal(terms: Sequence[str]) -> str:
-    """Return the tsquery matching any of ``terms`` (``'a' | 'b'``); empty for no terms."""
-    return " | ".join(_quote(t) for t in terms if _indexable(t))
-
-
-def _normalised(vectors: NDArray[np.float32]) -> NDArray[np.float32]:
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    out: NDArray[np.float32] = np.zeros_like(vectors)
-    np.divide(vectors, norms, out=out, where=norms > 0)
-    return out
-
-
 def _fields(fields: Mapping[str, MetadataValue]) -> Jsonb:
     return Jsonb({pg_text(k): pg_text(v) if isinstance(v, str) else v for k, v in fields.items()})
 
@@ -199,7 +166,8 @@ class PgSearchIndex:
 
     async def _check_dimension(self, conn: Conn, dimension: int) -> None:
         row = await self._binding(conn)
-        expected = row[1] if row is not None else await self._stored_dimension(conn)
+        stored = await self._stored_dimension(conn)
+        expected = row[1] if row is not None else stored
         if expected is not None and expected != dimension:
             model = f" (model {row[0]!r})" if row is not None else ""
             raise EmbeddingMismatchError(
@@ -207,7 +175,7 @@ class PgSearchIndex:
                 f"vectors of dimension {dimension}. Index into a new index instead "
                 "(`ukr index PATH --index NAME`)"
             )
-        if await self._stored_dimension(conn) is None:
+        if stored is None:
             await self._type_vector_column(conn, dimension)
 
     # ----------------------------------------------------------------- records
@@ -229,16 +197,7 @@ class PgSearchIndex:
                 holds NaN or infinite values.
             EmbeddingMismatchError: the dimension differs from the bound (or stored) one.
         """
-        matrix: NDArray[np.float32] | None = None
-        if vectors is not None:
-            matrix = np.asarray(vectors, dtype=np.float32)
-            if matrix.ndim != 2 or matrix.shape[0] != len(records):
-                raise ValueError(
-                    f"expected vectors of shape [{len(records)}, d], got {list(matrix.shape)}"
-                )
-            if not np.isfinite(matrix).all():
-                raise ValueError("vectors contain NaN or infinite values")
-            matrix = _normalised(matrix)
+        matrix = checked_vectors(len(records), vectors)
         if not records:
             return
         rows = [self._row(collection, record, None if matrix is None else matrix[i])
@@ -249,12 +208,12 @@ class PgSearchIndex:
             if matrix is not None:
                 await self._check_dimension(conn, int(matrix.shape[1]))
             await self._check_text_config(conn, record=True)
-            await self._change_stats(conn, collection, ids, sign=-1)
+            await change_stats(conn, collection.value, ids, sign=-1)
             async with conn.cursor() as cur:
                 await cur.executemany(self._upsert_sql(), rows)
             if self._stemmed:
-                await self._fill_stemmed_stats(conn, collection, ids)
-            await self._change_stats(conn, collection, ids, sign=1)
+                await count_stemmed_terms(conn, collection.value, ids)
+            await change_stats(conn, collection.value, ids, sign=1)
 
         await self._db.write_index(self._index, job)
 
@@ -264,7 +223,7 @@ class PgSearchIndex:
         text = pg_text(record.text)
         terms = lexical_terms(text)
         if self._stemmed:
-            lexemes: str = " ".join(t for t in terms if _indexable(t))
+            lexemes: str = " ".join(t for t in terms if indexable(t))
             freqs: dict[str, int] = {}
             n_terms = 0
         else:
@@ -310,48 +269,6 @@ class PgSearchIndex:
             )
         return True
 
-    async def _fill_stemmed_stats(self, conn: Conn, collection: Collection, ids: list[str]) -> None:
-        # with a language configuration PostgreSQL made the lexemes; count them here
-        await conn.execute(
-            "UPDATE search_records AS r SET term_freqs = s.freqs, n_terms = s.n FROM ("
-            " SELECT r2.id, coalesce(jsonb_object_agg(l.lexeme, cardinality(l.positions)) "
-            "   FILTER (WHERE l.lexeme IS NOT NULL), '{}') AS freqs,"
-            "  coalesce(sum(cardinality(l.positions)), 0) AS n"
-            " FROM search_records AS r2 LEFT JOIN LATERAL unnest(r2.lexemes) AS l ON true"
-            " WHERE r2.collection = %s AND r2.id = ANY(%s) GROUP BY r2.id) AS s "
-            "WHERE r.collection = %s AND r.id = s.id",
-            (collection.value, ids, collection.value),
-        )
-
-    async def _change_stats(
-        self, conn: Conn, collection: Collection, ids: list[str], *, sign: int
-    ) -> None:
-        """Add (``sign`` 1) or remove (-1) the BM25 statistics of the stored records ``ids``."""
-        c = collection.value
-        await conn.execute(
-            "INSERT INTO lexical_stats AS s (collection, term, df) "
-            "SELECT %s, k.term, %s * count(*) FROM search_records AS r, "
-            "jsonb_object_keys(r.term_freqs) AS k(term) "
-            "WHERE r.collection = %s AND r.id = ANY(%s) GROUP BY k.term ORDER BY k.term "
-            "ON CONFLICT (collection, term) DO UPDATE SET df = s.df + excluded.df",
-            (c, sign, c, ids),
-        )
-        await conn.execute(
-            "INSERT INTO collection_stats AS s (collection, n_docs, total_terms) "
-            "SELECT %s, %s * count(*), %s * coalesce(sum(r.n_terms), 0) FROM search_records AS r "
-            "WHERE r.collection = %s AND r.id = ANY(%s) "
-            "ON CONFLICT (collection) DO UPDATE SET n_docs = s.n_docs + excluded.n_docs, "
-            "total_terms = s.total_terms + excluded.total_terms",
-            (c, sign, sign, c, ids),
-        )
-        if sign < 0:
-            await conn.execute(
-                "DELETE FROM lexical_stats WHERE collection = %s AND df <= 0 AND term IN ("
-                "SELECT jsonb_object_keys(term_freqs) FROM search_records "
-                "WHERE collection = %s AND id = ANY(%s))",
-                (c, c, ids),
-            )
-
     async def delete(self, collection: Collection, ids: Sequence[str]) -> int:
         """Delete records by id; return how many existed."""
         wanted = [pg_text(i) for i in dict.fromkeys(ids)]
@@ -359,7 +276,7 @@ class PgSearchIndex:
             return 0
 
         async def job(conn: Conn) -> int:
-            await self._change_stats(conn, collection, wanted, sign=-1)
+            await change_stats(conn, collection.value, wanted, sign=-1)
             cur = await conn.execute(
                 "DELETE FROM search_records WHERE collection = %s AND id = ANY(%s)",
                 (collection.value, wanted),
@@ -400,13 +317,6 @@ class PgSearchIndex:
 
         return await self._db.read_index(self._index, job, 0)
 
-    @staticmethod
-    async def _records(conn: Conn, collection: Collection) -> int:
-        row = await (await conn.execute(
-            "SELECT n_docs FROM collection_stats WHERE collection = %s",
-            (collection.value,))).fetchone()
-        return int(row[0]) if row else 0
-
     async def _hydrate(
         self, conn: Conn, collection: Collection, ids: Sequence[str]
     ) -> dict[str, IndexRecord]:
@@ -441,23 +351,15 @@ class PgSearchIndex:
             EmbeddingMismatchError: ``query_vector`` has another dimension than the stored
                 vectors.
         """
-        mode = SearchMode(mode)
-        use_text = mode in (SearchMode.LEXICAL, SearchMode.HYBRID)
-        use_vector = mode in (SearchMode.VECTOR, SearchMode.HYBRID)
-        if use_text and query_text is None:
-            raise ValueError(f"{mode.value} search needs query_text")
-        if use_vector and query_vector is None:
-            raise ValueError(f"{mode.value} search needs query_vector")
-        if k < 1:
-            raise ValueError("k must be at least 1")
+        plan = plan_search(mode, query_text, query_vector, k, candidate_k)
         where, params = filter_clause(filters, sql.SQL("r.fields"))
-        limit = k if mode is not SearchMode.HYBRID else (candidate_k or max(k, 50))
-        terms = lexical_query_terms(pg_text(query_text or "")) if use_text else []
+        limit = plan.limit
+        terms = lexical_query_terms(pg_text(query_text or "")) if plan.use_text else []
         query = None
-        if use_vector and query_vector is not None:
+        if plan.use_vector and query_vector is not None:
             raw = np.asarray(query_vector, dtype=np.float32)
             if np.isfinite(raw).all() and np.any(raw):  # a zero vector is near nothing
-                query = _normalised(raw)
+                query = normalised(raw)
 
         async def lexical_job(conn: Conn) -> list[tuple[str, float]]:
             return await self._lexical(conn, collection, terms, where, params, limit)
@@ -468,29 +370,13 @@ class PgSearchIndex:
             return await self._vector(conn, collection, query, where, params, limit,
                                       filtered=bool(filters))
 
-        def hits(
-            ranked: list[tuple[str, float]], lexical: list[tuple[str, float]],
-            vector: list[tuple[str, float]], records: dict[str, IndexRecord],
-        ) -> list[SearchHit]:
-            lex_rank = {id_: n for n, (id_, _) in enumerate(lexical, start=1)}
-            vec_rank = {id_: n for n, (id_, _) in enumerate(vector, start=1)}
-            return [
-                SearchHit(id=id_, score=float(score), text=records[id_].text,
-                          fields=records[id_].fields, lexical_rank=lex_rank.get(id_),
-                          vector_rank=vec_rank.get(id_))
-                for id_, score in ranked if id_ in records
-            ]
-
-        if mode is not SearchMode.HYBRID:
+        if plan.mode is not SearchMode.HYBRID:
             async def single(conn: Conn) -> list[SearchHit]:
-                if mode is SearchMode.LEXICAL:
-                    lexical, vector = await lexical_job(conn), []
-                    ranked = lexical
-                else:
-                    lexical, vector = [], await vector_job(conn)
-                    ranked = vector
+                lexical = await lexical_job(conn) if plan.use_text else []
+                vector = await vector_job(conn) if plan.use_vector else []
+                ranked = lexical if plan.use_text else vector
                 records = await self._hydrate(conn, collection, [i for i, _ in ranked])
-                return hits(ranked, lexical, vector, records)
+                return ranked_hits(ranked, lexical, vector, records)
 
             return await self._db.read_index(self._index, single, [])
 
@@ -500,22 +386,19 @@ class PgSearchIndex:
             self._db.read_index(self._index, lexical_job, none),
             self._db.read_index(self._index, vector_job, none),
         )
-        ranked = weighted_rrf(
-            [[i for i, _ in lexical], [i for i, _ in vector]],
-            [lexical_weight, vector_weight],
-            k=rrf_k,
-        )[:k]
+        ranked = fuse(lexical, vector, k=k, lexical_weight=lexical_weight,
+                      vector_weight=vector_weight, rrf_k=rrf_k)
         if not ranked:
             return []
         empty: dict[str, IndexRecord] = {}
         records = await self._db.read_index(
             self._index, lambda conn: self._hydrate(conn, collection, [i for i, _ in ranked]),
             empty)
-        return hits(ranked, lexical, vector, records)
+        return ranked_hits(ranked, lexical, vector, records)
 
     async def _query_lexemes(self, conn: Conn, terms: list[str]) -> list[str]:
         if not self._stemmed or not terms:
-            return [t for t in terms if _indexable(t)]
+            return [t for t in terms if indexable(t)]
         row = await (await conn.execute(
             sql.SQL("SELECT array_agg(l.lexeme ORDER BY l.lexeme) FROM unnest(to_tsvector("
                     "{}::regconfig, %s)) AS l").format(sql.Literal(self._ts_config)),
@@ -531,27 +414,22 @@ class PgSearchIndex:
         lexemes = await self._query_lexemes(conn, terms)
         if not lexemes:
             return []
-        tsquery = tsquery_literal(lexemes)
         if self._db.config.lexical_ranking == "ts_rank_cd":
-            query = sql.SQL(
-                "SELECT r.id, ts_rank_cd(r.lexemes, q.tsq) AS score "
-                "FROM search_records AS r, (SELECT %s::tsquery AS tsq) AS q "
-                "WHERE r.collection = %s AND r.lexemes @@ q.tsq{where} "
-                "ORDER BY score DESC, r.id LIMIT %s"
-            ).format(where=where)
-            args: list[object] = [tsquery, collection.value, *params, limit]
-        else:
-            return await bm25_search(conn, collection.value, lexemes, tsquery_literal, where,
-                                     params, limit)
-        rows = await (await conn.execute(query, args)).fetchall()
-        return [(str(r[0]), float(r[1])) for r in rows]
+            return await ts_rank_cd_search(conn, collection.value, lexemes, where, params, limit)
+        return await bm25_search(conn, collection.value, lexemes, where, params, limit)
 
     async def _vector(
         self, conn: Conn, collection: Collection, query: NDArray[np.float32],
         where: sql.Composable, params: list[object], limit: int, *, filtered: bool,
     ) -> list[tuple[str, float]]:
         config = self._db.config
-        stored = await self._column_dimension(conn)
+        row = await (await conn.execute(  # the column's dimension and the collection's size
+            "SELECT (SELECT atttypmod FROM pg_attribute WHERE attrelid = "
+            "'search_records'::regclass AND attname = 'embedding'), "
+            "(SELECT n_docs FROM collection_stats WHERE collection = %s)",
+            (collection.value,))).fetchone()
+        typmod, size = (row[0], row[1]) if row is not None else (None, None)
+        stored = int(typmod) if typmod is not None and int(typmod) > 0 else None
         if stored is None:
             stored = await self._stored_dimension(conn)
             if stored is None:
@@ -564,7 +442,7 @@ class PgSearchIndex:
                 f"vectors of dimension {stored}"
             )
         exact = (filtered or limit > _EF_SEARCH_MAX or stored > _HNSW_MAX_DIMENSION
-                 or await self._records(conn, collection) <= config.exact_search_max_vectors)
+                 or int(size or 0) <= config.exact_search_max_vectors)
         c = sql.Literal(collection.value)  # a literal, so the planner matches the partial index
         if exact:
             statement = sql.SQL(

@@ -17,9 +17,15 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from unified_kg_rag.adapters.search_common import (
+    checked_vectors,
+    fuse,
+    normalised,
+    plan_search,
+    ranked_hits,
+)
 from unified_kg_rag.adapters.sqlite.database import SqliteDatabase
 from unified_kg_rag.adapters.sqlite.filters import filter_clause
-from unified_kg_rag.domain.fusion import weighted_rrf
 from unified_kg_rag.domain.models import Collection, IndexRecord, SearchHit, SearchMode
 from unified_kg_rag.domain.text import lexical_query_terms, lexical_text
 from unified_kg_rag.ports import Filters
@@ -38,13 +44,6 @@ def fts_query(query_text: str) -> str:
     """
     terms = lexical_query_terms(query_text)
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
-
-
-def _normalised(vectors: NDArray[np.float32]) -> NDArray[np.float32]:
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    out: NDArray[np.float32] = np.zeros_like(vectors)
-    np.divide(vectors, norms, out=out, where=norms > 0)
-    return out
 
 
 class SqliteSearchIndex:
@@ -131,16 +130,7 @@ class SqliteSearchIndex:
                 holds NaN or infinite values.
             EmbeddingMismatchError: the dimension differs from the bound (or stored) one.
         """
-        matrix: NDArray[np.float32] | None = None
-        if vectors is not None:
-            matrix = np.asarray(vectors, dtype=np.float32)
-            if matrix.ndim != 2 or matrix.shape[0] != len(records):
-                raise ValueError(
-                    f"expected vectors of shape [{len(records)}, d], got {list(matrix.shape)}"
-                )
-            if not np.isfinite(matrix).all():
-                raise ValueError("vectors contain NaN or infinite values")
-            matrix = _normalised(matrix)
+        matrix = checked_vectors(len(records), vectors)
         if not records:
             return
 
@@ -260,45 +250,27 @@ class SqliteSearchIndex:
             EmbeddingMismatchError: ``query_vector`` has another dimension than the stored
                 vectors.
         """
-        mode = SearchMode(mode)
-        use_text = mode in (SearchMode.LEXICAL, SearchMode.HYBRID)
-        use_vector = mode in (SearchMode.VECTOR, SearchMode.HYBRID)
-        if use_text and query_text is None:
-            raise ValueError(f"{mode.value} search needs query_text")
-        if use_vector and query_vector is None:
-            raise ValueError(f"{mode.value} search needs query_vector")
-        if k < 1:
-            raise ValueError("k must be at least 1")
+        plan = plan_search(mode, query_text, query_vector, k, candidate_k)
         where, params = filter_clause(filters, "r.fields")
-        limit = k if mode is not SearchMode.HYBRID else (candidate_k or max(k, 50))
-        text = query_text if use_text and query_text is not None else ""
+        limit = plan.limit
+        text = query_text if plan.use_text and query_text is not None else ""
         query = None
-        if use_vector and query_vector is not None:
+        if plan.use_vector and query_vector is not None:
             query = np.asarray(query_vector, dtype=np.float32)
 
         def job(conn: sqlite3.Connection) -> list[SearchHit]:
             lexical = self._lexical(conn, collection, text, where, params, limit)
             vector = [] if query is None else self._vector(conn, collection, query, where,
                                                            params, limit)
-            if mode is SearchMode.LEXICAL:
+            if plan.mode is SearchMode.LEXICAL:
                 ranked = lexical
-            elif mode is SearchMode.VECTOR:
+            elif plan.mode is SearchMode.VECTOR:
                 ranked = vector
             else:
-                ranked = weighted_rrf(
-                    [[i for i, _ in lexical], [i for i, _ in vector]],
-                    [lexical_weight, vector_weight],
-                    k=rrf_k,
-                )[:k]
+                ranked = fuse(lexical, vector, k=k, lexical_weight=lexical_weight,
+                              vector_weight=vector_weight, rrf_k=rrf_k)
             records = self._hydrate(conn, collection, [i for i, _ in ranked])
-            lex_rank = {id_: n for n, (id_, _) in enumerate(lexical, start=1)}
-            vec_rank = {id_: n for n, (id_, _) in enumerate(vector, start=1)}
-            return [
-                SearchHit(id=id_, score=float(score), text=records[id_].text,
-                          fields=records[id_].fields, lexical_rank=lex_rank.get(id_),
-                          vector_rank=vec_rank.get(id_))
-                for id_, score in ranked if id_ in records
-            ]
+            return ranked_hits(ranked, lexical, vector, records)
 
         return await self._db.read(job)
 
@@ -337,4 +309,4 @@ class SqliteSearchIndex:
                 f"r.collection = ? AND r.vector IS NOT NULL{where}",
                 (self._index, collection.value, *params),
             )}
-        return cached.nearest(_normalised(query), limit, allowed)
+        return cached.nearest(normalised(query), limit, allowed)
