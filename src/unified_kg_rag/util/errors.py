@@ -12,7 +12,8 @@
     ├── ModelError                a model (LLM, embedder, reranker) call failed
     │   ├── EmbeddingModelError   the embedding model failed or does not match the index
     │   │   └── EmbeddingMismatchError  exit 2: the index was built with another model
-    │   └── ModelIntegrityError   a bundled model file does not have its pinned hash
+    │   ├── ModelIntegrityError   a bundled model file does not have its pinned hash
+    │   └── ModelOutputError      a model's reply is not in the format its prompt asked for
     ├── MethodologyNotIndexedError  a strategy needs what the index does not hold
     └── IndexingInterruptedError  exit 130: a run was stopped; the next run resumes it
 
@@ -32,6 +33,7 @@ __all__ = [
     "MethodologyNotIndexedError",
     "ModelError",
     "ModelIntegrityError",
+    "ModelOutputError",
     "StoreConnectionError",
     "StoreError",
     "StoreSchemaError",
@@ -158,6 +160,21 @@ class EmbeddingMismatchError(EmbeddingModelError):
 
 class ModelIntegrityError(ModelError):
     """A bundled model file's SHA-256 differs from the pinned value; the model is not loaded."""
+
+
+class ModelOutputError(ModelError):
+    """A model answered, but its reply cannot be read: empty, or not in the asked-for format.
+
+    Not transient: the same prompt would most likely get the same reply, so only that item
+    fails (it is asked again on the next run).
+
+    Attributes:
+        reason: one line saying what is wrong with the reply.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason, transient=False)
+        self.reason = reason
 
 
 class MethodologyNotIndexedError(UkrError):
