@@ -24,7 +24,7 @@ __all__ = [
 _QUOTES = "\"'`´‘’‚‛“”„‟«»‹›「」『』〝〞＂＇"
 _DROP = str.maketrans("", "", _QUOTES + ",，、")
 _SPACE_LIKE = regex.compile(r"[\s_\-‐‑‒–—―]+")
-_TRAILING_PUNCT = regex.compile(r"[.!?;:。！？；：…]+$")
+_TRAILING_PUNCT = regex.compile(r"[\s.!?;:。！？；：…]+$")
 
 
 def entity_key(name: str) -> str:
