@@ -154,14 +154,19 @@ class Subgraph(_Model):
 
 
 class Community(_Model):
-    """A community of the hierarchical Leiden partition.
+    """A community of the hierarchical Leiden partition (``domain.communities``).
+
+    As in Microsoft GraphRAG, level 0 holds the top-level (coarsest) communities; a community
+    over ``max_cluster_size`` members is split again into sub-communities at ``level + 1``.
 
     Attributes:
-        id: derived from ``level`` and the sorted member ids.
-        level: 0 is the finest partition.
-        member_ids: entity ids, sorted.
-        parent_id: the enclosing community at ``level + 1``, if any.
-        children_ids: communities at ``level - 1`` inside this one.
+        id: ``sha256("community", level, *sorted member ids)``.
+        level: 0 for the top-level communities; a sub-community is one level deeper than its
+            parent.
+        member_ids: entity ids, sorted; a parent's members are the union of its children's.
+        parent_id: the enclosing community at ``level - 1``; None at level 0.
+        children_ids: the sub-communities at ``level + 1``, biggest first (then by id); empty
+            for a community that was not split.
     """
 
     id: str
@@ -172,7 +177,21 @@ class Community(_Model):
 
 
 class CommunityReport(_Model):
-    """The LLM-written report of one community (GraphRAG)."""
+    """The LLM-written report of one community (GraphRAG; built by ``domain.reports``).
+
+    Attributes:
+        community_id: the `Community.id` reported on.
+        title: the report's title.
+        summary: its executive summary.
+        rating: the model's 0-10 importance rating.
+        findings: ``"summary: explanation"`` per finding, in the model's order.
+        full_content: the whole report as Markdown: what is embedded and searched.
+        rank: the sum of the members' document-backed degrees (orders reports without a
+            query).
+        text_unit_ids: the members' lineage, sorted (provenance, not citation support).
+        rating_explanation: the model's reason for ``rating``.
+        level: the community's level (0: top level).
+    """
 
     community_id: str
     title: str
@@ -182,6 +201,8 @@ class CommunityReport(_Model):
     full_content: str = ""
     rank: float = 0.0
     text_unit_ids: tuple[str, ...] = ()
+    rating_explanation: str = ""
+    level: int = 0
 
 
 class Collection(StrEnum):
