@@ -4,11 +4,12 @@ Registers the providers of ``llm.kind`` in `adapters.registry.CHAT_MODELS`:
 
 - ``none``: no model (LLM-free indexing, extractive answers); the loader returns None;
 - ``openai``: any OpenAI-compatible endpoint (`adapters.llm.openai.OpenAIChatModel`);
+- ``bedrock``: Amazon Bedrock's Converse API through boto3 (`adapters.llm.bedrock`);
 - ``scripted``: canned replies for tests and demos (`adapters.llm.scripted`).
 
 Loaders return the *raw* adapter; the composition root wraps it with
 `adapters.llm.middleware.wrap_chat_model`. Importing this package loads no SDK: the
-``openai`` package is imported on the first request.
+``openai`` and ``boto3`` packages are imported on the first request.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from unified_kg_rag.adapters.registry import CHAT_MODELS
 from unified_kg_rag.config.models import LLMConfig
 from unified_kg_rag.ports import ChatModel
 
-__all__ = ["load_none", "load_openai", "load_scripted", "wrap_chat_model"]
+__all__ = ["load_bedrock", "load_none", "load_openai", "load_scripted", "wrap_chat_model"]
 
 
 def load_none(config: LLMConfig) -> ChatModel | None:
@@ -33,6 +34,13 @@ def load_openai(config: LLMConfig) -> ChatModel:
     return OpenAIChatModel(config.openai)
 
 
+def load_bedrock(config: LLMConfig) -> ChatModel:
+    """Build a `BedrockChatModel` from ``config.bedrock`` (boto3 is imported at first call)."""
+    from unified_kg_rag.adapters.llm.bedrock import BedrockChatModel
+
+    return BedrockChatModel(config.bedrock)
+
+
 def load_scripted(config: LLMConfig) -> ChatModel:
     """Build a `ScriptedChatModel` from ``config.scripted``."""
     from unified_kg_rag.adapters.llm.scripted import ScriptedChatModel
@@ -42,4 +50,5 @@ def load_scripted(config: LLMConfig) -> ChatModel:
 
 CHAT_MODELS.register("none", load_none)
 CHAT_MODELS.register("openai", load_openai)
+CHAT_MODELS.register("bedrock", load_bedrock)
 CHAT_MODELS.register("scripted", load_scripted)
