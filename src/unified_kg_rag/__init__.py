@@ -38,6 +38,9 @@ _EXPORTS: dict[str, str] = {
     # application
     "IndexPipeline": "unified_kg_rag.ingestion.pipeline",
     "IndexReport": "unified_kg_rag.ingestion.report",
+    "GraphIndexer": "unified_kg_rag.ingestion.graph.build",
+    "GraphBuildReport": "unified_kg_rag.ingestion.graph.report",
+    "ExtractionRecord": "unified_kg_rag.domain.extraction",
     "describe_index": "unified_kg_rag.ingestion.status",
     "RAGChain": "unified_kg_rag.retrieval.chain",
     "RetrievalOutput": "unified_kg_rag.retrieval.chain",
@@ -98,6 +101,9 @@ __all__ = [
     "Embedder",
     "Entity",
     "EvalReport",
+    "ExtractionRecord",
+    "GraphBuildReport",
+    "GraphIndexer",
     "GraphStore",
     "IndexPipeline",
     "IndexReport",
@@ -148,6 +154,7 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
     from unified_kg_rag.bootstrap import App, build_app
     from unified_kg_rag.config.load import load_config
     from unified_kg_rag.config.models import UkrConfig
+    from unified_kg_rag.domain.extraction import ExtractionRecord
     from unified_kg_rag.domain.identity import entity_key
     from unified_kg_rag.domain.models import (
         Community,
@@ -162,6 +169,8 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
     )
     from unified_kg_rag.evaluation.dataset import load_dataset
     from unified_kg_rag.evaluation.runner import EvalReport, evaluate
+    from unified_kg_rag.ingestion.graph.build import GraphIndexer
+    from unified_kg_rag.ingestion.graph.report import GraphBuildReport
     from unified_kg_rag.ingestion.pipeline import IndexPipeline
     from unified_kg_rag.ingestion.report import IndexReport
     from unified_kg_rag.ingestion.status import describe_index

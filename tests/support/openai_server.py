@@ -126,7 +126,7 @@ class FakeOpenAIServer:
     def start(self) -> FakeOpenAIServer:
         """Bind a free port on 127.0.0.1 and serve in a daemon thread."""
         handler = _make_handler(self)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = _QuietServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
@@ -168,6 +168,17 @@ class FakeOpenAIServer:
     def _done(self) -> None:
         with self._lock:
             self._in_flight -= 1
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Drops clients that hang up (a killed or cancelled caller) without a traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 def _echo(body: dict[str, Any]) -> str:

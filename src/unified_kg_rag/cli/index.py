@@ -22,9 +22,69 @@ from unified_kg_rag.cli.common import (
     run,
 )
 from unified_kg_rag.cli.progress import RichProgress
+from unified_kg_rag.ingestion.graph.estimate import CostEstimate
+from unified_kg_rag.ingestion.graph.report import GraphBuildReport
 from unified_kg_rag.ingestion.report import IndexReport
 
-__all__ = ["index_command", "render_report"]
+__all__ = ["index_command", "render_estimate", "render_graph", "render_report"]
+
+
+def render_graph(graph: GraphBuildReport) -> None:
+    """Print the graph part of a run: counts, merges and model spend per stage."""
+    if graph.skipped_reason:
+        out_console.print(f"graph: {escape(graph.skipped_reason)}", soft_wrap=True)
+        return
+    table = Table(title="Knowledge graph", show_header=False, box=None)
+    table.add_row("methodologies", ", ".join(graph.methodologies))
+    table.add_row(
+        "text units", f"{graph.text_units} ({graph.units_extracted} extracted, "
+        f"{graph.records_reused} from stored records)"
+    )
+    if graph.units_truncated:
+        table.add_row("  replies cut at the length limit", str(graph.units_truncated))
+    table.add_row("entities / relationships", f"{graph.entities} / {graph.relationships}")
+    merges = ", ".join(f"{k} {v}" for k, v in sorted(graph.merges.items()) if v)
+    if merges:
+        table.add_row("  merges", merges)
+    if graph.descriptions_summarized or graph.summaries_failed:
+        table.add_row("  descriptions summarized", f"{graph.descriptions_summarized} "
+                      f"({graph.summaries_failed} failed, concatenation kept)")
+    if graph.communities_per_level:
+        per_level = ", ".join(f"L{k}: {v}" for k, v in sorted(graph.communities_per_level.items()))
+        table.add_row("communities", per_level)
+        table.add_row("reports", f"{graph.reports} ({graph.reports_failed} failed)")
+    if graph.items_removed:
+        table.add_row("items of the previous build removed", str(graph.items_removed))
+    out_console.print(table)
+    stages = Table(title="Model spend per stage", box=None)
+    for col in ("stage", "items", "calls", "cache hits", "tokens in", "tokens out", "time s"):
+        stages.add_column(col, justify="left" if col == "stage" else "right")
+    for name, st in graph.stages.items():
+        u = st.usage
+        stages.add_row(name, str(st.items), str(u.calls), str(u.cache_hits),
+                       f"{u.input_tokens:,}", f"{u.output_tokens:,}", f"{st.seconds:.1f}")
+    out_console.print(stages)
+    for f in graph.units_failed:
+        out_console.print(
+            f"[red]extraction failed[/]: {escape(f.path)} (unit {f.text_unit_id[:12]}): "
+            f"{escape(f.reason)}", soft_wrap=True,
+        )
+
+
+def render_estimate(est: CostEstimate) -> None:
+    """Print a cost estimate."""
+    table = Table(title="Estimated model spend (no call made)", show_header=False, box=None)
+    table.add_row("text units", f"{est.units} ({est.units_to_extract} without a stored record)")
+    table.add_row("calls", f"{est.calls_min:,} - {est.calls_max:,}")
+    table.add_row("prompt tokens", f"{est.input_tokens_min:,} - {est.input_tokens_max:,}")
+    table.add_row("reply tokens (estimate)", f"{est.output_tokens:,}")
+    if est.reports:
+        table.add_row("community reports (rough)", f"{est.reports:,}")
+    if est.cost_min is not None and est.cost_max is not None:
+        table.add_row("cost", f"{est.cost_min:,.2f} - {est.cost_max:,.2f}")
+    else:
+        table.add_row("cost", "set llm.input_price_per_1m and llm.output_price_per_1m")
+    out_console.print(table)
 
 
 def render_report(report: IndexReport) -> None:
@@ -43,6 +103,12 @@ def render_report(report: IndexReport) -> None:
     )
     if report.text_units_removed:
         table.add_row("  stale removed", str(report.text_units_removed))
+    if report.usage.calls or report.usage.cache_hits:
+        u = report.usage
+        table.add_row(
+            "model calls", f"{u.calls} ({u.cache_hits} cached), {u.input_tokens:,} tokens in, "
+            f"{u.output_tokens:,} out, {u.latency_s:.1f} s waiting"
+        )
     if report.skipped:
         table.add_row("files skipped", str(len(report.skipped)))
     if report.documents_missing:
@@ -51,6 +117,8 @@ def render_report(report: IndexReport) -> None:
     out_console.print(table)
     for f in report.failed:
         out_console.print(f"[red]failed[/]: {escape(f.path)}: {escape(f.reason)}", soft_wrap=True)
+    if report.graph is not None:
+        render_graph(report.graph)
 
 
 def index_command(
@@ -63,15 +131,37 @@ def index_command(
     project: ProjectOpt = None,
     stores: StoresOpt = None,
     config_file: ConfigOpt = None,
+    estimate: Annotated[
+        bool,
+        typer.Option(
+            "--estimate",
+            help="Print the model calls, tokens (and cost, with prices configured) the graph "
+            "build would spend, then stop: no model call, nothing written.",
+        ),
+    ] = False,
+    force_rebuild: Annotated[
+        bool,
+        typer.Option(
+            "--force-rebuild",
+            help="Ask the LLM again for every text unit's extraction (stored records are "
+            "replaced) and rebuild the graph.",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Index files and folders: parse, chunk, embed and store them (only what changed).
 
-    Folders are walked recursively; hidden files and unsupported extensions are skipped.
-    Exit status 3 when any document failed (the others are indexed).
+    With an LLM configured, also builds the knowledge graph the selected methodologies need
+    (`indexing.methodologies`): extraction, gleaning, entity resolution, communities and
+    reports. Folders are walked recursively; hidden files and unsupported extensions are
+    skipped. Exit status 3 when any document, extraction or report failed (the others are
+    indexed; the next run retries what failed).
     """
+    if estimate:
+        _estimate(paths, index, project, stores, config_file, json_out, verbose)
+        return
 
     async def main() -> IndexReport:
         from unified_kg_rag.bootstrap import build_app
@@ -88,6 +178,10 @@ def index_command(
                     parsers=app.parsers,
                     config=config,
                     progress=progress,
+                    chat_model=app.chat_model,
+                    budget_tokenizer=app.budget_tokenizer,
+                    project_dir=project_dir,
+                    force_rebuild=force_rebuild,
                 )
                 return await pipeline.run(paths)
 
@@ -102,3 +196,37 @@ def index_command(
     else:
         render_report(report)
     raise typer.Exit(report.exit_code)
+
+
+def _estimate(
+    paths: list[Path],
+    index: str | None,
+    project: Path | None,
+    stores: str | None,
+    config_file: Path | None,
+    json_out: bool,
+    verbose: bool,
+) -> None:
+    async def main() -> CostEstimate:
+        from unified_kg_rag.bootstrap import build_app
+        from unified_kg_rag.ingestion.pipeline import IndexPipeline
+
+        project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
+        async with build_app(config, project_dir) as app:
+            pipeline = IndexPipeline(
+                app.index(index),
+                embedder=app.embedder,
+                chunk_tokenizer=app.chunk_tokenizer,
+                parsers=app.parsers,
+                config=config,
+                chat_model=app.chat_model,
+                budget_tokenizer=app.budget_tokenizer,
+                project_dir=project_dir,
+            )
+            return await pipeline.estimate(paths)
+
+    est = run(main, verbose=verbose, interrupted="Interrupted.")
+    if json_out:
+        typer.echo(est.model_dump_json(indent=2))
+    else:
+        render_estimate(est)

@@ -14,15 +14,35 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 __all__ = ["RichProgress"]
 
-_LABELS = {"read": "Reading files", "index": "Indexing documents"}
+_LABELS = {
+    "read": "Reading files",
+    "index": "Indexing documents",
+    "extract": "Extracting graph (units)",
+    "summarize": "Summarizing descriptions",
+    "reports": "Community reports",
+    "embed entities": "Embedding entities",
+    "embed relationships": "Embedding relationships",
+    "embed reports": "Embedding reports",
+}
+
+
+class _RateColumn(ProgressColumn):
+    """Items per second of a task (blank until measurable)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("" if speed is None else f"{speed:,.1f}/s", style="progress.data.speed")
 
 
 class RichProgress:
@@ -35,6 +55,7 @@ class RichProgress:
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
+            _RateColumn(),
             TextColumn("{task.fields[note]}"),
             TimeElapsedColumn(),
             TimeRemainingColumn(),

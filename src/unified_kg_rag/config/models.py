@@ -13,10 +13,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from unified_kg_rag.config.graph import GraphConfig
+
 __all__ = [
     "BUNDLED_MINILM_SHA256",
+    "BedrockChatConfig",
     "ChunkingConfig",
     "EmbeddingsConfig",
+    "GraphConfig",
     "IndexingConfig",
     "LLMConfig",
     "LocalEmbeddingsConfig",
@@ -138,6 +142,40 @@ class OpenAIChatConfig(_Section):
     _check_url = field_validator("base_url")(_http_url)
 
 
+class BedrockChatConfig(_Section):
+    """An Amazon Bedrock chat model, called through the Converse API (boto3, extra `aws`)."""
+
+    model_id: str = Field(
+        default="anthropic.claude-3-5-haiku-20241022-v1:0",
+        description="Bedrock model id or inference-profile id/ARN passed as `modelId`.",
+    )
+    region: str | None = Field(
+        default=None,
+        description="AWS region, e.g. `us-east-1`. Empty: boto3's default chain "
+        "(`AWS_REGION`/`AWS_DEFAULT_REGION`, then the profile's region).",
+    )
+    endpoint_url: str | None = Field(
+        default=None,
+        description="Override of the `bedrock-runtime` endpoint (VPC endpoint, test server). "
+        "Empty: the region's public endpoint.",
+    )
+    profile: str | None = Field(
+        default=None,
+        description="Named AWS profile whose credentials are used. Empty: boto3's default "
+        "credential chain (environment, shared files, instance role).",
+    )
+    temperature: float = Field(default=0.0, ge=0.0, le=1.0, description="Sampling temperature.")
+    max_tokens: int = Field(default=1024, ge=1, description="Longest reply, in tokens.")
+    timeout_s: float = Field(
+        default=120.0, gt=0, description="Connect and read timeout of each request, seconds."
+    )
+
+    @field_validator("endpoint_url")
+    @classmethod
+    def _check_endpoint(cls, value: str | None) -> str | None:
+        return None if value is None else _http_url(value)
+
+
 class ScriptedReply(_Section):
     """One canned reply of the `scripted` LLM."""
 
@@ -162,10 +200,14 @@ class LLMConfig(_Section):
 
     kind: str = Field(
         default="none",
-        description="LLM provider: `none` (extractive answers, no model), `openai`, `scripted`.",
+        description="LLM provider: `none` (extractive answers, no model), `openai`, `bedrock`, "
+        "`scripted`.",
     )
     openai: OpenAIChatConfig = Field(
         default_factory=OpenAIChatConfig, description="Settings of the `openai` provider."
+    )
+    bedrock: BedrockChatConfig = Field(
+        default_factory=BedrockChatConfig, description="Settings of the `bedrock` provider."
     )
     scripted: ScriptedLLMConfig = Field(
         default_factory=ScriptedLLMConfig, description="Settings of the `scripted` provider."
@@ -181,6 +223,15 @@ class LLMConfig(_Section):
     cache: bool = Field(
         default=True,
         description="Cache replies in the store, keyed by model, messages and parameters.",
+    )
+    input_price_per_1m: float | None = Field(
+        default=None,
+        ge=0,
+        description="Price of one million prompt tokens (any currency); with it, "
+        "`ukr index --estimate` and run summaries show cost.",
+    )
+    output_price_per_1m: float | None = Field(
+        default=None, ge=0, description="Price of one million completion tokens."
     )
 
 
@@ -227,6 +278,14 @@ class ChunkingConfig(_Section):
         return self
 
 
+MethodologyName = Literal["graphrag", "lightrag", "hipporag"]
+"""A methodology an index can be built for (DESIGN.md §1)."""
+
+
+def _default_methodologies() -> list[MethodologyName]:
+    return ["graphrag", "lightrag"]
+
+
 class IndexingConfig(_Section):
     """How `ukr index` runs."""
 
@@ -244,6 +303,13 @@ class IndexingConfig(_Section):
         description="Term of the index's single-writer lease, seconds: a run renews it every "
         "sixth of the term, and a run that died without giving it up blocks others for at "
         "most this long.",
+    )
+    methodologies: list[MethodologyName] = Field(
+        default_factory=_default_methodologies,
+        description="What the index is built for: `graphrag` (entities, relationships, "
+        "communities, reports), `lightrag` (entities and relationships with vectors), "
+        "`hipporag` (what lightrag builds). All need an LLM (`llm.kind`); with `llm.kind: none` "
+        "only text units are indexed. Empty: text units only.",
     )
 
 
@@ -441,6 +507,9 @@ class UkrConfig(BaseSettings):
     parsing: ParsingConfig = Field(default_factory=ParsingConfig, description="Reading files.")
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig, description="Text units.")
     indexing: IndexingConfig = Field(default_factory=IndexingConfig, description="`ukr index`.")
+    graph: GraphConfig = Field(
+        default_factory=GraphConfig, description="LLM knowledge-graph indexing."
+    )
     stores: StoresConfig = Field(default_factory=StoresConfig, description="Storage backend.")
     query: QueryConfig = Field(default_factory=QueryConfig, description="Answering questions.")
     logging: LoggingConfig = Field(default_factory=LoggingConfig, description="Logging.")

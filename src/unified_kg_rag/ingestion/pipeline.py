@@ -33,9 +33,14 @@ from unified_kg_rag.domain.models import (
 )
 from unified_kg_rag.domain.usage import usage_scope
 from unified_kg_rag.ingestion.corpus import CorpusFile, discover, parse_file, read_file
+from unified_kg_rag.ingestion.graph.build import GraphIndexer, needs_llm
+from unified_kg_rag.ingestion.graph.estimate import CostEstimate, estimate_graph_cost
+from unified_kg_rag.ingestion.graph.extract import UnitText
+from unified_kg_rag.ingestion.graph.report import GraphBuildReport
 from unified_kg_rag.ingestion.lease import fenced, held_lease
 from unified_kg_rag.ingestion.report import FailedDocument, IndexReport
 from unified_kg_rag.ports import (
+    ChatModel,
     DocumentParser,
     Embedder,
     IndexStores,
@@ -43,7 +48,7 @@ from unified_kg_rag.ports import (
     TokenCounter,
 )
 from unified_kg_rag.util.aio import map_bounded
-from unified_kg_rag.util.errors import InputError, UkrError
+from unified_kg_rag.util.errors import InputError, UkrError, UsageError
 from unified_kg_rag.util.hashing import sha256_json
 
 __all__ = ["IndexPipeline", "text_unit_record"]
@@ -112,8 +117,13 @@ class IndexPipeline:
         embedder: the embedding model.
         chunk_tokenizer: the tokenizer text units are measured in.
         parsers: parser per file extension.
-        config: the effective configuration (``parsing``, ``chunking``, ``indexing``).
+        config: the effective configuration (``parsing``, ``chunking``, ``indexing``,
+            ``graph``).
         progress: receives progress events (optional).
+        chat_model: the wrapped LLM; None (``llm.kind: none``) indexes text units only.
+        budget_tokenizer: token counter for prompt budgets (default: the chunk tokenizer).
+        project_dir: where relative prompt files of the configuration are looked up.
+        force_rebuild: ask the LLM again for every extraction record and rebuild the graph.
     """
 
     def __init__(
@@ -125,8 +135,16 @@ class IndexPipeline:
         parsers: Mapping[str, DocumentParser],
         config: UkrConfig,
         progress: ProgressReporter | None = None,
+        chat_model: ChatModel | None = None,
+        budget_tokenizer: TokenCounter | None = None,
+        project_dir: Path | None = None,
+        force_rebuild: bool = False,
     ) -> None:
         self._stores = stores
+        self._chat = chat_model
+        self._budget_tokenizer = budget_tokenizer or chunk_tokenizer
+        self._project_dir = project_dir
+        self._force_rebuild = force_rebuild
         self._embedder = embedder
         self._tokenizer = chunk_tokenizer
         self._parsers = parsers
@@ -166,13 +184,72 @@ class IndexPipeline:
                     todo = await self._diff(hashed, report)
                     if todo:
                         await self._process(todo, report)
+                    report.graph = await self._graph()
                 finally:
                     self._stores = stores
         report.usage = usage
         report.elapsed_s = round(time.perf_counter() - started, 3)
         return report
 
+    async def estimate(self, paths: Sequence[Path]) -> CostEstimate:
+        """Return the model calls and tokens indexing ``paths`` would spend; no call, no write.
+
+        Files are read, parsed and chunked; text units whose extraction record is stored
+        count as free (see `ingestion.graph.estimate` for what is exact and what is rough).
+
+        Raises:
+            UsageError: no LLM is configured, or a path does not exist.
+        """
+        if self._chat is None or not needs_llm(list(self._config.indexing.methodologies)):
+            raise UsageError(
+                "--estimate needs an LLM and a graph methodology (llm.kind, "
+                "indexing.methodologies): without them indexing makes no model call",
+                field="llm.kind",
+            )
+        files, _ = discover(paths, parsing=self._config.parsing, extensions=sorted(self._parsers))
+        parsed = await map_bounded(
+            [_Hashed(f, "") for f in files], self._parse_and_chunk, concurrency=_IO_CONCURRENCY
+        )
+        units = [
+            UnitText(u.id, u.text, r.item.file.relative_path)
+            for r in parsed if r.value is not None for u in r.value[1]
+        ]
+        graph = self._graph_indexer(self._chat)
+        stored = await graph.extractor.stored(units)
+        return estimate_graph_cost(
+            units,
+            [u for u in units if u.id not in stored],
+            config=self._config,
+            counter=self._budget_tokenizer,
+            extraction_template=graph.extraction_template,
+            gleaning_template=graph.gleaning_template,
+            reports_needed="graphrag" in graph.methodologies,
+        )
+
     # ----------------------------------------------------------------- stages
+
+    def _graph_indexer(self, chat: ChatModel) -> GraphIndexer:
+        return GraphIndexer(
+            self._stores,
+            chat=chat,
+            embedder=self._embedder,
+            counter=self._budget_tokenizer,
+            config=self._config,
+            project_dir=self._project_dir,
+            progress=self._progress,
+        )
+
+    async def _graph(self) -> GraphBuildReport | None:
+        """Build the LLM knowledge graph when a graph methodology is selected."""
+        methodologies = list(self._config.indexing.methodologies)
+        if not needs_llm(methodologies):
+            return None
+        if self._chat is None:
+            return GraphBuildReport(
+                skipped_reason="no LLM configured (llm.kind: none): text units only; set "
+                "llm.kind to build " + ", ".join(sorted(methodologies))
+            )
+        return await self._graph_indexer(self._chat).run(force=self._force_rebuild)
 
     async def _hash_all(self, files: list[CorpusFile], report: IndexReport) -> list[_Hashed]:
         self._progress.start("read", len(files))
@@ -288,9 +365,11 @@ class IndexPipeline:
         units = [u for _, _, doc_units in ready for u in doc_units]
         fresh = await self._units_to_embed(units)
         if fresh:
+            started = time.perf_counter()
             vectors = await self._embedder.embed_documents(
                 [embedding_input(u.text, _title(u)) for u in fresh]
             )
+            report.embedding_s = round(report.embedding_s + time.perf_counter() - started, 3)
             await search.upsert(
                 Collection.TEXT_UNITS, [text_unit_record(u) for u in fresh], vectors
             )

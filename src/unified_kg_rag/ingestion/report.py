@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from unified_kg_rag.domain.models import TokenUsage
+from unified_kg_rag.ingestion.graph.report import GraphBuildReport
 
 __all__ = ["FailedDocument", "IndexReport"]
 
@@ -35,7 +36,9 @@ class IndexReport(BaseModel):
         failed: documents that failed, with their reasons.
         skipped: files left out of folder walks (unsupported extension, excluded), with reasons.
         elapsed_s: wall time, seconds.
+        embedding_s: of which the embedding model took embedding text units, seconds.
         usage: model usage of the run.
+        graph: the LLM knowledge-graph build (None when no graph methodology was selected).
     """
 
     index: str
@@ -52,9 +55,15 @@ class IndexReport(BaseModel):
     failed: list[FailedDocument] = Field(default_factory=list)
     skipped: list[FailedDocument] = Field(default_factory=list)
     elapsed_s: float = 0.0
+    embedding_s: float = 0.0
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    graph: GraphBuildReport | None = None
 
     @property
     def exit_code(self) -> int:
-        """0 when every document was indexed, 3 when any failed."""
-        return 3 if self.failed else 0
+        """0 when all was indexed; 3 when a document, an extraction or a report failed.
+
+        The next run retries what failed.
+        """
+        graph_failed = self.graph is not None and not self.graph.complete
+        return 3 if self.failed or graph_failed else 0

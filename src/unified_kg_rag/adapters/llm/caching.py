@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pydantic import ValidationError
 
 from unified_kg_rag.adapters.llm.layer import ChatModelLayer
+from unified_kg_rag.domain.cache_control import cache_refresh_requested
 from unified_kg_rag.domain.models import Completion, Message
 from unified_kg_rag.ports import ChatModel, RecordStore
 from unified_kg_rag.util.hashing import sha256_json
@@ -52,7 +53,8 @@ class CachingChatModel(ChatModelLayer):
     The key is `cache_key` (model id, messages, max_tokens, temperature, stop, json_schema);
     the value is the `Completion` as JSON. Replies cut by the token limit
     (``finish_reason == "length"``) and empty replies are not stored. A hit returns
-    ``cached=True``. Store
+    ``cached=True``. Inside a `refresh_cache` scope the cache is not read (the model is asked
+    again) but the new reply is stored. Store
     errors propagate (a broken store is never read as a miss); an unreadable entry is a miss.
     """
 
@@ -81,7 +83,7 @@ class CachingChatModel(ChatModelLayer):
             stop=stop,
             json_schema=json_schema,
         )
-        stored = await self._store.get(self._namespace, key)
+        stored = None if cache_refresh_requested() else await self._store.get(self._namespace, key)
         if stored is not None:
             try:
                 return Completion.model_validate_json(stored).model_copy(update={"cached": True})

@@ -1,0 +1,171 @@
+"""Configuration of LLM knowledge-graph indexing: extraction, resolution, communities, reports.
+
+The ``graph`` section of `UkrConfig`. Which of these stages run is decided by
+``indexing.methodologies`` (seed 000 §4.6); the defaults are the measured choices of seed 000
+§4.1-§4.3.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "CommunitiesConfig",
+    "ExtractionConfig",
+    "GraphConfig",
+    "ReportsConfig",
+    "ResolutionConfig",
+]
+
+DEFAULT_ENTITY_TYPES = (
+    "PERSON",
+    "ORGANIZATION",
+    "LOCATION",
+    "EVENT",
+    "WORK",
+    "PRODUCT",
+    "CONCEPT",
+    "DATE",
+)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ExtractionConfig(_Section):
+    """Entity and relationship extraction per text unit, and gleaning."""
+
+    entity_types: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_ENTITY_TYPES),
+        min_length=1,
+        description="Entity types the extraction prompt offers (`{entity_types}`).",
+    )
+    prompt_file: str | None = Field(
+        default=None,
+        description="A file replacing the whole extraction prompt (relative to the project "
+        "directory). System part, a line `=== user ===`, then the user part; `{entity_types}` "
+        "and `{text}` are filled in. Changing it re-extracts every text unit.",
+    )
+    gleaning_prompt_file: str | None = Field(
+        default=None,
+        description="A file replacing the gleaning prompt (same layout; also "
+        "`{current_items}`).",
+    )
+    max_gleaning_rounds: int = Field(
+        default=3,
+        ge=0,
+        le=10,
+        description="Gleaning calls per text unit at most. A unit is asked again only while "
+        "its last answer added or corrected something; 0 turns gleaning off.",
+    )
+    max_reply_tokens: int = Field(
+        default=4096,
+        ge=64,
+        description="Longest extraction or gleaning reply, in tokens. A reply cut at this "
+        "length keeps its complete records and the unit is reported as truncated.",
+    )
+
+    @field_validator("entity_types")
+    @classmethod
+    def _types_not_blank(cls, value: list[str]) -> list[str]:
+        cleaned = [v.strip() for v in value]
+        if any(not v for v in cleaned):
+            raise ValueError("entity types must not be blank")
+        return cleaned
+
+
+class ResolutionConfig(_Section):
+    """Merging name variants and summarizing merged descriptions."""
+
+    summarize_over_tokens: int = Field(
+        default=400,
+        ge=16,
+        description="A merged description longer than this (tokens) is summarized by the LLM; "
+        "shorter ones are kept as the concatenation of what each text unit said.",
+    )
+    summary_max_words: int = Field(
+        default=150, ge=10, description="Length the summary prompt asks for, in words."
+    )
+    summary_max_input_tokens: int = Field(
+        default=6000,
+        ge=256,
+        description="Description tokens one summary call may read; more are summarized in "
+        "batches first and the batch summaries summarized again (map-reduce).",
+    )
+    fuzzy_threshold: float | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description="Also merge names whose similarity (rapidfuzz token-sort ratio, 0-100) is "
+        "at least this. Off by default: similarity also joins different organizations "
+        "sharing most of a name. Names whose number tokens differ never merge.",
+    )
+
+
+class CommunitiesConfig(_Section):
+    """Hierarchical Leiden communities over the entity graph (graphrag)."""
+
+    max_cluster_size: int = Field(
+        default=20,
+        ge=2,
+        description="A community with more members is split again into sub-communities one "
+        "level down.",
+    )
+    min_community_size: int = Field(
+        default=3,
+        ge=1,
+        description="Connected components with fewer entities get no community (and no "
+        "report).",
+    )
+    seed: int = Field(
+        default=0xDEADBEEF,
+        description="Random seed of Leiden; the same graph and seed give the same communities.",
+    )
+    max_levels: int | None = Field(
+        default=None, ge=1, description="Deepest hierarchy levels kept (None: all)."
+    )
+
+
+class ReportsConfig(_Section):
+    """Community reports (graphrag)."""
+
+    max_context_tokens: int = Field(
+        default=4000,
+        ge=200,
+        description="Tokens of entities and relationships packed into one report prompt; "
+        "sub-community summaries get a second budget of the same size when a community's own "
+        "context was cut.",
+    )
+    max_entities: int = Field(
+        default=200, ge=1, description="Entities of one community considered for its report."
+    )
+    max_reply_tokens: int = Field(
+        default=2000, ge=128, description="Longest report reply, in tokens."
+    )
+    prompt_file: str | None = Field(
+        default=None,
+        description="A file replacing the report prompt (system part, `=== user ===`, user "
+        "part; `{community_name}` and `{context}` are filled in).",
+    )
+
+
+class GraphConfig(_Section):
+    """LLM knowledge-graph indexing (needs `llm.kind` other than `none`)."""
+
+    extraction: ExtractionConfig = Field(
+        default_factory=ExtractionConfig, description="Extraction and gleaning."
+    )
+    resolution: ResolutionConfig = Field(
+        default_factory=ResolutionConfig, description="Entity resolution and summaries."
+    )
+    communities: CommunitiesConfig = Field(
+        default_factory=CommunitiesConfig, description="Leiden communities."
+    )
+    reports: ReportsConfig = Field(default_factory=ReportsConfig, description="Community reports.")
+    unit_concurrency: int = Field(
+        default=8,
+        ge=1,
+        description="Text units extracted at once (model calls are further bounded by "
+        "`llm.max_concurrency`).",
+    )

@@ -1,0 +1,303 @@
+"""`GraphIndexer`: builds the LLM knowledge graph of an index from its stored text units.
+
+Runs after the text-unit pipeline. The graph is derived from the extraction records of every
+text unit the index holds (seed 000 §4.1: resolution starts from the merge of all records),
+so it never depends on batching or run history. A build whose inputs (the text units, the
+model, prompts, settings and methodologies) match the last complete build is skipped; a build
+with failed units or reports is written (so queries see what succeeded) but not recorded as
+complete, so the next run asks again for what failed and only that.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.communities import detect_communities
+from unified_kg_rag.domain.index_meta import INDEX_NAMESPACE, METHODOLOGIES_KEY
+from unified_kg_rag.domain.models import Collection, DocStatus, Entity, Relationship
+from unified_kg_rag.domain.prompts import load_prompt
+from unified_kg_rag.domain.resolution import resolve_graph
+from unified_kg_rag.domain.usage import usage_scope
+from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, ProgressReporter, TokenCounter
+from unified_kg_rag.util.errors import ConfigurationError
+from unified_kg_rag.util.hashing import sha256_json
+
+from .extract import GraphExtractor, UnitText
+from .report import GraphBuildReport, StageReport, UnitFailure
+from .reports import ReportWriter
+from .summarize import DescriptionSummarizer, summary_tasks
+from .write import GraphItems, GraphWriter
+
+__all__ = ["BUILD_KEY", "GraphIndexer", "load_template", "needs_llm"]
+
+logger = logging.getLogger(__name__)
+
+BUILD_KEY = "graph_build"
+"""RecordStore ``index`` key of the last graph build's input digest and completeness."""
+
+GRAPH_METHODOLOGIES = ("graphrag", "lightrag", "hipporag")
+
+
+def needs_llm(methodologies: Sequence[str]) -> bool:
+    """True when any of ``methodologies`` is built by the LLM graph stages."""
+    return any(m in GRAPH_METHODOLOGIES for m in methodologies)
+
+
+def load_template(project_dir: Path | None, file: str | None, default: str, field: str) -> str:
+    """Return a user prompt file's text (relative to the project), else the built-in template.
+
+    Raises:
+        ConfigurationError: the file cannot be read (names ``field`` and the path).
+    """
+    if file is None:
+        return load_prompt(default)
+    path = Path(file)
+    if not path.is_absolute() and project_dir is not None:
+        path = project_dir / path
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"cannot read prompt file {path}: {exc}", field=field) from exc
+
+
+class GraphIndexer:
+    """Extract → glean → resolve → summarize → communities → reports → write, for one index.
+
+    Args:
+        stores: the index's stores (fenced by the run's lease).
+        chat: the wrapped chat model.
+        embedder: the index's embedding model.
+        counter: token counter for budgets (the script-aware estimate).
+        config: the effective configuration (``graph``, ``indexing.methodologies``).
+        project_dir: where relative prompt files are looked up.
+        progress: receives progress events.
+    """
+
+    def __init__(
+        self,
+        stores: IndexStores,
+        *,
+        chat: ChatModel,
+        embedder: Embedder,
+        counter: TokenCounter,
+        config: UkrConfig,
+        project_dir: Path | None = None,
+        progress: ProgressReporter | None = None,
+    ) -> None:
+        graph = config.graph
+        self._stores = stores
+        self._chat = chat
+        self._embedder = embedder
+        self._config = config
+        self._progress = progress
+        self.methodologies = sorted(
+            m for m in config.indexing.methodologies if m in GRAPH_METHODOLOGIES
+        )
+        fanout = graph.unit_concurrency
+        self.extraction_template = load_template(
+            project_dir, graph.extraction.prompt_file, "extract_graph.v1",
+            "graph.extraction.prompt_file",
+        )
+        self.gleaning_template = load_template(
+            project_dir, graph.extraction.gleaning_prompt_file, "glean_graph.v1",
+            "graph.extraction.gleaning_prompt_file",
+        )
+        self.extractor = GraphExtractor(
+            chat,
+            stores.records,
+            graph.extraction,
+            extraction_template=self.extraction_template,
+            gleaning_template=self.gleaning_template,
+            concurrency=fanout,
+        )
+        self._summary_template = load_prompt("summarize_descriptions.v1")
+        self.summarizer = DescriptionSummarizer(
+            chat, counter, graph.resolution, template=self._summary_template, concurrency=fanout
+        )
+        self._report_template = load_template(
+            project_dir, graph.reports.prompt_file, "community_report.v1",
+            "graph.reports.prompt_file",
+        )
+        self.reporter = ReportWriter(
+            chat, counter, graph.reports, template=self._report_template, concurrency=fanout
+        )
+
+    async def unit_paths(self) -> dict[str, str]:
+        """Return text unit id → document path for the index's processed documents.
+
+        In document order (source scope, then path), then text order within a document.
+        """
+        records = [r for r in await self._stores.registry.list_records()
+                   if r.status is DocStatus.PROCESSED]
+        records.sort(key=lambda r: (r.source_scope, r.path))
+        return {t: r.path for r in records for t in r.text_unit_ids}
+
+    async def units(self, paths: dict[str, str]) -> list[UnitText]:
+        """Return the stored text units named in ``paths``, in its order."""
+        ids = list(paths)
+        out: list[UnitText] = []
+        for i in range(0, len(ids), 2000):
+            for rec in await self._stores.search.get(Collection.TEXT_UNITS, ids[i : i + 2000]):
+                out.append(UnitText(rec.id, rec.text, paths.get(rec.id, "")))
+        return out
+
+    def digest(self, unit_ids: list[str]) -> str:
+        """Return the digest of a build's inputs: text units, model, prompts, settings."""
+        return sha256_json(
+            {
+                "units": sorted(unit_ids),
+                "extraction": self.extractor.fingerprint(""),
+                "summary_prompt": self._summary_template,
+                "report_prompt": self._report_template,
+                "graph": self._config.graph.model_dump(mode="json"),
+                "methodologies": self.methodologies,
+                "embedding": self._embedder.model_id,
+            }
+        )
+
+    async def run(self, *, force: bool = False) -> GraphBuildReport:
+        """Build (or skip, when current) the index's graph.
+
+        Args:
+            force: re-ask the model for every extraction record (``--force-rebuild``) and
+                build even when the inputs are unchanged.
+
+        Raises:
+            ModelError: the model failed in a way that is not one item's own (authentication,
+                server down); records and cached replies so far are kept for the next run.
+            StoreError: a store failed.
+        """
+        report = GraphBuildReport(methodologies=self.methodologies)
+        paths = await self.unit_paths()
+        report.text_units = len(paths)
+        digest = self.digest(list(paths))
+        raw = await self._stores.records.get(INDEX_NAMESPACE, BUILD_KEY)
+        last = json.loads(raw) if raw else {}
+        if not force and last.get("digest") == digest and last.get("complete"):
+            report.skipped_reason = "unchanged since the last complete build"
+            return report
+        units = await self.units(paths)
+
+        with self._stage(report, "extract") as stage:
+            outcome = await self.extractor.run(units, force=force, progress=self._progress)
+            stage.items = outcome.extracted
+        report.records_reused = outcome.reused
+        report.units_extracted = outcome.extracted
+        report.units_truncated = len(outcome.truncated)
+        report.units_failed = [
+            UnitFailure(text_unit_id=t, path=paths.get(t, ""), reason=reason)
+            for t, reason in sorted(outcome.failed.items())
+        ]
+
+        with self._stage(report, "resolve") as stage:
+            resolved = resolve_graph(
+                [(u.id, outcome.records[u.id]) for u in units if u.id in outcome.records],
+                fuzzy_threshold=self._config.graph.resolution.fuzzy_threshold,
+            )
+            stage.items = len(resolved.entities)
+        report.merges = dict(resolved.merges)
+
+        entities = list(resolved.entities)
+        relationships = list(resolved.relationships)
+        with self._stage(report, "summarize") as stage:
+            entities, relationships = await self._summarize(
+                entities, relationships, resolved.description_fragments, report
+            )
+            stage.items = report.descriptions_summarized
+        report.entities, report.relationships = len(entities), len(relationships)
+
+        items = GraphItems(
+            entities=entities,
+            relationships=relationships,
+            relationship_vectors=any(m in ("lightrag", "hipporag") for m in self.methodologies),
+        )
+        if "graphrag" in self.methodologies:
+            await self._communities_and_reports(items, report)
+
+        with self._stage(report, "write") as stage:
+            writer = GraphWriter(self._stores, self._embedder, self._progress)
+            report.items_removed = await writer.write(items)
+            stage.items = writer.embedded
+            stage.embedding_s = round(writer.embedding_s, 3)
+        await self._stores.records.put(
+            INDEX_NAMESPACE, METHODOLOGIES_KEY, json.dumps(self.methodologies)
+        )
+        await self._stores.records.put(
+            INDEX_NAMESPACE, BUILD_KEY,
+            json.dumps({"digest": digest, "complete": report.complete}),
+        )
+        return report
+
+    async def _summarize(
+        self,
+        entities: list[Entity],
+        relationships: list[Relationship],
+        fragments: dict[str, tuple[str, ...]],
+        report: GraphBuildReport,
+    ) -> tuple[list[Entity], list[Relationship]]:
+        names = {e.id: e.name for e in entities}
+        rel_names = {
+            r.id: f"{names.get(r.source_id, r.source_id)} -> "
+            f"{names.get(r.target_id, r.target_id)} ({r.type})"
+            for r in relationships
+        }
+        tasks = summary_tasks({**names, **rel_names}, fragments, self.summarizer)
+        if not tasks:
+            return entities, relationships
+        outcome = await self.summarizer.run(tasks, progress=self._progress)
+        report.descriptions_summarized = len(outcome.summaries)
+        report.summaries_failed = outcome.failed
+        done = outcome.summaries
+        return (
+            [e.model_copy(update={"description": done[e.id]}) if e.id in done else e
+             for e in entities],
+            [r.model_copy(update={"description": done[r.id]}) if r.id in done else r
+             for r in relationships],
+        )
+
+    async def _communities_and_reports(
+        self, items: GraphItems, report: GraphBuildReport
+    ) -> None:
+        cfg = self._config.graph.communities
+        with self._stage(report, "communities") as stage:
+            communities = detect_communities(
+                [e.id for e in items.entities],
+                [(r.source_id, r.target_id, r.weight) for r in items.relationships],
+                max_cluster_size=cfg.max_cluster_size,
+                min_community_size=cfg.min_community_size,
+                seed=cfg.seed,
+                max_levels=cfg.max_levels,
+            )
+            stage.items = len(communities)
+        for c in communities:
+            report.communities_per_level[c.level] = report.communities_per_level.get(c.level, 0) + 1
+        with self._stage(report, "reports") as stage:
+            outcome = await self.reporter.run(
+                communities,
+                {e.id: e for e in items.entities},
+                items.relationships,
+                progress=self._progress,
+            )
+            stage.items = len(outcome.reports)
+        items.communities = communities
+        items.reports = outcome.reports
+        report.reports = len(outcome.reports)
+        report.reports_failed = len(outcome.failed)
+
+    @contextmanager
+    def _stage(self, report: GraphBuildReport, name: str) -> Iterator[StageReport]:
+        stage = StageReport()
+        started = time.perf_counter()
+        with usage_scope() as usage:
+            try:
+                yield stage
+            finally:
+                stage.seconds = round(time.perf_counter() - started, 3)
+                stage.usage = usage
+                report.stages[name] = stage

@@ -1,0 +1,121 @@
+"""`ukr index --estimate`: the model calls and tokens a graph build will spend, before any call.
+
+Exact for extraction (every text unit without a stored record is one call whose prompt is
+rendered and counted). Gleaning is a range: at least one round per extracted unit (the round
+that finds nothing missing ends it), at most ``max_gleaning_rounds``. Reports and description
+summaries depend on the graph the model returns, so they are rough: one report per
+``max_cluster_size / 2`` entities, with ``_ENTITIES_PER_UNIT`` entities per unit (measured on
+MuSiQue with GPT-3.5: 9.7), each report prompt at its full context budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.extraction import ExtractionRecord
+from unified_kg_rag.domain.extraction_format import (
+    render_extraction_messages,
+    render_gleaning_messages,
+)
+from unified_kg_rag.ports import TokenCounter
+
+from .extract import UnitText
+
+__all__ = ["CostEstimate", "estimate_graph_cost"]
+
+_ENTITIES_PER_UNIT = 10
+_REPLY_SHARE = 0.8  # extraction reply tokens per unit token (XML records restate the text)
+
+
+class CostEstimate(BaseModel):
+    """Model calls and tokens a build would spend (``*_max`` with every gleaning round).
+
+    Attributes:
+        units: text units the graph covers.
+        units_to_extract: units without a stored extraction record (each at least one call).
+        calls_min: calls with one gleaning round per unit.
+        calls_max: calls with every gleaning round.
+        input_tokens_min: prompt tokens, one gleaning round per unit.
+        input_tokens_max: prompt tokens, every gleaning round.
+        output_tokens: reply tokens (estimated).
+        reports: community reports expected (rough).
+        cost_min: cost with the configured prices, when both are set.
+        cost_max: as ``cost_min`` with every gleaning round.
+    """
+
+    units: int = 0
+    units_to_extract: int = 0
+    calls_min: int = 0
+    calls_max: int = 0
+    input_tokens_min: int = 0
+    input_tokens_max: int = 0
+    output_tokens: int = 0
+    reports: int = 0
+    cost_min: float | None = None
+    cost_max: float | None = None
+
+
+def _tokens(counter: TokenCounter, messages: Sequence[object]) -> int:
+    return sum(counter.count(getattr(m, "content", "")) + 4 for m in messages)
+
+
+def estimate_graph_cost(
+    units: Sequence[UnitText],
+    to_extract: Sequence[UnitText],
+    *,
+    config: UkrConfig,
+    counter: TokenCounter,
+    extraction_template: str,
+    gleaning_template: str,
+    reports_needed: bool,
+) -> CostEstimate:
+    """Return the estimate of a build over ``units`` that extracts ``to_extract``.
+
+    Args:
+        units: every text unit the graph will cover.
+        to_extract: the units without a stored extraction record.
+        config: the effective configuration.
+        counter: the token counter prompts are measured with.
+        extraction_template: the extraction prompt in effect.
+        gleaning_template: the gleaning prompt in effect.
+        reports_needed: True when ``graphrag`` is built (community reports).
+    """
+    cfg = config.graph
+    types = cfg.extraction.entity_types
+    rounds = cfg.extraction.max_gleaning_rounds
+    est = CostEstimate(units=len(units), units_to_extract=len(to_extract))
+    empty = ExtractionRecord(fingerprint="")
+    for unit in to_extract:
+        prompt = _tokens(
+            counter,
+            render_extraction_messages(unit.text, entity_types=types, template=extraction_template),
+        )
+        reply = min(cfg.extraction.max_reply_tokens, int(counter.count(unit.text) * _REPLY_SHARE))
+        glean = _tokens(
+            counter,
+            render_gleaning_messages(unit.text, empty, entity_types=types,
+                                     template=gleaning_template),
+        ) + reply
+        est.input_tokens_min += prompt + (glean if rounds else 0)
+        est.input_tokens_max += prompt + glean * rounds
+        est.output_tokens += reply
+        est.calls_min += 1 + (1 if rounds else 0)
+        est.calls_max += 1 + rounds
+    if reports_needed and to_extract:
+        per_report = max(1, cfg.communities.max_cluster_size // 2)
+        est.reports = math.ceil(len(units) * _ENTITIES_PER_UNIT / per_report)
+        report_in = est.reports * cfg.reports.max_context_tokens
+        est.calls_min += est.reports
+        est.calls_max += est.reports
+        est.input_tokens_min += report_in
+        est.input_tokens_max += report_in
+        est.output_tokens += est.reports * cfg.reports.max_reply_tokens // 2
+    price_in, price_out = config.llm.input_price_per_1m, config.llm.output_price_per_1m
+    if price_in is not None and price_out is not None:
+        est.cost_min = (est.input_tokens_min * price_in + est.output_tokens * price_out) / 1e6
+        est.cost_max = (est.input_tokens_max * price_in + est.output_tokens * price_out) / 1e6
+    return est

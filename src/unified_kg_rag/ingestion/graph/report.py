@@ -1,0 +1,83 @@
+"""What one graph build did, per stage: items, model calls, tokens, cache hits and time."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from unified_kg_rag.domain.models import TokenUsage
+
+__all__ = ["GraphBuildReport", "StageReport", "UnitFailure"]
+
+
+class StageReport(BaseModel):
+    """One stage of a graph build.
+
+    Attributes:
+        items: what the stage produced or handled (units extracted, descriptions summarized,
+            communities, reports ...).
+        seconds: wall time of the stage, seconds (model latency included).
+        embedding_s: of which waiting on the embedding model, seconds.
+        usage: model usage inside the stage.
+    """
+
+    items: int = 0
+    seconds: float = 0.0
+    embedding_s: float = 0.0
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+
+
+class UnitFailure(BaseModel):
+    """A text unit whose extraction failed this run (retried by the next run)."""
+
+    text_unit_id: str
+    path: str
+    reason: str
+
+
+class GraphBuildReport(BaseModel):
+    """The graph part of an indexing run.
+
+    Attributes:
+        methodologies: the methodologies the index holds after the run.
+        skipped_reason: why no graph was built ("" when it was).
+        text_units: text units the graph was built from.
+        records_reused: units whose stored extraction record was used (no model call).
+        units_extracted: units sent to the model this run.
+        units_truncated: units whose reply was cut by the length limit (complete records kept).
+        units_failed: units whose extraction failed; the next run asks for them again.
+        entities: entities in the graph.
+        relationships: relationships in the graph.
+        merges: merges done by each resolution rule (``entity_key``, ``compact_name_key``,
+            ``fuzzy``, ``stub_entities``, ``self_loops_dropped``).
+        descriptions_summarized: descriptions over the token budget summarized by the LLM.
+        summaries_failed: summaries that failed (the concatenation is kept).
+        communities_per_level: number of communities at each level (0 = top).
+        reports: community reports written.
+        reports_failed: communities whose report failed (retried by the next run).
+        items_removed: graph items of an earlier build that this build no longer has.
+        stages: per-stage figures (``extract``, ``resolve``, ``summarize``, ``communities``,
+            ``reports``, ``write``).
+    """
+
+    methodologies: list[str] = Field(default_factory=list)
+    skipped_reason: str = ""
+    text_units: int = 0
+    records_reused: int = 0
+    units_extracted: int = 0
+    units_truncated: int = 0
+    units_failed: list[UnitFailure] = Field(default_factory=list)
+    entities: int = 0
+    relationships: int = 0
+    merges: dict[str, int] = Field(default_factory=dict)
+    descriptions_summarized: int = 0
+    summaries_failed: int = 0
+    communities_per_level: dict[int, int] = Field(default_factory=dict)
+    reports: int = 0
+    reports_failed: int = 0
+    items_removed: int = 0
+    stages: dict[str, StageReport] = Field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """True when nothing failed (the build is recorded as current)."""
+        return not self.units_failed and not self.reports_failed

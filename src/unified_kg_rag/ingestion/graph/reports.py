@@ -1,0 +1,158 @@
+"""Community reports, written bottom-up (seed 000 §4.3 "Reports", "Sub-community roll-up").
+
+The deepest level is reported first, so a parent whose own context was cut can add its
+children's summaries. One call per community; the reply is a structured JSON report
+(`domain.reports.parse_report_reply`). A report that fails (unreadable reply, rejected
+request) is left out and counted: the build is then not recorded as current, and the next run
+asks again (the reports that succeeded come back from the LLM response cache).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from unified_kg_rag.config.graph import ReportsConfig
+from unified_kg_rag.domain.models import Community, CommunityReport, Entity, Relationship
+from unified_kg_rag.domain.reports import (
+    build_report_context,
+    community_report,
+    parse_report_reply,
+    render_report_messages,
+)
+from unified_kg_rag.domain.usage import spend_note
+from unified_kg_rag.ports import ChatModel, ProgressReporter, TokenCounter
+from unified_kg_rag.util.aio import map_bounded
+
+from .extract import is_unit_error
+
+__all__ = ["ReportWriter", "ReportsOutcome", "community_name"]
+
+logger = logging.getLogger(__name__)
+
+
+def community_name(community: Community) -> str:
+    """Return the display name of a community (``Level 0 Community 1a2b3c4d``).
+
+    Derived from its content id, so adding a community elsewhere renames nothing.
+    """
+    return f"Level {community.level} Community {community.id[:8]}"
+
+
+@dataclass
+class ReportsOutcome:
+    """Reports written, and the ids of communities whose report failed."""
+
+    reports: list[CommunityReport]
+    failed: list[str]
+
+
+class ReportWriter:
+    """Writes one report per community with the LLM, deepest level first.
+
+    Args:
+        chat: the wrapped chat model.
+        counter: token counter the context budget is measured with.
+        config: ``graph.reports``.
+        template: the report prompt template.
+        concurrency: communities in flight at once.
+    """
+
+    def __init__(
+        self,
+        chat: ChatModel,
+        counter: TokenCounter,
+        config: ReportsConfig,
+        *,
+        template: str,
+        concurrency: int,
+    ) -> None:
+        self._chat = chat
+        self._counter = counter
+        self._config = config
+        self._template = template
+        self._concurrency = concurrency
+
+    async def run(
+        self,
+        communities: Sequence[Community],
+        entities: Mapping[str, Entity],
+        relationships: Sequence[Relationship],
+        *,
+        progress: ProgressReporter | None = None,
+    ) -> ReportsOutcome:
+        """Report every community; a failed one is listed in ``failed``.
+
+        Raises:
+            ModelError: a failure that is not the community's own (authentication, server
+                down); reports already answered are in the response cache for the next run.
+        """
+        by_member: dict[str, list[Relationship]] = {}
+        for rel in relationships:
+            by_member.setdefault(rel.source_id, []).append(rel)
+            by_member.setdefault(rel.target_id, []).append(rel)
+        done: dict[str, CommunityReport] = {}
+        failed: list[str] = []
+        if progress is not None:
+            progress.start("reports", len(communities))
+        for level in sorted({c.level for c in communities}, reverse=True):
+            level_communities = sorted(
+                (c for c in communities if c.level == level), key=lambda c: c.id
+            )
+
+            async def one(community: Community) -> CommunityReport:
+                try:
+                    return await self._report(community, entities, by_member, done)
+                finally:
+                    if progress is not None:
+                        progress.advance("reports", note=spend_note())
+
+            results = await map_bounded(level_communities, one, concurrency=self._concurrency)
+            for result in results:
+                if result.value is not None:
+                    done[result.item.id] = result.value
+                    continue
+                if result.error is not None and not is_unit_error(result.error):
+                    raise result.error
+                failed.append(result.item.id)
+                logger.warning("report of %s failed: %s", community_name(result.item),
+                               result.error)
+        if progress is not None:
+            progress.finish("reports")
+        return ReportsOutcome(sorted(done.values(), key=lambda r: r.community_id), failed)
+
+    async def _report(
+        self,
+        community: Community,
+        entities: Mapping[str, Entity],
+        by_member: Mapping[str, Sequence[Relationship]],
+        done: Mapping[str, CommunityReport],
+    ) -> CommunityReport:
+        members = set(community.member_ids)
+        inside = {
+            rel.id: rel
+            for m in community.member_ids
+            for rel in by_member.get(m, ())
+            if rel.source_id in members and rel.target_id in members
+        }
+        # children_ids are ordered biggest child first (domain.communities)
+        children = [done[c] for c in community.children_ids if c in done]
+        context = build_report_context(
+            community,
+            entities,
+            sorted(inside.values(), key=lambda r: r.id),
+            max_tokens=self._config.max_context_tokens,
+            count=self._counter.count,
+            sub_reports=children,
+            max_entities=self._config.max_entities,
+        )
+        reply = await self._chat.complete(
+            render_report_messages(community_name(community), context, template=self._template),
+            max_tokens=self._config.max_reply_tokens,
+        )
+        parsed = parse_report_reply(reply.text)
+        rank = float(sum(entities[m].rank for m in community.member_ids if m in entities))
+        return community_report(
+            community, parsed, rank=rank, text_unit_ids=context.text_unit_ids
+        )
