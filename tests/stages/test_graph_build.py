@@ -26,7 +26,6 @@ from unified_kg_rag.domain.index_meta import INDEX_NAMESPACE, METHODOLOGIES_KEY
 from unified_kg_rag.domain.models import Collection, SearchMode
 from unified_kg_rag.ingestion.pipeline import IndexPipeline
 from unified_kg_rag.ingestion.report import IndexReport
-from unified_kg_rag.util.errors import ModelError
 
 pytestmark = pytest.mark.integration
 
@@ -274,21 +273,22 @@ def test_server_down_stops_the_run_and_the_next_run_resumes(tmp_path: Path) -> N
         base_url = server.base_url
     down = FakeOpenAIServer(reply=reply)
 
-    async def first() -> tuple[str, dict[str, int], int]:
+    async def first() -> tuple[IndexReport, dict[str, int], int]:
         config = UkrConfig(
             llm={"kind": "openai", "openai": {"base_url": base_url, "api_key": "k"},
                  "max_retries": 1, "retry_initial_s": 0.01},
         )  # type: ignore[arg-type]
         async with build_app(config, tmp_path / "p") as app:
-            with pytest.raises(ModelError) as err:
-                await _run(app, [corpus])
+            report = await _run(app, [corpus])
             stores = app.index("default")
-            return str(err.value), await stores.graph.counts(), await stores.search.count(
+            return report, await stores.graph.counts(), await stores.search.count(
                 Collection.TEXT_UNITS
             )
 
-    message, counts, units = asyncio.run(first())
-    assert "cannot connect" in message and base_url in message
+    stopped, counts, units = asyncio.run(first())
+    assert stopped.graph is not None and stopped.exit_code == 1
+    assert "cannot connect" in stopped.graph.error and base_url in stopped.graph.error
+    assert stopped.documents_new == 4 and not stopped.failed
     assert counts["entities"] == 0 and counts["relationships"] == 0  # nothing half-written
     assert units == 4  # the text units of the run are kept
 
@@ -315,8 +315,8 @@ def test_run_stopped_halfway_makes_no_call_twice(tmp_path: Path) -> None:
             # the server fails every call after the 10th: the run stops there
             server.script(*[Scripted(path="/chat/completions") for _ in range(10)],
                           *[Scripted(status=503, path="/chat/completions") for _ in range(50)])
-            with pytest.raises(ModelError):
-                await _run(app, [corpus])
+            stopped = await _run(app, [corpus])
+            assert stopped.graph is not None and "HTTP 503" in stopped.graph.error
             with server._lock:
                 server._queue.clear()
             answered_first = 10
@@ -491,3 +491,93 @@ def test_build_on_postgres(tmp_path: Path, postgres_url: str) -> None:
     assert report.graph is not None and report.graph.complete
     assert counts["entities"] == 7 and counts["relationships"] == 6
     assert counts["reports"] == reports == report.graph.reports > 0
+
+
+def test_an_unreadable_reply_is_not_cached_and_is_asked_again_next_run(tmp_path: Path) -> None:
+    corpus = write_docs(tmp_path / "corpus")
+    state = {"broken": True}
+
+    def moody(body: dict[str, Any]) -> str:
+        text = _user(body)
+        if state["broken"] and "Kyoto University is" in text and "<current_items>" not in text:
+            return "Sorry, I cannot comply."
+        if state["broken"] and "<report_context>" in text:
+            return "not a JSON report"
+        return reply(body)
+
+    async def main(server: FakeOpenAIServer) -> tuple[IndexReport, IndexReport]:
+        async with build_app(_config(server), tmp_path / "p") as app:
+            first = await _run(app, [corpus])
+            state["broken"] = False
+            return first, await _run(app, [corpus])
+
+    with FakeOpenAIServer(reply=moody) as server:
+        first, second = asyncio.run(main(server))
+    assert first.graph is not None and second.graph is not None
+    assert [f.path for f in first.graph.units_failed] == ["kyoto.txt"]
+    assert first.graph.reports_failed > 0 and first.exit_code == 3
+    # the refused reply and the broken reports were not cached: the model is asked again
+    assert second.graph.units_extracted == 1 and second.graph.stages["extract"].usage.calls == 2
+    assert second.graph.reports_failed == 0 and second.graph.complete
+    assert second.exit_code == 0 and second.graph.entities == 7
+
+
+def test_a_rejected_gleaning_request_keeps_the_extraction(tmp_path: Path) -> None:
+    corpus = write_docs(tmp_path / "corpus", {"ada.txt": DOCS["ada.txt"]})
+
+    class _SmallContext(FakeOpenAIServer):
+        def _next(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> Scripted:
+            entry = super()._next(path, body, headers)
+            if "<current_items>" in _user(body):
+                return Scripted(status=400, message="maximum context length exceeded")
+            return entry
+
+    async def main(server: FakeOpenAIServer) -> IndexReport:
+        async with build_app(_config(server), tmp_path / "p") as app:
+            return await _run(app, [corpus])
+
+    with _SmallContext(reply=reply) as server:
+        report = asyncio.run(main(server))
+    assert report.graph is not None and report.graph.complete and report.exit_code == 0
+    assert report.graph.units_extracted == 1 and report.graph.entities == 4
+
+
+def test_a_prompt_file_without_its_placeholder_is_a_configuration_error(tmp_path: Path) -> None:
+    from unified_kg_rag.util.errors import ConfigurationError
+
+    corpus = write_docs(tmp_path / "corpus", {"ada.txt": DOCS["ada.txt"]})
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "extract.md").write_text("System.\n=== user ===\nExtract from {Text}.")
+
+    async def main(server: FakeOpenAIServer) -> None:
+        config = _config(server)
+        config = config.model_copy(update={"graph": config.graph.model_copy(update={
+            "extraction": config.graph.extraction.model_copy(
+                update={"prompt_file": "extract.md"})})})  # fmt: skip
+        async with build_app(config, tmp_path / "p") as app:
+            with pytest.raises(ConfigurationError, match=r"lacks the placeholder\(s\) \{text\}"):
+                await _run(app, [corpus])
+
+    with FakeOpenAIServer(reply=reply) as server:
+        asyncio.run(main(server))
+        assert server.requests_to("/chat/completions") == []
+
+
+def test_moving_the_server_reuses_the_extraction_records(tmp_path: Path) -> None:
+    corpus = write_docs(tmp_path / "corpus")
+
+    async def main(server: FakeOpenAIServer, url: str) -> IndexReport:
+        config = _config(server).model_copy(deep=True)
+        config = UkrConfig.model_validate({**config.model_dump(mode="json"), "llm": {
+            **config.llm.model_dump(mode="json"), "openai": {
+                **config.llm.openai.model_dump(mode="json"), "base_url": url,
+                "api_key": "k"}}})  # fmt: skip
+        async with build_app(config, tmp_path / "p") as app:
+            return await _run(app, [corpus], force=False)
+
+    with FakeOpenAIServer(reply=reply) as server:
+        asyncio.run(main(server, server.base_url))
+        calls = len(server.requests_to("/chat/completions"))
+        moved = asyncio.run(main(server, server.base_url.replace("127.0.0.1", "localhost")))
+        assert len(server.requests_to("/chat/completions")) == calls  # no model call at all
+    assert moved.graph is not None and moved.graph.skipped_reason

@@ -1,5 +1,7 @@
 """The extraction / gleaning prompts' messages and the lenient reader of their XML replies."""
 
+import unicodedata
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -229,8 +231,9 @@ def test_xml_escapes_are_decoded() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["C++", "C#", "AT&T", "Star Wars: A New Hope", "삼성전자", "北京大学", "東京大学", "トヨタ自動車"],
-)
+    ["C++", "C#", "AT&T", ".NET", "$1,000 penalty", "Star Wars: A New Hope", "삼성전자", "北京大学",
+     "東京大学", "トヨタ自動車"],
+)  # fmt: skip
 def test_display_names_are_kept(name: str) -> None:
     parsed = parse_extraction_reply(reply(ent(name), rel(name, "Acme")))
     assert names(parsed) == [name]
@@ -294,6 +297,146 @@ def test_field_missing_its_end_tag_runs_to_the_next_field() -> None:
     assert parse_extraction_reply(text).entities == (
         ExtractedEntity(name="Acme", type="ORG", description="A firm."),
     )
+
+
+# ----------------------------------------------------------------------------- tags in values
+
+
+def test_record_tags_inside_a_value_are_text() -> None:
+    desc = "Declares elements such as <entity> and <name> for documents."
+    text = (
+        "<entities><entity><name>XML Schema</name><type>CONCEPT</type>"
+        f"<description>{desc}</description><confidence>8</confidence><span>x</span></entity>"
+        f"{ent('Acme')}</entities>"
+    )
+    parsed = parse_extraction_reply(text)
+    assert parsed.entities[0] == ExtractedEntity(
+        name="XML Schema", type="CONCEPT", description=desc, confidence=8.0, span="x"
+    )
+    assert names(parsed) == ["XML Schema", "Acme"]
+    assert parsed.truncated is False
+
+
+def test_section_tags_inside_values_neither_split_nor_close_a_section() -> None:
+    desc = "Wraps <entity> items in <entities> and ends with </entities>; then <relationships>."
+    rel_desc = "A <relationship> holds <source>, <target> and </relationships> closes the list."
+    text = reply(
+        ent("Schema", desc=desc) + ent("HTML <span> element", desc="<name>") + ent("Acme"),
+        rel("Schema", "Acme", desc=rel_desc) + rel("Acme", "Schema"),
+    )
+    parsed = parse_extraction_reply(text)
+    assert [(e.name, e.description) for e in parsed.entities] == [
+        ("Schema", desc), ("HTML <span> element", "<name>"), ("Acme", "d")
+    ]  # fmt: skip
+    assert [(r.source, r.description) for r in parsed.relationships] == [
+        ("Schema", rel_desc), ("Acme", "r")
+    ]  # fmt: skip
+    assert parsed.truncated is False
+
+
+def test_a_value_whose_end_tag_follows_the_record_end_runs_to_the_record_end() -> None:
+    text = (
+        "<entities><entity><name>A</name><description>open <b>x</entity>"
+        "<entity><name>B</name><description>b</description></entity></entities>"
+    )
+    parsed = parse_extraction_reply(text)
+    assert [(e.name, e.description) for e in parsed.entities] == [("A", "open <b>x"), ("B", "b")]
+
+
+def test_tags_in_a_value_of_a_record_without_end_tag() -> None:
+    text = (
+        "<entities><entity><name>A</name><description>uses <entity> tags</description>"
+        "<entity><name>B</name><description>b</description></entities>"
+    )
+    parsed = parse_extraction_reply(text)
+    assert [(e.name, e.description) for e in parsed.entities] == [("A", "uses <entity> tags"), ("B", "b")]
+    # the field and its record both lack end tags: the field ends at the next tag, as before
+    text = "<entities><entity><name>A<type>ORG</type><entity><name>B</name></entities>"
+    parsed = parse_extraction_reply(text)
+    assert [(e.name, e.type) for e in parsed.entities] == [("A", "ORG"), ("B", "")]
+
+
+def test_a_cut_record_with_tags_in_a_value_is_dropped() -> None:
+    cut = "<entities>\n" + ent("Acme") + (
+        "<entity><name>X</name><description>Declares <entity> and <name>.</description><conf"
+    )
+    parsed = parse_extraction_reply(cut)
+    assert names(parsed) == ["Acme"]
+    assert parsed.truncated is True
+
+
+# ----------------------------------------------------------------------------- character refs
+
+
+def test_html_named_references_are_decoded() -> None:
+    text = reply(
+        ent("Caf&eacute; Luna", desc="Caf&eacute;&nbsp;Luna &amp; co") + ent("Banco&nbsp;Santander"),
+        rel("Caf&eacute; Luna", "Banco&nbsp;Santander", "banks&nbsp;with"),
+    )
+    parsed = parse_extraction_reply(text)
+    assert names(parsed) == ["Café Luna", "Banco Santander"]
+    assert parsed.entities[0].description == "Café\xa0Luna & co"
+    rel_ = parsed.relationships[0]
+    assert (rel_.source, rel_.target, rel_.type) == ("Café Luna", "Banco Santander", "BANKS_WITH")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["AT&T", "R&D", "M&Ms", "a < b", "salt&nothing", "&copy 2020", "&bogus; Ltd", "x &#0; y"],
+)
+def test_raw_ampersands_and_unknown_references_are_kept(raw: str) -> None:
+    parsed = parse_extraction_reply(reply(ent(raw, desc=raw), rel(raw, "Acme", desc=raw)))
+    assert [(e.name, e.description) for e in parsed.entities] == [(raw, raw)]
+    assert (parsed.relationships[0].source, parsed.relationships[0].description) == (raw, raw)
+
+
+def test_a_lone_ampersand_value_is_kept() -> None:
+    assert parse_extraction_reply(reply(ent("Acme", desc="&"))).entities[0].description == "&"
+
+
+def test_unicode_spaces_in_names_collapse() -> None:
+    text = reply(ent("Banco\xa0Santander") + ent("\u3000Acme\u2007\u202fCorp "))
+    assert names(parse_extraction_reply(text)) == ["Banco Santander", "Acme Corp"]
+
+
+def test_references_in_values_render_and_parse_back_unchanged() -> None:
+    entities = [
+        ExtractedEntity(name="Caf&eacute; Luna", description="&nbsp; &amp; &#39; AT&T &copy"),
+        ExtractedEntity(name="AT&T", description="R&D & M&Ms, a < b"),
+    ]
+    rendered = render_items(entities, [])
+    assert "<name>Caf&amp;eacute; Luna</name>" in rendered
+    assert "<name>AT&T</name>" in rendered
+    assert parse_extraction_reply(rendered).entities == tuple(entities)
+
+
+# ----------------------------------------------------------------------------- unusable names
+
+
+@pytest.mark.parametrize("bad", ["...", "?", "!", "—", "***", '"?"', "\u200b", "&nbsp;"])
+def test_names_without_letters_or_digits_are_skipped(bad: str) -> None:
+    text = reply(ent(bad) + ent("Acme"), rel(bad, "Acme") + rel("Acme", bad) + rel("Acme", "Bob"))
+    parsed = parse_extraction_reply(text)
+    assert names(parsed) == ["Acme"]
+    assert [(r.source, r.target) for r in parsed.relationships] == [("Acme", "Bob")]
+
+
+def test_records_that_all_have_punctuation_names_raise() -> None:
+    with pytest.raises(ModelOutputError, match="name"):
+        parse_extraction_reply(reply(ent("...") + ent("—"), rel("?", "!")))
+
+
+def test_format_characters_are_removed_from_names_and_types() -> None:
+    text = reply(
+        ent("C\u200bD", "PER\u200bSON", desc="keeps\u200bit")
+        + ent("\ufeffAc\u2060me") + ent("Jo\u200dhn \u200b Smith") + ent("Acme\u200d"),
+        rel("C\u200bD", "\ufeffAcme", "works\u200b for"),
+    )
+    parsed = parse_extraction_reply(text)
+    assert names(parsed) == ["CD", "Acme", "John Smith"]
+    assert (parsed.entities[0].type, parsed.entities[0].description) == ("PERSON", "keeps\u200bit")
+    rel_ = parsed.relationships[0]
+    assert (rel_.source, rel_.target, rel_.type) == ("CD", "Acme", "WORKS_FOR")
 
 
 # ----------------------------------------------------------------------------- failures
@@ -436,12 +579,20 @@ def test_render_items_empty_sections_hold_none() -> None:
 # ----------------------------------------------------------------------------- round trip
 
 _TRICKY = st.sampled_from(
-    ["<", "&", '"', "'", "&amp;", "&#39;", "</name>", "<entity>", "</relationships>", "</think>",
-     "<|>", "|", "##", "\n", "삼성", "東京", "カナ", "é", " "]
+    ["<", "&", '"', "'", "&amp;", "&#39;", "&eacute;", "&nbsp;", "&copy", "AT&T", "</name>",
+     "<entity>", "</relationships>", "</think>", "<|>", "|", "##", "\n", "삼성", "東京", "カナ", "é",
+     " ", "\xa0", "\u200b", "..."]
 )  # fmt: skip
 _TEXT = st.lists(st.one_of(st.text(max_size=5), _TRICKY), max_size=6).map("".join)
-_NAME = _TEXT.map(lambda s: " ".join(s.split())).filter(
-    lambda s: bool(s) and s[0] not in "\"'“‘「『«`" and entity_key(s) != ""
+
+
+def _display(text: str) -> str:
+    """The names the parser keeps as they are: no format characters, spaces collapsed."""
+    return " ".join("".join(c for c in text if unicodedata.category(c) != "Cf").split())
+
+
+_NAME = _TEXT.map(_display).filter(
+    lambda s: s[:1] not in "\"'“‘「『«`" and any(c.isalnum() for c in s) and entity_key(s) != ""
 )
 _DESC = _TEXT.map(str.strip)
 _TYPE = st.sampled_from(["", "PERSON", "ORGANIZATION", "GEO_LOCATION", "인물"])

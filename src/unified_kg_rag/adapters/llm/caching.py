@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pydantic import ValidationError
 
 from unified_kg_rag.adapters.llm.layer import ChatModelLayer
-from unified_kg_rag.domain.cache_control import cache_refresh_requested
+from unified_kg_rag.domain.cache_control import cache_refresh_requested, reply_acceptable
 from unified_kg_rag.domain.models import Completion, Message
 from unified_kg_rag.ports import ChatModel, RecordStore
 from unified_kg_rag.util.hashing import sha256_json
@@ -54,7 +54,8 @@ class CachingChatModel(ChatModelLayer):
     the value is the `Completion` as JSON. Replies cut by the token limit
     (``finish_reason == "length"``) and empty replies are not stored. A hit returns
     ``cached=True``. Inside a `refresh_cache` scope the cache is not read (the model is asked
-    again) but the new reply is stored. Store
+    again) but the new reply is stored; inside an `accept_replies` scope only replies its
+    validator accepts are stored or served. Store
     errors propagate (a broken store is never read as a miss); an unreadable entry is a miss.
     """
 
@@ -86,9 +87,13 @@ class CachingChatModel(ChatModelLayer):
         stored = None if cache_refresh_requested() else await self._store.get(self._namespace, key)
         if stored is not None:
             try:
-                return Completion.model_validate_json(stored).model_copy(update={"cached": True})
+                hit = Completion.model_validate_json(stored)
             except ValidationError:
                 logger.warning("ignoring an unreadable %s entry %s", self._namespace, key[:12])
+            else:
+                if reply_acceptable(hit.text):
+                    return hit.model_copy(update={"cached": True})
+                logger.debug("cached reply %s rejected by the caller; asking again", key[:12])
         result = await self.inner.complete(
             messages,
             max_tokens=max_tokens,
@@ -96,7 +101,9 @@ class CachingChatModel(ChatModelLayer):
             stop=stop,
             json_schema=json_schema,
         )
-        if result.finish_reason != "length" and result.text.strip():
+        if result.finish_reason != "length" and result.text.strip() and reply_acceptable(
+            result.text
+        ):
             await self._store.put(self._namespace, key, result.model_dump_json())
         return result
 

@@ -22,7 +22,7 @@ from unified_kg_rag.adapters.llm.openai_client import (
 )
 from unified_kg_rag.config.models import OpenAIChatConfig
 from unified_kg_rag.domain.models import Completion, Message
-from unified_kg_rag.util.errors import ModelError
+from unified_kg_rag.util.errors import ModelError, ModelOutputError
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -91,8 +91,8 @@ class OpenAIChatModel:
                 f"{self.config.base_url} did not answer with a chat completion (is it an "
                 "OpenAI-compatible API base URL?)"
             )
-        if not response.choices:
-            raise ModelError(f"{self.config.base_url} returned no choices")
+        if not response.choices:  # e.g. a content filter: this request's own failure
+            raise ModelOutputError(f"{self.config.base_url} returned no choices")
         choice = response.choices[0]
         usage = response.usage
         return Completion(

@@ -49,7 +49,7 @@ class RetryingChatModel(ChatModelLayer):
 
     def _log_retry(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome is not None else None
-        logger.warning(
+        logger.info(
             "%s: attempt %d failed (%s); retrying in %.1fs",
             self.model_id,
             state.attempt_number,

@@ -15,11 +15,11 @@ the server's message. Nothing is written to the graph before extraction has fini
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from unified_kg_rag.config.graph import ExtractionConfig
-from unified_kg_rag.domain.cache_control import refresh_cache
+from unified_kg_rag.domain.cache_control import accept_replies, refresh_cache
 from unified_kg_rag.domain.extraction import ExtractionRecord, extraction_fingerprint
 from unified_kg_rag.domain.extraction_format import (
     glean_merge,
@@ -29,6 +29,7 @@ from unified_kg_rag.domain.extraction_format import (
     render_gleaning_messages,
 )
 from unified_kg_rag.domain.usage import spend_note
+from unified_kg_rag.ingestion.units import UnitText
 from unified_kg_rag.ports import ChatModel, ProgressReporter, RecordStore
 from unified_kg_rag.util.aio import map_bounded
 from unified_kg_rag.util.errors import ModelError, ModelOutputError
@@ -41,15 +42,6 @@ RECORDS_NAMESPACE = "extraction_records"
 """RecordStore namespace of extraction records, keyed by fingerprint."""
 
 _UNIT_ERROR_STATUS = frozenset({400, 404, 413, 422})
-
-
-@dataclass(frozen=True)
-class UnitText:
-    """A text unit to extract from: its id, text and the document path (for messages)."""
-
-    id: str
-    text: str
-    path: str = ""
 
 
 @dataclass
@@ -120,7 +112,8 @@ class GraphExtractor:
         """Return the record key of ``text`` under the current model, prompts and settings."""
         return extraction_fingerprint(
             text,
-            model_id=self._chat.model_id,
+            # the model, not where it is served: moving a server re-extracts nothing
+            model_id=self._chat.model_id.split("@", 1)[0],
             prompts={"extract": self._extract_tpl, "glean": self._glean_tpl},
             settings={
                 "entity_types": list(self._config.entity_types),
@@ -212,10 +205,13 @@ class GraphExtractor:
     async def _extract(self, unit: UnitText) -> ExtractionRecord:
         cfg = self._config
         types = cfg.entity_types
-        reply = await self._chat.complete(
-            render_extraction_messages(unit.text, entity_types=types, template=self._extract_tpl),
-            max_tokens=cfg.max_reply_tokens,
-        )
+        with accept_replies(_parses(parse_extraction_reply)):
+            reply = await self._chat.complete(
+                render_extraction_messages(
+                    unit.text, entity_types=types, template=self._extract_tpl
+                ),
+                max_tokens=cfg.max_reply_tokens,
+            )
         parsed = parse_extraction_reply(reply.text, finish_reason=reply.finish_reason)
         record = ExtractionRecord(
             fingerprint=self.fingerprint(unit.text),
@@ -225,18 +221,23 @@ class GraphExtractor:
             model=self._chat.model_id,
         )
         for round_no in range(1, cfg.max_gleaning_rounds + 1):
-            reply = await self._chat.complete(
-                render_gleaning_messages(
-                    unit.text, record, entity_types=types, template=self._glean_tpl
-                ),
-                max_tokens=cfg.max_reply_tokens,
-            )
             try:
+                with accept_replies(_parses(parse_gleaning_reply)):
+                    reply = await self._chat.complete(
+                        render_gleaning_messages(
+                            unit.text, record, entity_types=types, template=self._glean_tpl
+                        ),
+                        max_tokens=cfg.max_reply_tokens,
+                    )
                 gleaned = parse_gleaning_reply(reply.text, finish_reason=reply.finish_reason)
-            except ModelOutputError as exc:
-                logger.info("gleaning reply for %s unreadable (%s); keeping what we have",
-                            unit.path, exc)
-                record = record.model_copy(update={"gleaning_rounds": round_no})
+            except ModelError as exc:
+                if not is_unit_error(exc):
+                    raise
+                # an unreadable reply, or a request the server rejects (the gleaning prompt
+                # lists every item so far and can outgrow a small context): keep what the
+                # extraction and earlier rounds found
+                logger.info("gleaning round %d for %s stopped (%s); keeping what we have",
+                            round_no, unit.path, exc)
                 break
             merged = glean_merge(record.entities, record.relationships, gleaned)
             record = record.model_copy(
@@ -250,3 +251,16 @@ class GraphExtractor:
             if not merged.added:
                 break
         return record
+
+
+def _parses(parse: Callable[..., object]) -> Callable[[str], bool]:
+    """Return a reply validator: True when ``parse`` reads the reply without raising."""
+
+    def check(text: str) -> bool:
+        try:
+            parse(text)
+        except ModelOutputError:
+            return False
+        return True
+
+    return check

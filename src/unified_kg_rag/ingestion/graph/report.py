@@ -40,6 +40,9 @@ class GraphBuildReport(BaseModel):
     Attributes:
         methodologies: the methodologies the index holds after the run.
         skipped_reason: why no graph was built ("" when it was).
+        error: why the build stopped (authentication, a server down after the retries); ""
+            when it did not. Text units are kept and extraction records of finished units
+            too, so the next run resumes.
         text_units: text units the graph was built from.
         records_reused: units whose stored extraction record was used (no model call).
         units_extracted: units sent to the model this run.
@@ -61,6 +64,7 @@ class GraphBuildReport(BaseModel):
 
     methodologies: list[str] = Field(default_factory=list)
     skipped_reason: str = ""
+    error: str = ""
     text_units: int = 0
     records_reused: int = 0
     units_extracted: int = 0
@@ -79,5 +83,16 @@ class GraphBuildReport(BaseModel):
 
     @property
     def complete(self) -> bool:
-        """True when nothing failed (the build is recorded as current)."""
-        return not self.units_failed and not self.reports_failed
+        """True when nothing failed: the build is recorded as current.
+
+        Otherwise the next run builds again, asking only for what failed.
+        """
+        return self.succeeded and not self.summaries_failed
+
+    @property
+    def succeeded(self) -> bool:
+        """True when no text unit, report or the build itself failed.
+
+        A failed summary keeps its concatenated description and does not count.
+        """
+        return not self.error and not self.units_failed and not self.reports_failed

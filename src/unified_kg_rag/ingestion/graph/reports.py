@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from unified_kg_rag.config.graph import ReportsConfig
+from unified_kg_rag.domain.cache_control import accept_replies
 from unified_kg_rag.domain.models import Community, CommunityReport, Entity, Relationship
 from unified_kg_rag.domain.reports import (
     build_report_context,
@@ -24,6 +25,7 @@ from unified_kg_rag.domain.reports import (
 from unified_kg_rag.domain.usage import spend_note
 from unified_kg_rag.ports import ChatModel, ProgressReporter, TokenCounter
 from unified_kg_rag.util.aio import map_bounded
+from unified_kg_rag.util.errors import ModelOutputError
 
 from .extract import is_unit_error
 
@@ -147,12 +149,23 @@ class ReportWriter:
             sub_reports=children,
             max_entities=self._config.max_entities,
         )
-        reply = await self._chat.complete(
-            render_report_messages(community_name(community), context, template=self._template),
-            max_tokens=self._config.max_reply_tokens,
-        )
+        with accept_replies(_report_parses):  # a broken report is asked again next run
+            reply = await self._chat.complete(
+                render_report_messages(
+                    community_name(community), context, template=self._template
+                ),
+                max_tokens=self._config.max_reply_tokens,
+            )
         parsed = parse_report_reply(reply.text)
         rank = float(sum(entities[m].rank for m in community.member_ids if m in entities))
         return community_report(
             community, parsed, rank=rank, text_unit_ids=context.text_unit_ids
         )
+
+
+def _report_parses(text: str) -> bool:
+    try:
+        parse_report_reply(text)
+    except ModelOutputError:
+        return False
+    return True
