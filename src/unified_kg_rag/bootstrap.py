@@ -20,6 +20,7 @@ from unified_kg_rag.adapters.registry import (
     CHAT_MODELS,
     CHUNK_TOKENIZERS,
     EMBEDDERS,
+    KEYPHRASE_EXTRACTORS,
     PARSERS,
     STORE_BACKENDS,
 )
@@ -30,6 +31,7 @@ from unified_kg_rag.ports import (
     DocumentParser,
     Embedder,
     IndexStores,
+    KeyphraseExtractor,
     StoreBackend,
     TokenCounter,
 )
@@ -76,6 +78,8 @@ class App:
         budget_tokenizer: the script-aware estimate used for context budgets.
         chat_model: the wrapped LLM, or None when ``llm.kind`` is ``none``.
         parsers: parser per file extension (``.txt`` ...).
+        keyphrase_extractor: the `lazy` concept graph's keyphrase extractor
+            (``graph.lazy.extractor``; loads its library on first use).
     """
 
     config: UkrConfig
@@ -86,6 +90,7 @@ class App:
     budget_tokenizer: TokenCounter
     chat_model: ChatModel | None
     parsers: dict[str, DocumentParser] = field(default_factory=dict)
+    keyphrase_extractor: KeyphraseExtractor | None = None
 
     def index(self, name: str | None = None) -> IndexStores:
         """Return the store ports of index ``name`` (default: ``query.index``).
@@ -128,6 +133,7 @@ def check_config(config: UkrConfig) -> None:
     EMBEDDERS.get(config.embeddings.kind)
     CHUNK_TOKENIZERS.get(config.embeddings.kind)
     CHAT_MODELS.get(config.llm.kind)
+    KEYPHRASE_EXTRACTORS.get(config.graph.lazy.extractor)
 
 
 def build_app(config: UkrConfig, project_dir: Path) -> App:
@@ -157,4 +163,7 @@ def build_app(config: UkrConfig, project_dir: Path) -> App:
         budget_tokenizer=EstimateTokenCounter(),
         chat_model=chat,
         parsers=parsers,
+        keyphrase_extractor=KEYPHRASE_EXTRACTORS.get(config.graph.lazy.extractor)(
+            config.graph.lazy
+        ),
     )

@@ -45,6 +45,7 @@ __all__ = [
     "Filters",
     "GraphStore",
     "IndexStores",
+    "KeyphraseExtractor",
     "ProgressReporter",
     "RecordStore",
     "Reranker",
@@ -138,6 +139,23 @@ class ChatModel(Protocol):
         stop: Sequence[str] | None = None,
     ) -> AsyncIterator[str]:
         """Yield the reply as text deltas, in order."""
+        ...
+
+
+class KeyphraseExtractor(Protocol):
+    """Finds the key phrases of a text (the concepts of the `lazy` graph)."""
+
+    @property
+    def name(self) -> str:
+        """A stable identifier (extractor and model), part of the concept graph's digest."""
+        ...
+
+    def keyphrases(self, text: str, *, top: int, max_ngram: int) -> list[str]:
+        """Return up to ``top`` phrases of at most ``max_ngram`` words, best first.
+
+        Raises:
+            ConfigurationError: the extractor's library or model is not installed.
+        """
         ...
 
 

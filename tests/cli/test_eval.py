@@ -89,7 +89,7 @@ def test_eval_json_has_the_documented_keys_and_real_values(prepared: Path) -> No
     assert 0.0 <= report["recall@2"] <= 1.0
     assert report["answer_in_context"] == 1.0
     assert report["latency_ms_p95"] >= report["latency_ms_p50"] > 0
-    assert report["strategy"] == "naive"
+    assert report["strategy"] == "ppr"  # auto: the index holds the lazy concept graph
 
 
 def test_eval_retrieval_only_and_table_output(prepared: Path) -> None:

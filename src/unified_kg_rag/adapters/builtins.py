@@ -12,6 +12,7 @@ def register_all() -> None:
     """Import every built-in adapter package once, so its providers are registered."""
     from unified_kg_rag.adapters import (  # noqa: F401  (imported for registration)
         embeddings,
+        keyphrases,
         llm,
         parsers,
         postgres,

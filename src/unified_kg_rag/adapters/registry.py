@@ -11,24 +11,34 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from unified_kg_rag.config.lazy import LazyIndexConfig
 from unified_kg_rag.config.models import (
     EmbeddingsConfig,
     LLMConfig,
     ParsingConfig,
     StoresConfig,
 )
-from unified_kg_rag.ports import ChatModel, DocumentParser, Embedder, StoreBackend, TokenCounter
+from unified_kg_rag.ports import (
+    ChatModel,
+    DocumentParser,
+    Embedder,
+    KeyphraseExtractor,
+    StoreBackend,
+    TokenCounter,
+)
 from unified_kg_rag.util.registry import Registry
 
 __all__ = [
     "CHAT_MODELS",
     "CHUNK_TOKENIZERS",
     "EMBEDDERS",
+    "KEYPHRASE_EXTRACTORS",
     "PARSERS",
     "STORE_BACKENDS",
     "ChatModelLoader",
     "ChunkTokenizerLoader",
     "EmbedderLoader",
+    "KeyphraseExtractorLoader",
     "ParserLoader",
     "StoreBackendLoader",
 ]
@@ -57,3 +67,10 @@ CHUNK_TOKENIZERS: Registry[ChunkTokenizerLoader] = Registry(
 )
 STORE_BACKENDS: Registry[StoreBackendLoader] = Registry("store backend", field="stores.kind")
 PARSERS: Registry[ParserLoader] = Registry("parser (file extension)")
+
+KeyphraseExtractorLoader = Callable[[LazyIndexConfig], KeyphraseExtractor]
+"""Builds the keyphrase extractor of the `lazy` concept graph from ``graph.lazy``."""
+
+KEYPHRASE_EXTRACTORS: Registry[KeyphraseExtractorLoader] = Registry(
+    "keyphrase extractor", field="graph.lazy.extractor"
+)

@@ -34,6 +34,13 @@ def render_graph(graph: GraphBuildReport) -> None:
     if graph.skipped_reason:
         out_console.print(f"graph: {escape(graph.skipped_reason)}", soft_wrap=True)
         return
+    if graph.error:
+        out_console.print(
+            f"[red]graph build stopped[/]: {escape(graph.error)}. The text units above are "
+            "stored, and so are the extraction records of finished units: run the same "
+            "command again to resume.", soft_wrap=True,
+        )
+        return
     table = Table(title="Knowledge graph", show_header=False, box=None)
     table.add_row("methodologies", ", ".join(graph.methodologies))
     table.add_row(
@@ -117,6 +124,17 @@ def render_report(report: IndexReport) -> None:
     out_console.print(table)
     for f in report.failed:
         out_console.print(f"[red]failed[/]: {escape(f.path)}: {escape(f.reason)}", soft_wrap=True)
+    if report.lazy is not None:
+        lazy = report.lazy
+        if lazy.skipped_reason:
+            out_console.print(f"concept graph (lazy): {escape(lazy.skipped_reason)}")
+        else:
+            levels = ", ".join(f"L{k}: {v}" for k, v in sorted(lazy.communities_per_level.items()))
+            out_console.print(
+                f"concept graph (lazy): {lazy.concepts} concepts, {lazy.links} links over "
+                f"{lazy.text_units} text units, communities {levels or 'none'}, "
+                f"{lazy.seconds:.1f} s"
+            )
     if report.graph is not None:
         render_graph(report.graph)
 
@@ -182,6 +200,7 @@ def index_command(
                     budget_tokenizer=app.budget_tokenizer,
                     project_dir=project_dir,
                     force_rebuild=force_rebuild,
+                    keyphrase_extractor=app.keyphrase_extractor,
                 )
                 return await pipeline.run(paths)
 

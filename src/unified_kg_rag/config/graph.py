@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from unified_kg_rag.config.lazy import LazyIndexConfig
+
 __all__ = [
     "CommunitiesConfig",
     "ExtractionConfig",
@@ -163,6 +165,9 @@ class GraphConfig(_Section):
         default_factory=CommunitiesConfig, description="Leiden communities."
     )
     reports: ReportsConfig = Field(default_factory=ReportsConfig, description="Community reports.")
+    lazy: LazyIndexConfig = Field(
+        default_factory=LazyIndexConfig, description="The LLM-free concept graph (`lazy`)."
+    )
     unit_concurrency: int = Field(
         default=8,
         ge=1,

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from unified_kg_rag.config.graph import GraphConfig
+from unified_kg_rag.config.lazy import LazySearchConfig, PPRConfig
 
 __all__ = [
     "BUNDLED_MINILM_SHA256",
@@ -278,12 +279,8 @@ class ChunkingConfig(_Section):
         return self
 
 
-MethodologyName = Literal["graphrag", "lightrag", "hipporag"]
+MethodologyName = Literal["graphrag", "lightrag", "hipporag", "lazy"]
 """A methodology an index can be built for (DESIGN.md §1)."""
-
-
-def _default_methodologies() -> list[MethodologyName]:
-    return ["graphrag", "lightrag"]
 
 
 class IndexingConfig(_Section):
@@ -304,12 +301,13 @@ class IndexingConfig(_Section):
         "sixth of the term, and a run that died without giving it up blocks others for at "
         "most this long.",
     )
-    methodologies: list[MethodologyName] = Field(
-        default_factory=_default_methodologies,
+    methodologies: list[MethodologyName] | None = Field(
+        default=None,
         description="What the index is built for: `graphrag` (entities, relationships, "
         "communities, reports), `lightrag` (entities and relationships with vectors), "
-        "`hipporag` (what lightrag builds). All need an LLM (`llm.kind`); with `llm.kind: none` "
-        "only text units are indexed. Empty: text units only.",
+        "`hipporag` (what lightrag builds), all three with an LLM (`llm.kind`); `lazy` (an "
+        "LLM-free concept graph). Unset: `[lazy]` without an LLM, `[graphrag, lightrag]` with "
+        "one. Empty: text units only.",
     )
 
 
@@ -424,7 +422,11 @@ class QueryConfig(_Section):
     """How questions are answered."""
 
     index: str = Field(default="default", description="Index queried and written by default.")
-    strategy: str = Field(default="naive", description="Retrieval strategy used by default.")
+    strategy: str = Field(
+        default="auto",
+        description="Retrieval strategy used by default. `auto` picks, by rule, the best "
+        "measured strategy the index can serve (see the strategies guide).",
+    )
     top_k: int = Field(
         default=10, ge=1, le=10_000, description="Text units retrieved per question."
     )
@@ -472,6 +474,10 @@ class QueryConfig(_Section):
     answer_max_tokens: int = Field(
         default=1024, ge=16, description="Longest generated answer, in tokens."
     )
+    ppr: PPRConfig = Field(default_factory=PPRConfig, description="Strategy `ppr`.")
+    lazy: LazySearchConfig = Field(
+        default_factory=LazySearchConfig, description="Strategy `lazy`."
+    )
 
 
 class LoggingConfig(_Section):
@@ -510,6 +516,17 @@ class UkrConfig(BaseSettings):
     graph: GraphConfig = Field(
         default_factory=GraphConfig, description="LLM knowledge-graph indexing."
     )
+
+    def methodologies(self) -> list[str]:
+        """Return the methodologies a run builds (sorted).
+
+        ``indexing.methodologies``, or when unset ``[lazy]`` without an LLM and
+        ``[graphrag, lightrag]`` with one.
+        """
+        chosen = self.indexing.methodologies
+        if chosen is None:
+            return ["lazy"] if self.llm.kind == "none" else ["graphrag", "lightrag"]
+        return sorted(set(chosen))
     stores: StoresConfig = Field(default_factory=StoresConfig, description="Storage backend.")
     query: QueryConfig = Field(default_factory=QueryConfig, description="Answering questions.")
     logging: LoggingConfig = Field(default_factory=LoggingConfig, description="Logging.")

@@ -33,22 +33,25 @@ from unified_kg_rag.domain.models import (
 )
 from unified_kg_rag.domain.usage import usage_scope
 from unified_kg_rag.ingestion.corpus import CorpusFile, discover, parse_file, read_file
-from unified_kg_rag.ingestion.graph.build import GraphIndexer, needs_llm
+from unified_kg_rag.ingestion.graph.build import GRAPH_METHODOLOGIES, GraphIndexer, needs_llm
 from unified_kg_rag.ingestion.graph.estimate import CostEstimate, estimate_graph_cost
-from unified_kg_rag.ingestion.graph.extract import UnitText
 from unified_kg_rag.ingestion.graph.report import GraphBuildReport
+from unified_kg_rag.ingestion.lazy import LazyBuildReport, LazyIndexer
 from unified_kg_rag.ingestion.lease import fenced, held_lease
+from unified_kg_rag.ingestion.methodologies import record_methodologies
 from unified_kg_rag.ingestion.report import FailedDocument, IndexReport
+from unified_kg_rag.ingestion.units import UnitText
 from unified_kg_rag.ports import (
     ChatModel,
     DocumentParser,
     Embedder,
     IndexStores,
+    KeyphraseExtractor,
     ProgressReporter,
     TokenCounter,
 )
 from unified_kg_rag.util.aio import map_bounded
-from unified_kg_rag.util.errors import InputError, UkrError, UsageError
+from unified_kg_rag.util.errors import InputError, ModelError, UkrError, UsageError
 from unified_kg_rag.util.hashing import sha256_json
 
 __all__ = ["IndexPipeline", "text_unit_record"]
@@ -124,6 +127,7 @@ class IndexPipeline:
         budget_tokenizer: token counter for prompt budgets (default: the chunk tokenizer).
         project_dir: where relative prompt files of the configuration are looked up.
         force_rebuild: ask the LLM again for every extraction record and rebuild the graph.
+        keyphrase_extractor: the `lazy` concept graph's extractor (default: YAKE).
     """
 
     def __init__(
@@ -139,8 +143,10 @@ class IndexPipeline:
         budget_tokenizer: TokenCounter | None = None,
         project_dir: Path | None = None,
         force_rebuild: bool = False,
+        keyphrase_extractor: KeyphraseExtractor | None = None,
     ) -> None:
         self._stores = stores
+        self._keyphrases = keyphrase_extractor
         self._chat = chat_model
         self._budget_tokenizer = budget_tokenizer or chunk_tokenizer
         self._project_dir = project_dir
@@ -156,7 +162,10 @@ class IndexPipeline:
         """Index the files under ``paths``; only new, changed and previously failed ones work.
 
         Returns:
-            The run's `IndexReport`; ``report.exit_code`` is 3 when any document failed.
+            The run's `IndexReport`; ``report.exit_code`` is 3 when any document, extraction
+            or report failed, and 1 when the graph build stopped on a model error
+            (``report.graph.error``: authentication, a server down after the retries); the
+            text units are stored either way.
 
         Raises:
             UsageError: a path does not exist (before anything is read or written).
@@ -185,6 +194,10 @@ class IndexPipeline:
                     if todo:
                         await self._process(todo, report)
                     report.graph = await self._graph()
+                    report.lazy = await self._lazy()
+                    await record_methodologies(
+                        self._stores.records, self._config.methodologies(), report
+                    )
                 finally:
                     self._stores = stores
         report.usage = usage
@@ -200,7 +213,7 @@ class IndexPipeline:
         Raises:
             UsageError: no LLM is configured, or a path does not exist.
         """
-        if self._chat is None or not needs_llm(list(self._config.indexing.methodologies)):
+        if self._chat is None or not needs_llm(self._config.methodologies()):
             raise UsageError(
                 "--estimate needs an LLM and a graph methodology (llm.kind, "
                 "indexing.methodologies): without them indexing makes no model call",
@@ -239,9 +252,24 @@ class IndexPipeline:
             progress=self._progress,
         )
 
+    async def _lazy(self) -> LazyBuildReport | None:
+        """Build the LLM-free concept graph when ``lazy`` is selected."""
+        if "lazy" not in self._config.methodologies():
+            return None
+        graph = self._config.graph
+        return await LazyIndexer(
+            self._stores,
+            graph.lazy,
+            seed=graph.communities.seed,
+            max_cluster_size=graph.communities.max_cluster_size,
+            min_community_size=graph.communities.min_community_size,
+            extractor=self._keyphrases,
+            progress=self._progress,
+        ).run(force=self._force_rebuild)
+
     async def _graph(self) -> GraphBuildReport | None:
         """Build the LLM knowledge graph when a graph methodology is selected."""
-        methodologies = list(self._config.indexing.methodologies)
+        methodologies = self._config.methodologies()
         if not needs_llm(methodologies):
             return None
         if self._chat is None:
@@ -249,7 +277,15 @@ class IndexPipeline:
                 skipped_reason="no LLM configured (llm.kind: none): text units only; set "
                 "llm.kind to build " + ", ".join(sorted(methodologies))
             )
-        return await self._graph_indexer(self._chat).run(force=self._force_rebuild)
+        try:
+            return await self._graph_indexer(self._chat).run(force=self._force_rebuild)
+        except ModelError as exc:
+            # the model is unreachable or refuses us: what is stored stays, the next run resumes
+            logger.info("graph build stopped: %s", exc)
+            return GraphBuildReport(
+                methodologies=sorted(m for m in methodologies if m in GRAPH_METHODOLOGIES),
+                error=" ".join(str(exc).split()),
+            )
 
     async def _hash_all(self, files: list[CorpusFile], report: IndexReport) -> list[_Hashed]:
         self._progress.start("read", len(files))

@@ -6,6 +6,7 @@ from pydantic import BaseModel, Field
 
 from unified_kg_rag.domain.models import TokenUsage
 from unified_kg_rag.ingestion.graph.report import GraphBuildReport
+from unified_kg_rag.ingestion.lazy import LazyBuildReport
 
 __all__ = ["FailedDocument", "IndexReport"]
 
@@ -39,6 +40,7 @@ class IndexReport(BaseModel):
         embedding_s: of which the embedding model took embedding text units, seconds.
         usage: model usage of the run.
         graph: the LLM knowledge-graph build (None when no graph methodology was selected).
+        lazy: the concept-graph build (None when ``lazy`` was not selected).
     """
 
     index: str
@@ -58,12 +60,17 @@ class IndexReport(BaseModel):
     embedding_s: float = 0.0
     usage: TokenUsage = Field(default_factory=TokenUsage)
     graph: GraphBuildReport | None = None
+    lazy: LazyBuildReport | None = None
 
     @property
     def exit_code(self) -> int:
-        """0 when all was indexed; 3 when a document, an extraction or a report failed.
+        """0 if all was indexed, 1 if the graph build stopped, 3 if an item failed.
 
-        The next run retries what failed.
+        An item: a document, a text unit's extraction or a community report.
+
+        The next run retries what failed or resumes what stopped.
         """
-        graph_failed = self.graph is not None and not self.graph.complete
+        if self.graph is not None and self.graph.error:
+            return 1
+        graph_failed = self.graph is not None and not self.graph.succeeded
         return 3 if self.failed or graph_failed else 0

@@ -23,6 +23,7 @@ __all__ = [
     "EXTRACTIVE_HEADER",
     "extractive_answer",
     "generative_answer",
+    "map_reduce_answer",
     "render_source",
     "source_header",
 ]
@@ -74,6 +75,64 @@ async def generative_answer(
             "a reasoning model may need a larger llm.openai.max_tokens"
         )
     return text
+
+
+_MAP_PROMPT = (
+    "List the facts in the numbered sources below that help answer the question, one per "
+    "line, each ending with the [n] of the source it comes from. If none helps, write NONE."
+    "\n\nQuestion: {question}\n\nSources:\n{sources}"
+)
+_REDUCE_PROMPT = (
+    "Answer the question from these notes only, citing the sources as [n] exactly as the "
+    "notes do. If the notes do not answer it, say so.\n\nQuestion: {question}\n\n"
+    "Notes:\n{notes}"
+)
+
+
+async def map_reduce_answer(
+    chat_model: ChatModel,
+    question: str,
+    sources: Sequence[Source],
+    *,
+    max_tokens: int,
+    batch_size: int = 4,
+) -> str:
+    """Answer from ``sources`` in two steps (LazyGraphRAG's map-reduce answer).
+
+    Map: each batch of ``batch_size`` sources gives the facts it holds that help, each
+    citing its ``[n]``. Reduce: the answer is written from those notes, citing the same
+    numbers. A context of at most one batch is answered in one call (`generative_answer`).
+
+    Raises:
+        ModelError: a model call failed after retries, or the answer was empty.
+    """
+    if len(sources) <= batch_size:
+        return await generative_answer(chat_model, question, sources, max_tokens=max_tokens)
+    notes: list[str] = []
+    for i in range(0, len(sources), batch_size):
+        batch = sources[i : i + batch_size]
+        prompt = _MAP_PROMPT.format(
+            question=question, sources="\n\n".join(render_source(s) for s in batch)
+        )
+        reply = await chat_model.complete(
+            [Message(role="user", content=prompt)], max_tokens=max_tokens, temperature=0.0
+        )
+        text = reply.text.strip()
+        if text and text.upper() != "NONE":
+            notes.append(text)
+    if not notes:
+        return await generative_answer(chat_model, question, sources, max_tokens=max_tokens)
+    completion = await chat_model.complete(
+        [Message(role="system", content=load_prompt("answer_system.v1")),
+         Message(role="user", content=_REDUCE_PROMPT.format(question=question,
+                                                            notes="\n".join(notes)))],
+        max_tokens=max_tokens,
+        temperature=0.0,
+    )  # fmt: skip
+    answer = completion.text.strip()
+    if not answer:
+        raise ModelError("the model returned an empty answer in the reduce step")
+    return answer
 
 
 async def extractive_answer(

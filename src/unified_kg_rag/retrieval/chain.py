@@ -36,9 +36,11 @@ from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, TokenCounter
 from unified_kg_rag.retrieval.answer import (
     extractive_answer,
     generative_answer,
+    map_reduce_answer,
     source_header,
 )
 from unified_kg_rag.retrieval.strategies import STRATEGIES, Candidate, QueryContext
+from unified_kg_rag.retrieval.strategies.auto import choose_strategy
 from unified_kg_rag.util.errors import (
     EmbeddingMismatchError,
     MethodologyNotIndexedError,
@@ -147,7 +149,10 @@ class RAGChain:
             if not sources:
                 answer, kind = CANNOT_ANSWER, "cannot_answer"
             elif self._chat is not None:
-                answer = await generative_answer(
+                answer_fn = map_reduce_answer if retrieval.strategy == "lazy" else (
+                    generative_answer
+                )
+                answer = await answer_fn(
                     self._chat, retrieval.question, sources, max_tokens=cfg.answer_max_tokens
                 )
                 kind = "generative"
@@ -203,8 +208,10 @@ class RAGChain:
         if not question:
             raise UsageError("must not be empty", field="question")
         cfg = self._effective(overrides)
-        spec = STRATEGIES.get(cfg.strategy)
-        await self._check_servable(spec.name, spec.methodology)
+        held = await self._check_index()
+        name = choose_strategy(held) if cfg.strategy == "auto" else cfg.strategy
+        spec = STRATEGIES.get(name)
+        self._check_servable(spec.name, spec.methodology, held)
         ctx = QueryContext(
             question=question,
             stores=self._stores,
@@ -212,6 +219,7 @@ class RAGChain:
             chat_model=self._chat,
             config=cfg,
             filters=dict(filters or {}),
+            held=held,
         )
         t0 = time.perf_counter()
         candidates = await spec.factory().retrieve(ctx)
@@ -227,7 +235,8 @@ class RAGChain:
         )
         return out, ctx
 
-    async def _check_servable(self, strategy: str, methodology: str | None) -> None:
+    async def _check_index(self) -> tuple[str, ...]:
+        """Check the index can be queried; return the methodologies it holds."""
         name = self._stores.name
         if await self._stores.search.count(Collection.TEXT_UNITS) == 0:
             raise UsageError(
@@ -241,15 +250,22 @@ class RAGChain:
                 f"index {name!r} was built with embedding model {bound[0]!r}; the configured "
                 f"model is {self._embedder.model_id!r}. Configure the original model to query it"
             )
-        if methodology is None:
-            return
-        held = parse_methodologies(
+        return parse_methodologies(
             await self._stores.records.get(INDEX_NAMESPACE, METHODOLOGIES_KEY)
         )
-        if methodology not in held:
+
+    def _check_servable(
+        self, strategy: str, methodology: str | tuple[str, ...] | None, held: tuple[str, ...]
+    ) -> None:
+        if methodology is None:
+            return
+        needs = (methodology,) if isinstance(methodology, str) else methodology
+        if not any(m in held for m in needs):
+            name = self._stores.name
             raise MethodologyNotIndexedError(
-                f"strategy {strategy!r} needs the {methodology!r} methodology, which index "
-                f"{name!r} does not hold (it holds: {', '.join(held) or 'text units only'})",
+                f"strategy {strategy!r} needs the {' or '.join(repr(m) for m in needs)} "
+                f"methodology, which index {name!r} does not hold (it holds: "
+                f"{', '.join(held) or 'text units only'})",
                 index=name,
                 held=held,
             )

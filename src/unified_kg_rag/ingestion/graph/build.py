@@ -19,16 +19,17 @@ from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.domain.communities import detect_communities
-from unified_kg_rag.domain.index_meta import INDEX_NAMESPACE, METHODOLOGIES_KEY
-from unified_kg_rag.domain.models import Collection, DocStatus, Entity, Relationship
+from unified_kg_rag.domain.index_meta import INDEX_NAMESPACE
+from unified_kg_rag.domain.models import Entity, Relationship
 from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.domain.resolution import resolve_graph
 from unified_kg_rag.domain.usage import usage_scope
+from unified_kg_rag.ingestion.units import load_units, processed_unit_paths
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, ProgressReporter, TokenCounter
 from unified_kg_rag.util.errors import ConfigurationError
 from unified_kg_rag.util.hashing import sha256_json
 
-from .extract import GraphExtractor, UnitText
+from .extract import GraphExtractor
 from .report import GraphBuildReport, StageReport, UnitFailure
 from .reports import ReportWriter
 from .summarize import DescriptionSummarizer, summary_tasks
@@ -49,11 +50,25 @@ def needs_llm(methodologies: Sequence[str]) -> bool:
     return any(m in GRAPH_METHODOLOGIES for m in methodologies)
 
 
-def load_template(project_dir: Path | None, file: str | None, default: str, field: str) -> str:
+def load_template(
+    project_dir: Path | None,
+    file: str | None,
+    default: str,
+    field: str,
+    required: Sequence[str] = (),
+) -> str:
     """Return a user prompt file's text (relative to the project), else the built-in template.
 
+    Args:
+        project_dir: where a relative ``file`` is looked up.
+        file: the user's prompt file, or None for the built-in template ``default``.
+        default: the built-in template's name.
+        field: the configuration field naming ``file`` (for messages).
+        required: placeholders the template must contain (``{text}`` ...).
+
     Raises:
-        ConfigurationError: the file cannot be read (names ``field`` and the path).
+        ConfigurationError: the file cannot be read, or lacks a required placeholder (names
+            ``field``, the path and the placeholder).
     """
     if file is None:
         return load_prompt(default)
@@ -61,9 +76,17 @@ def load_template(project_dir: Path | None, file: str | None, default: str, fiel
     if not path.is_absolute() and project_dir is not None:
         path = project_dir / path
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"cannot read prompt file {path}: {exc}", field=field) from exc
+    missing = [p for p in required if p not in text]
+    if missing:
+        raise ConfigurationError(
+            f"prompt file {path} lacks the placeholder(s) {', '.join(missing)} "
+            "(placeholders are case-sensitive)",
+            field=field,
+        )
+    return text
 
 
 class GraphIndexer:
@@ -74,7 +97,7 @@ class GraphIndexer:
         chat: the wrapped chat model.
         embedder: the index's embedding model.
         counter: token counter for budgets (the script-aware estimate).
-        config: the effective configuration (``graph``, ``indexing.methodologies``).
+        config: the effective configuration (``graph``, ``UkrConfig.methodologies()``).
         project_dir: where relative prompt files are looked up.
         progress: receives progress events.
     """
@@ -97,16 +120,16 @@ class GraphIndexer:
         self._config = config
         self._progress = progress
         self.methodologies = sorted(
-            m for m in config.indexing.methodologies if m in GRAPH_METHODOLOGIES
+            m for m in config.methodologies() if m in GRAPH_METHODOLOGIES
         )
         fanout = graph.unit_concurrency
         self.extraction_template = load_template(
             project_dir, graph.extraction.prompt_file, "extract_graph.v1",
-            "graph.extraction.prompt_file",
+            "graph.extraction.prompt_file", ("{text}",),
         )
         self.gleaning_template = load_template(
             project_dir, graph.extraction.gleaning_prompt_file, "glean_graph.v1",
-            "graph.extraction.gleaning_prompt_file",
+            "graph.extraction.gleaning_prompt_file", ("{text}", "{current_items}"),
         )
         self.extractor = GraphExtractor(
             chat,
@@ -122,30 +145,11 @@ class GraphIndexer:
         )
         self._report_template = load_template(
             project_dir, graph.reports.prompt_file, "community_report.v1",
-            "graph.reports.prompt_file",
+            "graph.reports.prompt_file", ("{context}",),
         )
         self.reporter = ReportWriter(
             chat, counter, graph.reports, template=self._report_template, concurrency=fanout
         )
-
-    async def unit_paths(self) -> dict[str, str]:
-        """Return text unit id → document path for the index's processed documents.
-
-        In document order (source scope, then path), then text order within a document.
-        """
-        records = [r for r in await self._stores.registry.list_records()
-                   if r.status is DocStatus.PROCESSED]
-        records.sort(key=lambda r: (r.source_scope, r.path))
-        return {t: r.path for r in records for t in r.text_unit_ids}
-
-    async def units(self, paths: dict[str, str]) -> list[UnitText]:
-        """Return the stored text units named in ``paths``, in its order."""
-        ids = list(paths)
-        out: list[UnitText] = []
-        for i in range(0, len(ids), 2000):
-            for rec in await self._stores.search.get(Collection.TEXT_UNITS, ids[i : i + 2000]):
-                out.append(UnitText(rec.id, rec.text, paths.get(rec.id, "")))
-        return out
 
     def digest(self, unit_ids: list[str]) -> str:
         """Return the digest of a build's inputs: text units, model, prompts, settings."""
@@ -174,7 +178,7 @@ class GraphIndexer:
             StoreError: a store failed.
         """
         report = GraphBuildReport(methodologies=self.methodologies)
-        paths = await self.unit_paths()
+        paths = await processed_unit_paths(self._stores)
         report.text_units = len(paths)
         digest = self.digest(list(paths))
         raw = await self._stores.records.get(INDEX_NAMESPACE, BUILD_KEY)
@@ -182,7 +186,7 @@ class GraphIndexer:
         if not force and last.get("digest") == digest and last.get("complete"):
             report.skipped_reason = "unchanged since the last complete build"
             return report
-        units = await self.units(paths)
+        units = await load_units(self._stores, paths)
 
         with self._stage(report, "extract") as stage:
             outcome = await self.extractor.run(units, force=force, progress=self._progress)
@@ -225,9 +229,6 @@ class GraphIndexer:
             report.items_removed = await writer.write(items)
             stage.items = writer.embedded
             stage.embedding_s = round(writer.embedding_s, 3)
-        await self._stores.records.put(
-            INDEX_NAMESPACE, METHODOLOGIES_KEY, json.dumps(self.methodologies)
-        )
         await self._stores.records.put(
             INDEX_NAMESPACE, BUILD_KEY,
             json.dumps({"digest": digest, "complete": report.complete}),

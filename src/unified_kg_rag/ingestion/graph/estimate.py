@@ -21,9 +21,8 @@ from unified_kg_rag.domain.extraction_format import (
     render_extraction_messages,
     render_gleaning_messages,
 )
+from unified_kg_rag.ingestion.units import UnitText
 from unified_kg_rag.ports import TokenCounter
-
-from .extract import UnitText
 
 __all__ = ["CostEstimate", "estimate_graph_cost"]
 

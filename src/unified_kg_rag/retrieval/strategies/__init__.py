@@ -1,6 +1,8 @@
 """Retrieval strategies. Importing this package registers the built-in ones."""
 
-from unified_kg_rag.retrieval.strategies import naive  # noqa: F401  (registers "naive")
+from unified_kg_rag.retrieval.strategies import lazy as lazy  # registers "lazy"
+from unified_kg_rag.retrieval.strategies import naive as naive  # registers "naive"
+from unified_kg_rag.retrieval.strategies import ppr as ppr  # registers "ppr"
 from unified_kg_rag.retrieval.strategies.base import (
     STRATEGIES,
     Candidate,

@@ -72,6 +72,7 @@ class QueryContext:
         chat_model: the LLM, or None.
         config: query settings in effect (CLI overrides applied).
         filters: equality filters on text-unit fields.
+        held: the methodologies the index holds.
     """
 
     question: str
@@ -80,6 +81,7 @@ class QueryContext:
     chat_model: ChatModel | None
     config: QueryConfig
     filters: dict[str, MetadataValue | Sequence[MetadataValue]] = field(default_factory=dict)
+    held: tuple[str, ...] = ()
     _query_vector: NDArray[np.float32] | None = None
 
     async def query_vector(self) -> NDArray[np.float32]:
@@ -108,13 +110,14 @@ class StrategySpec:
 
     Attributes:
         name: the strategy name (``naive``).
-        methodology: the methodology whose artefacts it reads; None for text units only.
+        methodology: the methodology whose artefacts it reads (a tuple: any one of them);
+            None for text units only.
         factory: builds the strategy.
         description: one line for help texts.
     """
 
     name: str
-    methodology: str | None
+    methodology: str | tuple[str, ...] | None
     factory: Callable[[], Strategy]
     description: str
 
@@ -123,7 +126,7 @@ STRATEGIES: Registry[StrategySpec] = Registry("strategy", field="query.strategy"
 
 
 def register_strategy(
-    name: str, *, methodology: str | None, description: str
+    name: str, *, methodology: str | tuple[str, ...] | None, description: str
 ) -> Callable[[type[Strategy]], type[Strategy]]:
     """Class decorator registering a strategy under ``name``."""
 

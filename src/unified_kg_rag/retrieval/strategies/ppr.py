@@ -1,0 +1,296 @@
+"""Strategy ``ppr``: HippoRAG 2's personalized PageRank over the graph the index holds.
+
+Two graphs can serve it (``query.ppr.graph``):
+
+- **concepts** (the LLM-free `lazy` graph): the whole passage-concept graph is walked. The
+  reset vector is the top passage hits of a dense search weighted
+  ``exp(sharpness * (s - s_max))`` plus the question's n-grams that are concepts, weighted
+  ``concept_weight * n / log(1 + df)``; passages are ranked by PPR mass (issue #5, the
+  prototype's recipe, defaults chosen by the sweep in ``benchmarks/bench_lazy.py``).
+- **entities** (the LLM graph, `hipporag`/`lightrag` artefacts): seed 000 §6.4. Facts (the
+  relationships most similar to the question) and passage hits seed; the graph is the
+  facts' endpoints expanded ``max_hops`` deep (at most ``max_entities``), their
+  relationships, and entity-passage links of entities citing at most
+  ``entity_frequency_threshold`` units; the reset vector is HippoRAG 2's
+  (`domain.ppr.hipporag_reset`).
+
+A question that seeds nothing ranks the passage hits in their own order (no NaN: a zero-mass
+reset gives zero scores). Optional RRF fusion with the passage hits
+(``query.ppr.fusion_weight``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from unified_kg_rag.domain.concepts import ConceptGraph
+from unified_kg_rag.domain.fusion import weighted_rrf
+from unified_kg_rag.domain.index_meta import (
+    CONCEPT_COMMUNITIES_KEY,
+    CONCEPT_GRAPH_KEY,
+    INDEX_NAMESPACE,
+    LAZY_BUILD_KEY,
+    LAZY_NAMESPACE,
+    decode_concept_graph,
+)
+from unified_kg_rag.domain.models import (
+    Collection,
+    Community,
+    MetadataValue,
+    SearchHit,
+    SearchMode,
+)
+from unified_kg_rag.domain.ppr import (
+    build_passage_graph,
+    hipporag_reset,
+    personalized_pagerank,
+)
+from unified_kg_rag.ports import IndexStores
+from unified_kg_rag.retrieval.strategies.base import Candidate, QueryContext, register_strategy
+from unified_kg_rag.retrieval.strategies.naive import text_unit_candidate
+
+__all__ = ["LoadedConceptGraph", "PPRStrategy", "load_concept_graph", "passes_filters"]
+
+_CACHE: dict[tuple[str, str], LoadedConceptGraph] = {}
+_CACHE_SIZE = 4
+
+
+@dataclass(frozen=True)
+class LoadedConceptGraph:
+    """A concept graph ready for queries.
+
+    Attributes:
+        graph: the stored concept graph.
+        adjacency: ``csr[U + C, U + C]``, units first, then concepts (symmetric).
+        unit_index: text unit id → row.
+        communities: the concept communities (level 0 = top).
+    """
+
+    graph: ConceptGraph
+    adjacency: object
+    unit_index: dict[str, int]
+    communities: tuple[Community, ...]
+
+
+async def load_concept_graph(stores: IndexStores) -> LoadedConceptGraph | None:
+    """Return the index's concept graph (cached per build digest), or None when it has none.
+
+    Raises:
+        StoreError: a store failed.
+        StoreSchemaError: the stored graph has an unknown format version.
+    """
+    digest = await stores.records.get(INDEX_NAMESPACE, LAZY_BUILD_KEY)
+    if digest is None:
+        return None
+    key = (stores.name, digest)
+    if key in _CACHE:
+        return _CACHE[key]
+    raw = await stores.records.get(LAZY_NAMESPACE, CONCEPT_GRAPH_KEY)
+    if raw is None:
+        return None
+    raw_communities = await stores.records.get(LAZY_NAMESPACE, CONCEPT_COMMUNITIES_KEY)
+    loaded = await asyncio.to_thread(_prepare, raw, raw_communities)
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = loaded
+    return loaded
+
+
+def _prepare(raw: str, raw_communities: str | None) -> LoadedConceptGraph:
+    import scipy.sparse as sp  # type: ignore[import-untyped]
+
+    graph = decode_concept_graph(raw)
+    n_units, n_concepts = len(graph.unit_ids), len(graph.concepts)
+    incidence = sp.csr_matrix(
+        (np.asarray(graph.weight, dtype=np.float64),
+         (np.asarray(graph.unit_index), np.asarray(graph.concept_index))),
+        shape=(n_units, n_concepts),
+    )  # fmt: skip
+    adjacency = sp.bmat([[None, incidence], [incidence.T, None]], format="csr")
+    if adjacency.shape != (n_units + n_concepts, n_units + n_concepts):  # empty corners
+        adjacency = sp.csr_matrix((n_units + n_concepts, n_units + n_concepts))
+    communities = tuple(
+        Community.model_validate(c) for c in json.loads(raw_communities or "[]")
+    )
+    return LoadedConceptGraph(
+        graph, adjacency, {u: i for i, u in enumerate(graph.unit_ids)}, communities
+    )
+
+
+def passes_filters(
+    fields: Mapping[str, MetadataValue], filters: Mapping[str, MetadataValue | Sequence[object]]
+) -> bool:
+    """True when ``fields`` satisfy equality filters (a sequence value means any of them)."""
+    for key, wanted in filters.items():
+        value = fields.get(key)
+        if isinstance(wanted, (list, tuple)):
+            if value not in wanted:
+                return False
+        elif value != wanted:
+            return False
+    return True
+
+
+@register_strategy(
+    "ppr",
+    methodology=("hipporag", "lazy"),
+    description="HippoRAG 2 personalized PageRank over the entity graph or the LLM-free "
+    "concept graph, seeded by facts, question concepts and passage hits.",
+)
+class PPRStrategy:
+    """Personalized PageRank retrieval (see the module docstring)."""
+
+    async def retrieve(self, ctx: QueryContext) -> list[Candidate]:
+        """Return the ``top_k`` text units by PPR mass, best first."""
+        cfg = ctx.config.ppr
+        use_entities = cfg.graph == "entities" or (
+            cfg.graph == "auto" and "hipporag" in ctx.held
+        )
+        seeds = await self._passage_seeds(ctx)
+        if use_entities:
+            ranked = await self._entity_ppr(ctx, seeds)
+        else:
+            loaded = await load_concept_graph(ctx.stores)
+            ranked = self._concept_ppr(ctx, loaded, seeds) if loaded is not None else []
+        if cfg.fusion_weight > 0 and ranked:
+            fused = weighted_rrf(
+                [[u for u, _ in ranked], [h.id for h in seeds]],
+                [1.0, cfg.fusion_weight],
+                k=ctx.config.rrf_k,
+            )
+            ranked = [(u, s) for u, s in fused]
+        if not ranked:
+            ranked = [(h.id, h.score) for h in seeds]
+        return await _candidates(ctx, ranked)
+
+    async def _passage_seeds(self, ctx: QueryContext) -> list[SearchHit]:
+        return await ctx.stores.search.search(
+            Collection.TEXT_UNITS,
+            query_vector=await ctx.query_vector(),
+            mode=SearchMode.VECTOR,
+            filters=ctx.filters or None,
+            k=ctx.config.ppr.passage_seed_top_k,
+        )
+
+    def _concept_ppr(
+        self, ctx: QueryContext, loaded: LoadedConceptGraph, seeds: Sequence[SearchHit]
+    ) -> list[tuple[str, float]]:
+        cfg = ctx.config.ppr
+        graph = loaded.graph
+        n_units = len(graph.unit_ids)
+        reset = np.zeros(n_units + len(graph.concepts), dtype=np.float64)
+        if seeds:
+            best = max(h.score for h in seeds)
+            for hit in seeds:
+                row = loaded.unit_index.get(hit.id)
+                if row is not None:
+                    reset[row] += math.exp(cfg.passage_seed_sharpness * (hit.score - best))
+        for concept, length in graph.match_query(ctx.question):
+            reset[n_units + concept] += (
+                cfg.concept_weight * length / math.log1p(graph.df[concept])
+            )
+        result = personalized_pagerank(
+            loaded.adjacency,
+            reset,
+            damping=cfg.damping,
+            max_iterations=cfg.max_iterations,
+            tolerance=cfg.tolerance,
+        )
+        return _top_units(result.scores[:n_units], graph.unit_ids, ctx.config.top_k * 4)
+
+    async def _entity_ppr(
+        self, ctx: QueryContext, seeds: Sequence[SearchHit]
+    ) -> list[tuple[str, float]]:
+        cfg = ctx.config.ppr
+        stores = ctx.stores
+        facts = await stores.search.search(
+            Collection.RELATIONSHIPS,
+            query_vector=await ctx.query_vector(),
+            mode=SearchMode.VECTOR,
+            k=cfg.fact_top_k,
+        ) if cfg.fact_top_k else []  # fmt: skip
+        fact_scores = [
+            (str(f.fields.get("source_id")), str(f.fields.get("target_id")), f.score)
+            for f in facts
+        ]
+        seed_entities = sorted({e for s, t, _ in fact_scores for e in (s, t)})
+        sub = await stores.graph.neighbourhood(
+            seed_entities, hops=cfg.max_hops, max_entities=cfg.max_entities
+        ) if seed_entities else None  # fmt: skip
+        entities = list(sub.entities) if sub is not None else []
+        relationships = list(sub.relationships) if sub is not None else []
+        passages = {h.id for h in seeds}
+        links: list[tuple[str, str, float]] = []
+        frequency: dict[str, int] = {}
+        for entity in entities:
+            frequency["e:" + entity.id] = len(entity.text_unit_ids)
+            if len(entity.text_unit_ids) <= cfg.entity_frequency_threshold:
+                for unit in entity.text_unit_ids:
+                    passages.add(unit)
+                    links.append(("e:" + entity.id, "p:" + unit, 1.0))
+        graph = build_passage_graph(
+            ["e:" + e.id for e in entities],
+            ["p:" + p for p in sorted(passages)],
+            [("e:" + r.source_id, "e:" + r.target_id, 1.0) for r in relationships],
+            links,
+        )
+        passage_scores = {"p:" + h.id: h.score for h in seeds}
+        if cfg.entity_passage_sharpness > 0 and seeds:
+            best = max(h.score for h in seeds)
+            passage_scores = {
+                "p:" + h.id: math.exp(cfg.entity_passage_sharpness * (h.score - best))
+                for h in seeds
+            }
+        reset = hipporag_reset(
+            graph,
+            fact_scores=[("e:" + s, "e:" + t, score) for s, t, score in fact_scores],
+            entity_frequency=frequency,
+            passage_scores=passage_scores,
+            link_top_k=cfg.link_top_k,
+            passage_node_weight=cfg.passage_node_weight,
+        )
+        result = personalized_pagerank(
+            graph.adjacency,
+            reset,
+            damping=cfg.damping,
+            max_iterations=cfg.max_iterations,
+            tolerance=cfg.tolerance,
+        )
+        scores = np.where(graph.passage_mask, result.scores, 0.0)
+        ids = [n[2:] for n in graph.node_ids]
+        return _top_units(scores, ids, ctx.config.top_k * 4)
+
+
+def _top_units(
+    scores: NDArray[np.float64], ids: Sequence[str], limit: int
+) -> list[tuple[str, float]]:
+    """Return the ``limit`` best (id, score) with score > 0, ties by id."""
+    nonzero = [int(i) for i in np.flatnonzero(scores > 0)]
+    order = sorted(nonzero, key=lambda i: (-scores[i], ids[i]))
+    return [(ids[i], float(scores[i])) for i in order[:limit]]
+
+
+async def _candidates(ctx: QueryContext, ranked: Sequence[tuple[str, float]]) -> list[Candidate]:
+    """Fetch the ranked units, keep those passing the filters, return the ``top_k``."""
+    records = {
+        r.id: r
+        for r in await ctx.stores.search.get(Collection.TEXT_UNITS, [u for u, _ in ranked])
+    }
+    out: list[Candidate] = []
+    for unit, score in ranked:
+        record = records.get(unit)
+        if record is None or (ctx.filters and not passes_filters(record.fields, ctx.filters)):
+            continue
+        out.append(text_unit_candidate(
+            SearchHit(id=unit, score=score, text=record.text, fields=record.fields)
+        ))  # fmt: skip
+        if len(out) >= ctx.config.top_k:
+            break
+    return out
