@@ -236,3 +236,41 @@ def test_lazy_with_an_llm_tests_relevance_and_answers_map_reduce(tmp_path: Path)
     # more sources than one batch of 4: a map call per batch, then one reduce call
     assert kinds.count("List") == -(-len(out.sources) // 4) and kinds[-1] == "Answer"
     assert out.answer == "Feeding it flour and water keeps it alive [1]." and out.cited == (1,)
+
+
+def test_keyword_lookups_route_auto_to_naive_and_graph_choices_are_checked(
+    tmp_path: Path,
+) -> None:
+    notes = {f"note{i:02}.txt": f"Maintenance note {i}: part QX-{8600 + i}H must be inspected "
+             f"every {i + 2} weeks by the hangar crew." for i in range(25)}  # fmt: skip
+    corpus = write_docs(tmp_path / "corpus", notes)
+
+    async def main() -> tuple[RetrievalOutput, RetrievalOutput, RetrievalOutput]:
+        async with build_app(UkrConfig(), tmp_path / "p") as app:
+            await _index(app, [corpus])
+            code = await _ask(app, "How often must part QX-8617H be inspected?")
+            lexical = await _ask(app, "How often is the hangar crew inspecting?",
+                                 search_mode="lexical")
+            semantic = await _ask(app, "How often is the hangar crew inspecting?")
+            ppr = app.config.query.ppr.model_copy(update={"graph": "entities"})
+            graph_error = r"query\.ppr\.graph is 'entities'"
+            with pytest.raises(MethodologyNotIndexedError, match=graph_error):
+                await _ask(app, "Who inspects parts?", strategy="ppr", ppr=ppr)
+            return code, lexical, semantic
+
+    code, lexical, semantic = asyncio.run(main())
+    # BM25 ranks note17 first (its code token); fused with the vector list it stays near the top
+    assert code.strategy == "naive" and "note17.txt" in _paths(code)[:5]
+    assert lexical.strategy == "naive"
+    assert semantic.strategy == "ppr"
+
+
+def test_infinite_settings_are_refused() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="finite"):
+        UkrConfig(query={"ppr": {"fusion_weight": float("inf")}})  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="max_df must be a whole number"):
+        UkrConfig(graph={"lazy": {"max_df": 1.5}})  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="min_df must not exceed max_df"):
+        UkrConfig(graph={"lazy": {"min_df": 50, "max_df": 30}})  # type: ignore[arg-type]

@@ -26,11 +26,20 @@ __all__ = ["query_command", "render_answer"]
 _PREVIEW_CHARS = 160
 
 
+_STRATEGY_NOTES = {
+    "naive": "hybrid BM25 + vector search over text units",
+    "ppr": "personalized PageRank over the index's graph",
+    "lazy": "relevance tests over the concept graph's communities",
+}
+
+
 def render_answer(output: RAGOutput, *, show_sources: bool = True) -> None:
     """Print an answer, then the sources it cites, then the other sources in its context."""
     out_console.print(escape(printable(output.answer, keep_newlines=True)), soft_wrap=True)
     if not (show_sources and output.sources):
         return
+    out_console.print(f"\n[dim]Retrieved by strategy {escape(output.strategy)} "
+                      f"({_STRATEGY_NOTES.get(output.strategy, 'see the strategies guide')})[/]")
     cited = [s for s in output.sources if s.n in output.cited]
     other = [s for s in output.sources if s.n not in output.cited]
     if cited:

@@ -32,7 +32,7 @@ DEFAULT_ENTITY_TYPES = (
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ExtractionConfig(_Section):

@@ -15,7 +15,7 @@ __all__ = ["LazyIndexConfig", "LazySearchConfig", "PPRConfig"]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class LazyIndexConfig(_Section):
@@ -51,6 +51,14 @@ class LazyIndexConfig(_Section):
         description="Concepts in more text units are dropped (too common to discriminate). A "
         "whole number is a count of units; a value below 1 a share of them.",
     )
+    @model_validator(mode="after")
+    def _df_window(self) -> LazyIndexConfig:
+        if self.max_df > 1 and self.max_df != int(self.max_df):
+            raise ValueError("max_df must be a whole number of units, or a share in (0, 1]")
+        if self.max_df >= 1 and self.min_df > self.max_df:
+            raise ValueError("min_df must not exceed max_df")
+        return self
+
     min_cooccurrence: int = Field(
         default=2,
         ge=1,
@@ -72,7 +80,8 @@ class PPRConfig(_Section):
     max_iterations: int = Field(default=40, ge=1, description="Power iterations at most.")
     tolerance: float = Field(default=1e-7, gt=0, description="Stop when the L1 change is below.")
     passage_seed_top_k: int = Field(
-        default=20, ge=1, description="Passage hits (hybrid search) that seed the walk."
+        default=20, ge=1, description="Passage hits that seed the walk (embedding similarity; "
+        "BM25 with `query.search_mode: lexical`)."
     )
     passage_seed_sharpness: float = Field(
         default=20.0,
@@ -110,8 +119,21 @@ class PPRConfig(_Section):
     fusion_weight: float = Field(
         default=0.0,
         ge=0,
-        description="RRF weight of the passage hits fused with the PPR order (0: PPR order "
-        "alone).",
+        description="RRF weight of the vector passage hits fused with the PPR order (0: PPR "
+        "order alone).",
+    )
+    lexical_seed_weight: float = Field(
+        default=0.0,
+        ge=0,
+        description="With `query.search_mode: hybrid`, the BM25 passage hits also seed the walk, "
+        "the k-th with this weight / k (the best vector hit weighs 1). 0 by default: on MuSiQue "
+        "0.1 cost 0.019 recall@5; raise it on keyword-heavy corpora.",
+    )
+    lexical_fusion_weight: float = Field(
+        default=0.0,
+        ge=0,
+        description="With `query.search_mode: hybrid`, RRF weight of the BM25 passage hits "
+        "fused with the PPR order. 0 by default: on MuSiQue 0.3 cost 0.023 recall@2.",
     )
 
     @model_validator(mode="after")

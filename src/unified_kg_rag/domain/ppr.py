@@ -21,7 +21,6 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 import numpy as np

@@ -209,7 +209,11 @@ class RAGChain:
             raise UsageError("must not be empty", field="question")
         cfg = self._effective(overrides)
         held = await self._check_index()
-        name = choose_strategy(held) if cfg.strategy == "auto" else cfg.strategy
+        name = (
+            choose_strategy(held, cfg.search_mode, question)
+            if cfg.strategy == "auto"
+            else cfg.strategy
+        )
         spec = STRATEGIES.get(name)
         self._check_servable(spec.name, spec.methodology, held)
         ctx = QueryContext(

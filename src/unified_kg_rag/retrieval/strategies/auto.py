@@ -8,9 +8,10 @@ not hold is skipped, and ``naive`` serves every index.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
-__all__ = ["AUTO_PREFERENCE", "choose_strategy"]
+__all__ = ["AUTO_PREFERENCE", "choose_strategy", "has_code_token"]
 
 AUTO_PREFERENCE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ppr", ("hipporag", "lazy")),
@@ -19,8 +20,29 @@ AUTO_PREFERENCE: tuple[tuple[str, tuple[str, ...]], ...] = (
 """(strategy, methodologies that let it serve), best measured first."""
 
 
-def choose_strategy(held: Sequence[str]) -> str:
-    """Return the best measured strategy an index holding ``held`` methodologies can serve."""
+_CODE_TOKEN = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[^\W\d_])[\w][\w-]{2,}")
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)", re.I)
+
+
+def has_code_token(question: str) -> bool:
+    """True when ``question`` holds a code-like token: letters and digits together.
+
+    ``QX-8628H``, ``RFC7231``, ``iPhone15``; ordinals (``26th``) are not codes.
+    """
+    return any(
+        not _ORDINAL.fullmatch(m.group(0)) for m in _CODE_TOKEN.finditer(question)
+    )
+
+
+def choose_strategy(held: Sequence[str], search_mode: str = "hybrid", question: str = "") -> str:
+    """Return the best measured strategy an index holding ``held`` methodologies can serve.
+
+    Keyword lookups go to `naive` (hybrid BM25 + vector): a ``lexical`` search mode, or a
+    question holding a code-like token (a part number, a model name), which the concept graph
+    cannot hold (such a token is in one unit, below ``graph.lazy.min_df``) and BM25 finds.
+    """
+    if search_mode == "lexical" or has_code_token(question):
+        return "naive"
     for strategy, needs in AUTO_PREFERENCE:
         if not needs or any(m in held for m in needs):
             return strategy

@@ -29,6 +29,7 @@ from unified_kg_rag.domain.models import Collection, Community, Message, SearchH
 from unified_kg_rag.retrieval.strategies.base import Candidate, QueryContext, register_strategy
 from unified_kg_rag.retrieval.strategies.naive import text_unit_candidate
 from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph, load_concept_graph
+from unified_kg_rag.util.errors import UsageError
 
 __all__ = ["LazyStrategy"]
 
@@ -56,6 +57,12 @@ class LazyStrategy:
 
     async def retrieve(self, ctx: QueryContext) -> list[Candidate]:
         """Return the relevant text units, best first (at most ``top_k``)."""
+        if ctx.config.search_mode == "lexical":
+            raise UsageError(
+                "strategy 'lazy' ranks text units by embedding similarity; --mode lexical is "
+                "not supported with it (use --strategy naive)",
+                field="query.search_mode",
+            )
         loaded = await load_concept_graph(ctx.stores)
         relevant: dict[str, float] = {}
         fallback: dict[str, SearchHit] = {}

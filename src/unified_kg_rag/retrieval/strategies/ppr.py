@@ -55,6 +55,7 @@ from unified_kg_rag.domain.ppr import (
 from unified_kg_rag.ports import IndexStores
 from unified_kg_rag.retrieval.strategies.base import Candidate, QueryContext, register_strategy
 from unified_kg_rag.retrieval.strategies.naive import text_unit_candidate
+from unified_kg_rag.util.errors import MethodologyNotIndexedError
 
 __all__ = ["LoadedConceptGraph", "PPRStrategy", "load_concept_graph", "passes_filters"]
 
@@ -148,50 +149,83 @@ class PPRStrategy:
     """Personalized PageRank retrieval (see the module docstring)."""
 
     async def retrieve(self, ctx: QueryContext) -> list[Candidate]:
-        """Return the ``top_k`` text units by PPR mass, best first."""
+        """Return the ``top_k`` text units by PPR mass, best first.
+
+        ``query.search_mode`` decides the passage seeds: ``vector`` seeds by embedding
+        similarity (the measured recipe); ``lexical`` by BM25 rank; ``hybrid`` (default) seeds
+        by similarity and fuses the BM25 hits into the PageRank order (``lexical_fusion_weight``),
+        so an exact keyword (a part number, a rare name) is not lost.
+
+        Raises:
+            MethodologyNotIndexedError: ``query.ppr.graph`` names a graph the index lacks.
+        """
         cfg = ctx.config.ppr
-        use_entities = cfg.graph == "entities" or (
-            cfg.graph == "auto" and "hipporag" in ctx.held
-        )
-        seeds = await self._passage_seeds(ctx)
+        use_entities = self._graph(ctx)
+        mode = SearchMode(ctx.config.search_mode)
+        lexical_only, vector_only = mode == SearchMode.LEXICAL, mode == SearchMode.VECTOR
+        vector_hits = [] if lexical_only else await self._search(ctx, SearchMode.VECTOR)
+        lexical_hits = [] if vector_only else await self._search(ctx, SearchMode.LEXICAL)
+        seeds = vector_hits or lexical_hits
+        sharpness = cfg.entity_passage_sharpness if use_entities else cfg.passage_seed_sharpness
+        weights = _seed_weights(seeds, sharpness, vector=bool(vector_hits))
+        if vector_hits and lexical_hits and cfg.lexical_seed_weight > 0:
+            for rank, hit in enumerate(lexical_hits, start=1):
+                weights[hit.id] = weights.get(hit.id, 0.0) + cfg.lexical_seed_weight / rank
         if use_entities:
-            ranked = await self._entity_ppr(ctx, seeds)
+            ranked = await self._entity_ppr(ctx, weights)
         else:
             loaded = await load_concept_graph(ctx.stores)
-            ranked = self._concept_ppr(ctx, loaded, seeds) if loaded is not None else []
-        if cfg.fusion_weight > 0 and ranked:
-            fused = weighted_rrf(
-                [[u for u, _ in ranked], [h.id for h in seeds]],
-                [1.0, cfg.fusion_weight],
-                k=ctx.config.rrf_k,
-            )
-            ranked = [(u, s) for u, s in fused]
+            ranked = self._concept_ppr(ctx, loaded, weights) if loaded is not None else []
+        lists, list_weights = [[u for u, _ in ranked]], [1.0]
+        if cfg.fusion_weight > 0 and vector_hits:
+            lists.append([h.id for h in vector_hits])
+            list_weights.append(cfg.fusion_weight)
+        if cfg.lexical_fusion_weight > 0 and lexical_hits and mode == SearchMode.HYBRID:
+            lists.append([h.id for h in lexical_hits])
+            list_weights.append(cfg.lexical_fusion_weight)
+        if ranked and len(lists) > 1:
+            ranked = weighted_rrf(lists, list_weights, k=ctx.config.rrf_k)
         if not ranked:
             ranked = [(h.id, h.score) for h in seeds]
         return await _candidates(ctx, ranked)
 
-    async def _passage_seeds(self, ctx: QueryContext) -> list[SearchHit]:
+    def _graph(self, ctx: QueryContext) -> bool:
+        """True for the entity graph, False for the concept graph (as configured and held)."""
+        choice = ctx.config.ppr.graph
+        if choice == "auto":
+            return "hipporag" in ctx.held
+        needed = "hipporag" if choice == "entities" else "lazy"
+        if needed not in ctx.held:
+            name = ctx.stores.name
+            raise MethodologyNotIndexedError(
+                f"query.ppr.graph is {choice!r}, which needs the {needed!r} methodology; index "
+                f"{name!r} holds: {', '.join(ctx.held) or 'text units only'}",
+                index=name,
+                held=ctx.held,
+            )
+        return choice == "entities"
+
+    async def _search(self, ctx: QueryContext, mode: SearchMode) -> list[SearchHit]:
         return await ctx.stores.search.search(
             Collection.TEXT_UNITS,
-            query_vector=await ctx.query_vector(),
-            mode=SearchMode.VECTOR,
+            query_text=ctx.question if mode == SearchMode.LEXICAL else None,
+            query_vector=await ctx.query_vector() if mode == SearchMode.VECTOR else None,
+            mode=mode,
             filters=ctx.filters or None,
             k=ctx.config.ppr.passage_seed_top_k,
         )
 
     def _concept_ppr(
-        self, ctx: QueryContext, loaded: LoadedConceptGraph, seeds: Sequence[SearchHit]
+        self, ctx: QueryContext, loaded: LoadedConceptGraph, seeds: Mapping[str, float]
     ) -> list[tuple[str, float]]:
         cfg = ctx.config.ppr
         graph = loaded.graph
         n_units = len(graph.unit_ids)
         reset = np.zeros(n_units + len(graph.concepts), dtype=np.float64)
-        if seeds:
-            best = max(h.score for h in seeds)
-            for hit in seeds:
-                row = loaded.unit_index.get(hit.id)
-                if row is not None:
-                    reset[row] += math.exp(cfg.passage_seed_sharpness * (hit.score - best))
+        for unit, weight in seeds.items():
+            row = loaded.unit_index.get(unit)
+            if row is not None:
+                reset[row] += weight
         for concept, length in graph.match_query(ctx.question):
             reset[n_units + concept] += (
                 cfg.concept_weight * length / math.log1p(graph.df[concept])
@@ -206,7 +240,7 @@ class PPRStrategy:
         return _top_units(result.scores[:n_units], graph.unit_ids, ctx.config.top_k * 4)
 
     async def _entity_ppr(
-        self, ctx: QueryContext, seeds: Sequence[SearchHit]
+        self, ctx: QueryContext, seeds: Mapping[str, float]
     ) -> list[tuple[str, float]]:
         cfg = ctx.config.ppr
         stores = ctx.stores
@@ -226,7 +260,7 @@ class PPRStrategy:
         ) if seed_entities else None  # fmt: skip
         entities = list(sub.entities) if sub is not None else []
         relationships = list(sub.relationships) if sub is not None else []
-        passages = {h.id for h in seeds}
+        passages = set(seeds)
         links: list[tuple[str, str, float]] = []
         frequency: dict[str, int] = {}
         for entity in entities:
@@ -241,13 +275,7 @@ class PPRStrategy:
             [("e:" + r.source_id, "e:" + r.target_id, 1.0) for r in relationships],
             links,
         )
-        passage_scores = {"p:" + h.id: h.score for h in seeds}
-        if cfg.entity_passage_sharpness > 0 and seeds:
-            best = max(h.score for h in seeds)
-            passage_scores = {
-                "p:" + h.id: math.exp(cfg.entity_passage_sharpness * (h.score - best))
-                for h in seeds
-            }
+        passage_scores = {"p:" + unit: weight for unit, weight in seeds.items()}
         reset = hipporag_reset(
             graph,
             fact_scores=[("e:" + s, "e:" + t, score) for s, t, score in fact_scores],
@@ -266,6 +294,24 @@ class PPRStrategy:
         scores = np.where(graph.passage_mask, result.scores, 0.0)
         ids = [n[2:] for n in graph.node_ids]
         return _top_units(scores, ids, ctx.config.top_k * 4)
+
+
+def _seed_weights(
+    hits: Sequence[SearchHit], sharpness: float, *, vector: bool
+) -> dict[str, float]:
+    """Return passage seed weights.
+
+    ``exp(sharpness * (s - best))`` on cosine scores (the raw scores when ``sharpness`` is 0);
+    ``1 / rank`` on BM25 hits.
+    """
+    if not hits:
+        return {}
+    if not vector:
+        return {h.id: 1.0 / rank for rank, h in enumerate(hits, start=1)}
+    if sharpness <= 0:
+        return {h.id: h.score for h in hits}
+    best = max(h.score for h in hits)
+    return {h.id: math.exp(sharpness * (h.score - best)) for h in hits}
 
 
 def _top_units(
