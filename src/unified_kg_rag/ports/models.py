@@ -1,0 +1,160 @@
+"""Model ports: embedders, chat models, rerankers, token counters, parsers, keyphrases."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from unified_kg_rag.domain.models import Completion, Message, ParsedDocument
+
+__all__ = [
+    "ChatModel",
+    "DocumentParser",
+    "Embedder",
+    "KeyphraseExtractor",
+    "Reranker",
+    "TokenCounter",
+]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into L2-normalised float32 vectors."""
+
+    @property
+    def model_id(self) -> str:
+        """A stable identifier of the model (provider, name and weights hash or version)."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """The vector dimension ``d``."""
+        ...
+
+    async def embed_documents(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Embed passages.
+
+        Args:
+            texts: ``n`` strings (may be empty strings).
+
+        Returns:
+            ``ndarray[n, d] float32``, each row L2-normalised (a zero row for empty text).
+
+        Raises:
+            EmbeddingModelError: the model failed.
+        """
+        ...
+
+    async def embed_query(self, text: str) -> NDArray[np.float32]:
+        """Embed a query (asymmetric models add their query prefix here).
+
+        Returns:
+            ``ndarray[d] float32``, L2-normalised.
+        """
+        ...
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat language model."""
+
+    @property
+    def model_id(self) -> str:
+        """Provider and model name, e.g. ``openai:gpt-4o-mini``."""
+        ...
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+        json_schema: Mapping[str, object] | None = None,
+    ) -> Completion:
+        """Return the model's reply to ``messages``.
+
+        Args:
+            messages: the conversation, oldest first.
+            max_tokens: longest reply in tokens (provider default when None).
+            temperature: sampling temperature (provider default when None).
+            stop: stop sequences.
+            json_schema: a JSON schema the reply must follow, for providers that support it.
+
+        Raises:
+            ModelError: the call failed; ``transient`` says whether a retry may succeed.
+        """
+        ...
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> AsyncIterator[str]:
+        """Yield the reply as text deltas, in order."""
+        ...
+
+
+class KeyphraseExtractor(Protocol):
+    """Finds the key phrases of a text (the concepts of the `lazy` graph)."""
+
+    @property
+    def name(self) -> str:
+        """A stable identifier (extractor and model), part of the concept graph's digest."""
+        ...
+
+    def keyphrases(self, text: str, *, top: int, max_ngram: int) -> list[str]:
+        """Return up to ``top`` phrases of at most ``max_ngram`` words, best first.
+
+        Raises:
+            ConfigurationError: the extractor's library or model is not installed.
+        """
+        ...
+
+
+class Reranker(Protocol):
+    """Scores (query, passage) pairs; higher is more relevant."""
+
+    async def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Return one relevance score per text, in input order."""
+        ...
+
+
+class TokenCounter(Protocol):
+    """Counts and cuts text in some tokenizer's tokens."""
+
+    def count(self, text: str) -> int:
+        """Return the number of tokens in ``text``."""
+        ...
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """Return the longest prefix of ``text`` with at most ``max_tokens`` tokens.
+
+        The cut never falls inside a character or a grapheme cluster.
+        """
+        ...
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        """Return the ``(start, end)`` character offsets of each token of ``text``, in order."""
+        ...
+
+
+class DocumentParser(Protocol):
+    """Turns one file's bytes into text. Registered per file extension."""
+
+    def parse(self, data: bytes, *, path: str) -> ParsedDocument:
+        """Parse ``data``, the bytes of the file at ``path`` (used in messages only).
+
+        Raises:
+            InputError: the bytes cannot be parsed (binary, corrupt, empty of text); the
+                message names ``path`` and the reason in one line.
+        """
+        ...
+
+
