@@ -27,7 +27,7 @@ _PREVIEW_CHARS = 160
 
 
 _STRATEGY_NOTES = {
-    "naive": "hybrid BM25 + vector search over text units",
+    "naive": "BM25 and vector search over text units, as --mode says",
     "ppr": "personalized PageRank over the index's graph",
     "lazy": "relevance tests over the concept graph's communities",
 }
