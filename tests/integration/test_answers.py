@@ -160,7 +160,7 @@ def test_model_auth_failure_is_an_error_not_an_empty_answer(
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
-        ({"strategy": "global"}, ConfigurationError, "unknown strategy 'global'; registered: lazy, naive, ppr"),
+        ({"strategy": "global"}, ConfigurationError, "unknown strategy 'global'; registered: auto, lazy, naive, ppr"),
         ({"top_k": 0}, UsageError, "query"),
         ({"colour": "blue"}, UsageError, "unknown query setting"),
     ],

@@ -274,3 +274,15 @@ def test_infinite_settings_are_refused() -> None:
         UkrConfig(graph={"lazy": {"max_df": 1.5}})  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="min_df must not exceed max_df"):
         UkrConfig(graph={"lazy": {"min_df": 50, "max_df": 30}})  # type: ignore[arg-type]
+
+
+def test_auto_strategy_called_directly_delegates_by_rule() -> None:
+    from unified_kg_rag.retrieval.strategies import STRATEGIES
+    from unified_kg_rag.retrieval.strategies.auto import AutoStrategy, choose_strategy
+
+    assert STRATEGIES.get("auto").factory is AutoStrategy
+    assert choose_strategy(("lazy",), "hybrid", "Which town was rebuilt?") == "ppr"
+    assert choose_strategy(("lazy",), "hybrid", "When is part RFC7231 due?") == "naive"
+    assert choose_strategy(("lazy",), "hybrid", "What happened at the 26th Olympiad?") == "ppr"
+    assert choose_strategy((), "hybrid", "Which town was rebuilt?") == "naive"
+    assert choose_strategy(("hipporag",), "lexical", "Which town?") == "naive"

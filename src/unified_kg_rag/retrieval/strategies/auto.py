@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["AUTO_PREFERENCE", "choose_strategy", "has_code_token"]
+from unified_kg_rag.retrieval.strategies.base import Candidate, QueryContext, register_strategy
+
+__all__ = ["AUTO_PREFERENCE", "AutoStrategy", "choose_strategy", "has_code_token"]
 
 AUTO_PREFERENCE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ppr", ("hipporag", "lazy")),
@@ -47,3 +49,24 @@ def choose_strategy(held: Sequence[str], search_mode: str = "hybrid", question: 
         if not needs or any(m in held for m in needs):
             return strategy
     return "naive"
+
+
+@register_strategy(
+    "auto",
+    methodology=None,
+    description="The best measured strategy the index can serve, chosen by rule "
+    "(see choose_strategy).",
+)
+class AutoStrategy:
+    """The strategy registered as ``auto``.
+
+    `RAGChain` resolves ``auto`` with `choose_strategy` before retrieval (so its output names
+    the strategy that ran); called directly, this delegates the same way.
+    """
+
+    async def retrieve(self, ctx: QueryContext) -> list[Candidate]:
+        """Return the candidates of the strategy `choose_strategy` picks for ``ctx``."""
+        from unified_kg_rag.retrieval.strategies.base import STRATEGIES
+
+        name = choose_strategy(ctx.held, ctx.config.search_mode, ctx.question)
+        return await STRATEGIES.get(name).factory().retrieve(ctx)
