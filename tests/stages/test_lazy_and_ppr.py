@@ -286,3 +286,37 @@ def test_auto_strategy_called_directly_delegates_by_rule() -> None:
     assert choose_strategy(("lazy",), "hybrid", "What happened at the 26th Olympiad?") == "ppr"
     assert choose_strategy((), "hybrid", "Which town was rebuilt?") == "naive"
     assert choose_strategy(("hipporag",), "lexical", "Which town?") == "naive"
+
+
+def test_a_stopped_concept_build_stops_between_batches(tmp_path: Path) -> None:
+    import time
+
+    from unified_kg_rag.ingestion.lazy import LazyIndexer
+
+    docs = {f"d{i:03}.txt": f"Topic {i} about Sicily and Catania." for i in range(200)}
+    corpus = write_docs(tmp_path / "corpus", docs)
+
+    class _Slow(_CapitalisedWords):
+        def keyphrases(self, text: str, *, top: int, max_ngram: int) -> list[str]:
+            time.sleep(0.01)  # 200 units: 2 s in all, 0.64 s per batch of 64
+            return super().keyphrases(text, top=top, max_ngram=max_ngram)
+
+    async def main() -> tuple[float, str | None]:
+        config = UkrConfig(indexing={"methodologies": []})  # type: ignore[arg-type]
+        async with build_app(config, tmp_path / "p") as app:
+            await _index(app, [corpus])  # text units only
+            graph = app.config.graph
+            indexer = LazyIndexer(app.index(), graph.lazy, seed=1, max_cluster_size=20,
+                                  min_community_size=3, extractor=_Slow())  # fmt: skip
+            task = asyncio.create_task(indexer.run())
+            await asyncio.sleep(0.3)
+            task.cancel()
+            stopped = time.perf_counter()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            waited = time.perf_counter() - stopped
+            return waited, await app.index().records.get("lazy", "concept_graph")
+
+    waited, stored = asyncio.run(main())
+    assert waited < 0.5  # the await returns at once; the batch in flight ends on its own
+    assert stored is None  # nothing half-written

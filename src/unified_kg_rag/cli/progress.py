@@ -29,6 +29,7 @@ _LABELS = {
     "read": "Reading files",
     "index": "Indexing documents",
     "extract": "Extracting graph (units)",
+    "concepts": "Concept graph (units)",
     "summarize": "Summarizing descriptions",
     "reports": "Community reports",
     "embed entities": "Embedding entities",

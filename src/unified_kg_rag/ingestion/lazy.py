@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from unified_kg_rag.config.lazy import LazyIndexConfig
 from unified_kg_rag.domain.communities import detect_communities
-from unified_kg_rag.domain.concepts import ConceptGraph, build_concept_graph
+from unified_kg_rag.domain.concepts import ConceptGraph, build_concept_graph, keyphrases
 from unified_kg_rag.domain.index_meta import (
     CONCEPT_COMMUNITIES_KEY,
     CONCEPT_GRAPH_KEY,
@@ -39,6 +39,19 @@ from unified_kg_rag.util.hashing import sha256_json
 __all__ = ["LazyBuildReport", "LazyIndexer"]
 
 _VERSION = 1
+_KEYPHRASE_BATCH = 64
+
+
+class _Yake:
+    """YAKE through `domain.concepts.keyphrases` (when no extractor is given)."""
+
+    name = "yake"
+
+    def keyphrases(self, text: str, *, top: int, max_ngram: int) -> list[str]:
+        return keyphrases(text, max_ngram=max_ngram, top=top)
+
+
+_DEFAULT_EXTRACTOR = _Yake()
 
 
 class LazyBuildReport(BaseModel):
@@ -112,11 +125,8 @@ class LazyIndexer:
             report.skipped_reason = "unchanged since the last build"
             return report
         units = await load_units(stores, paths)
-        if self._progress is not None:
-            self._progress.start("concepts", None)
-        graph, communities = await asyncio.to_thread(self._build, units)
-        if self._progress is not None:
-            self._progress.finish("concepts")
+        phrases = await self._keyphrases(units)
+        graph, communities = await asyncio.to_thread(self._build, units, phrases)
         await stores.records.put(LAZY_NAMESPACE, CONCEPT_GRAPH_KEY, encode_concept_graph(graph))
         await stores.records.put(
             LAZY_NAMESPACE, CONCEPT_COMMUNITIES_KEY,
@@ -131,14 +141,38 @@ class LazyIndexer:
         report.seconds = round(time.perf_counter() - started, 3)
         return report
 
-    def _build(self, units: list[UnitText]) -> tuple[ConceptGraph, list[Community]]:
+    async def _keyphrases(self, units: list[UnitText]) -> list[list[str]]:
+        """Extract every unit's keyphrases in batches off the event loop.
+
+        Batches keep a stop (Ctrl-C, SIGTERM) prompt: the run is cancelled between two
+        batches instead of after the whole corpus.
+        """
+        cfg = self._config
+        extractor = self._extractor or _DEFAULT_EXTRACTOR
+
+        def batch(chunk: list[UnitText]) -> list[list[str]]:
+            return [
+                extractor.keyphrases(u.text, top=cfg.keyphrases_per_unit, max_ngram=cfg.max_ngram)
+                for u in chunk
+            ]
+
+        out: list[list[str]] = []
+        if self._progress is not None:
+            self._progress.start("concepts", len(units))
+        for i in range(0, len(units), _KEYPHRASE_BATCH):
+            chunk = units[i : i + _KEYPHRASE_BATCH]
+            out.extend(await asyncio.to_thread(batch, chunk))
+            if self._progress is not None:
+                self._progress.advance("concepts", len(chunk))
+        if self._progress is not None:
+            self._progress.finish("concepts")
+        return out
+
+    def _build(
+        self, units: list[UnitText], phrases: list[list[str]]
+    ) -> tuple[ConceptGraph, list[Community]]:
         cfg = self._config
         max_df: int | float = int(cfg.max_df) if cfg.max_df >= 1 else cfg.max_df
-        extractor = self._extractor
-        phrases = None if extractor is None else [
-            extractor.keyphrases(u.text, top=cfg.keyphrases_per_unit, max_ngram=cfg.max_ngram)
-            for u in units
-        ]  # fmt: skip
         graph = build_concept_graph(
             [(u.id, u.text, u.title) for u in units],
             unit_keyphrases=phrases,
