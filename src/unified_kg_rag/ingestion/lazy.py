@@ -32,6 +32,7 @@ from unified_kg_rag.domain.index_meta import (
     encode_concept_graph,
 )
 from unified_kg_rag.domain.models import Community
+from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ingestion.units import UnitText, load_units, processed_unit_paths
 from unified_kg_rag.ports import IndexStores, KeyphraseExtractor, ProgressReporter
 from unified_kg_rag.util.hashing import sha256_json
@@ -42,16 +43,6 @@ _VERSION = 1
 _KEYPHRASE_BATCH = 64
 
 
-class _Yake:
-    """YAKE through `domain.concepts.keyphrases` (when no extractor is given)."""
-
-    name = "yake"
-
-    def keyphrases(self, text: str, *, top: int, max_ngram: int) -> list[str]:
-        return keyphrases(text, max_ngram=max_ngram, top=top)
-
-
-_DEFAULT_EXTRACTOR = _Yake()
 
 
 class LazyBuildReport(BaseModel):
@@ -104,7 +95,7 @@ class LazyIndexer:
         self._extractor = extractor
         self._config = config
         self._communities = (seed, max_cluster_size, min_community_size)
-        self._progress = progress
+        self._progress = progress or NULL_PROGRESS
 
     async def run(self, *, force: bool = False) -> LazyBuildReport:
         """Build the concept graph unless the stored one has the same inputs.
@@ -148,24 +139,21 @@ class LazyIndexer:
         batches instead of after the whole corpus.
         """
         cfg = self._config
-        extractor = self._extractor or _DEFAULT_EXTRACTOR
+        extract = self._extractor.keyphrases if self._extractor else _yake
 
         def batch(chunk: list[UnitText]) -> list[list[str]]:
             return [
-                extractor.keyphrases(u.text, top=cfg.keyphrases_per_unit, max_ngram=cfg.max_ngram)
+                extract(u.text, top=cfg.keyphrases_per_unit, max_ngram=cfg.max_ngram)
                 for u in chunk
             ]
 
         out: list[list[str]] = []
-        if self._progress is not None:
-            self._progress.start("concepts", len(units))
+        self._progress.start("concepts", len(units))
         for i in range(0, len(units), _KEYPHRASE_BATCH):
             chunk = units[i : i + _KEYPHRASE_BATCH]
             out.extend(await asyncio.to_thread(batch, chunk))
-            if self._progress is not None:
-                self._progress.advance("concepts", len(chunk))
-        if self._progress is not None:
-            self._progress.finish("concepts")
+            self._progress.advance("concepts", len(chunk))
+        self._progress.finish("concepts")
         return out
 
     def _build(
@@ -194,3 +182,8 @@ class LazyIndexer:
             seed=seed,
         )
         return graph, communities
+
+
+def _yake(text: str, *, top: int, max_ngram: int) -> list[str]:
+    """YAKE through `domain.concepts.keyphrases` (no extractor given)."""
+    return keyphrases(text, max_ngram=max_ngram, top=top)

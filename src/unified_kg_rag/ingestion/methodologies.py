@@ -31,7 +31,7 @@ async def record_methodologies(
     held_before = set(parse_methodologies(await records.get(INDEX_NAMESPACE, METHODOLOGIES_KEY)))
     built: set[str] = set()
     graph = report.graph
-    if graph is not None and not graph.error and not graph.skipped_reason.startswith("no LLM"):
+    if graph is not None and not graph.error:  # a build skipped for want of an LLM lists none
         built.update(graph.methodologies)
     if report.lazy is not None:
         built.add("lazy")

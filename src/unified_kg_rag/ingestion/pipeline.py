@@ -39,6 +39,7 @@ from unified_kg_rag.ingestion.graph.report import GraphBuildReport
 from unified_kg_rag.ingestion.lazy import LazyBuildReport, LazyIndexer
 from unified_kg_rag.ingestion.lease import fenced, held_lease
 from unified_kg_rag.ingestion.methodologies import record_methodologies
+from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ingestion.report import FailedDocument, IndexReport
 from unified_kg_rag.ingestion.units import UnitText
 from unified_kg_rag.ports import (
@@ -59,20 +60,6 @@ __all__ = ["IndexPipeline", "text_unit_record"]
 logger = logging.getLogger(__name__)
 
 _IO_CONCURRENCY = 4
-
-
-class _NullProgress:
-    def start(self, task: str, total: int | None) -> None:
-        pass
-
-    def advance(self, task: str, steps: int = 1, *, note: str | None = None) -> None:
-        pass
-
-    def finish(self, task: str) -> None:
-        pass
-
-    def warn(self, message: str) -> None:
-        pass
 
 
 @dataclass(frozen=True)
@@ -155,7 +142,7 @@ class IndexPipeline:
         self._tokenizer = chunk_tokenizer
         self._parsers = parsers
         self._config = config
-        self._progress: ProgressReporter = progress or _NullProgress()
+        self._progress: ProgressReporter = progress or NULL_PROGRESS
         self._failed_now: set[str] = set()
 
     async def run(self, paths: Sequence[Path]) -> IndexReport:

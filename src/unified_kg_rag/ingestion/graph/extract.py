@@ -29,12 +29,20 @@ from unified_kg_rag.domain.extraction_format import (
     render_gleaning_messages,
 )
 from unified_kg_rag.domain.usage import spend_note
+from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ingestion.units import UnitText
 from unified_kg_rag.ports import ChatModel, ProgressReporter, RecordStore
 from unified_kg_rag.util.aio import map_bounded
 from unified_kg_rag.util.errors import ModelError, ModelOutputError
 
-__all__ = ["RECORDS_NAMESPACE", "ExtractionOutcome", "GraphExtractor", "UnitText"]
+__all__ = [
+    "RECORDS_NAMESPACE",
+    "ExtractionOutcome",
+    "GraphExtractor",
+    "UnitText",
+    "is_unit_error",
+    "parses",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -150,18 +158,19 @@ class GraphExtractor:
             ModelError: a failure that is not the unit's own (authentication, server down,
                 persistent timeouts); units finished before it keep their stored records.
         """
+        progress = progress or NULL_PROGRESS
         outcome = ExtractionOutcome()
         if not force:
             outcome.records = await self.stored(units)
             outcome.reused = len(outcome.records)
         todo = [u for u in units if u.id not in outcome.records]
         # identical texts are extracted once and share the record
+        key_of = {unit.id: self.fingerprint(unit.text) for unit in todo}
         by_key: dict[str, list[UnitText]] = {}
         for unit in todo:
-            by_key.setdefault(self.fingerprint(unit.text), []).append(unit)
+            by_key.setdefault(key_of[unit.id], []).append(unit)
         firsts = [group[0] for group in by_key.values()]
-        if progress is not None:
-            progress.start("extract", len(firsts))
+        progress.start("extract", len(firsts))
         self._fatal = None
 
         async def one(unit: UnitText) -> ExtractionRecord:
@@ -174,8 +183,7 @@ class GraphExtractor:
                     self._fatal = exc
                 raise
             finally:
-                if progress is not None:
-                    progress.advance("extract", note=spend_note())
+                progress.advance("extract", note=spend_note())
             await self._records.put(
                 RECORDS_NAMESPACE, record.fingerprint, record.model_dump_json()
             )
@@ -183,12 +191,11 @@ class GraphExtractor:
 
         with refresh_cache(force):  # --force-rebuild asks the model, not the response cache
             results = await map_bounded(firsts, one, concurrency=self._concurrency)
-        if progress is not None:
-            progress.finish("extract")
+        progress.finish("extract")
         if self._fatal is not None:
             raise self._fatal
         for result in results:
-            group = by_key[self.fingerprint(result.item.text)]
+            group = by_key[key_of[result.item.id]]
             if result.value is not None:
                 outcome.extracted += 1
                 if result.value.truncated:
@@ -205,7 +212,7 @@ class GraphExtractor:
     async def _extract(self, unit: UnitText) -> ExtractionRecord:
         cfg = self._config
         types = cfg.entity_types
-        with accept_replies(_parses(parse_extraction_reply)):
+        with accept_replies(parses(parse_extraction_reply)):
             reply = await self._chat.complete(
                 render_extraction_messages(
                     unit.text, entity_types=types, template=self._extract_tpl
@@ -222,7 +229,7 @@ class GraphExtractor:
         )
         for round_no in range(1, cfg.max_gleaning_rounds + 1):
             try:
-                with accept_replies(_parses(parse_gleaning_reply)):
+                with accept_replies(parses(parse_gleaning_reply)):
                     reply = await self._chat.complete(
                         render_gleaning_messages(
                             unit.text, record, entity_types=types, template=self._glean_tpl
@@ -253,7 +260,7 @@ class GraphExtractor:
         return record
 
 
-def _parses(parse: Callable[..., object]) -> Callable[[str], bool]:
+def parses(parse: Callable[..., object]) -> Callable[[str], bool]:
     """Return a reply validator: True when ``parse`` reads the reply without raising."""
 
     def check(text: str) -> bool:

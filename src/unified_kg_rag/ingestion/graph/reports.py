@@ -23,11 +23,11 @@ from unified_kg_rag.domain.reports import (
     render_report_messages,
 )
 from unified_kg_rag.domain.usage import spend_note
+from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ports import ChatModel, ProgressReporter, TokenCounter
 from unified_kg_rag.util.aio import map_bounded
-from unified_kg_rag.util.errors import ModelOutputError
 
-from .extract import is_unit_error
+from .extract import is_unit_error, parses
 
 __all__ = ["ReportWriter", "ReportsOutcome", "community_name"]
 
@@ -90,14 +90,14 @@ class ReportWriter:
             ModelError: a failure that is not the community's own (authentication, server
                 down); reports already answered are in the response cache for the next run.
         """
+        progress = progress or NULL_PROGRESS
         by_member: dict[str, list[Relationship]] = {}
         for rel in relationships:
             by_member.setdefault(rel.source_id, []).append(rel)
             by_member.setdefault(rel.target_id, []).append(rel)
         done: dict[str, CommunityReport] = {}
         failed: list[str] = []
-        if progress is not None:
-            progress.start("reports", len(communities))
+        progress.start("reports", len(communities))
         for level in sorted({c.level for c in communities}, reverse=True):
             level_communities = sorted(
                 (c for c in communities if c.level == level), key=lambda c: c.id
@@ -107,8 +107,7 @@ class ReportWriter:
                 try:
                     return await self._report(community, entities, by_member, done)
                 finally:
-                    if progress is not None:
-                        progress.advance("reports", note=spend_note())
+                    progress.advance("reports", note=spend_note())
 
             results = await map_bounded(level_communities, one, concurrency=self._concurrency)
             for result in results:
@@ -120,8 +119,7 @@ class ReportWriter:
                 failed.append(result.item.id)
                 logger.warning("report of %s failed: %s", community_name(result.item),
                                result.error)
-        if progress is not None:
-            progress.finish("reports")
+        progress.finish("reports")
         return ReportsOutcome(sorted(done.values(), key=lambda r: r.community_id), failed)
 
     async def _report(
@@ -149,7 +147,7 @@ class ReportWriter:
             sub_reports=children,
             max_entities=self._config.max_entities,
         )
-        with accept_replies(_report_parses):  # a broken report is asked again next run
+        with accept_replies(parses(parse_report_reply)):  # a broken report is asked again next run
             reply = await self._chat.complete(
                 render_report_messages(
                     community_name(community), context, template=self._template
@@ -162,10 +160,3 @@ class ReportWriter:
             community, parsed, rank=rank, text_unit_ids=context.text_unit_ids
         )
 
-
-def _report_parses(text: str) -> bool:
-    try:
-        parse_report_reply(text)
-    except ModelOutputError:
-        return False
-    return True

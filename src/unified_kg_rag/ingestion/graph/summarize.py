@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from unified_kg_rag.config.graph import ResolutionConfig
 from unified_kg_rag.domain.resolution import render_summary_messages, summary_batches
 from unified_kg_rag.domain.usage import spend_note
+from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ports import ChatModel, ProgressReporter, TokenCounter
 from unified_kg_rag.util.aio import map_bounded
 from unified_kg_rag.util.errors import ModelOutputError
@@ -87,19 +88,17 @@ class DescriptionSummarizer:
         Raises:
             ModelError: a failure that is not the item's own (authentication, server down).
         """
-        if progress is not None:
-            progress.start("summarize", len(tasks))
+        progress = progress or NULL_PROGRESS
+        progress.start("summarize", len(tasks))
 
         async def one(task: SummaryTask) -> str:
             try:
                 return await self._summarize(task)
             finally:
-                if progress is not None:
-                    progress.advance("summarize", note=spend_note())
+                progress.advance("summarize", note=spend_note())
 
         results = await map_bounded(tasks, one, concurrency=self._concurrency)
-        if progress is not None:
-            progress.finish("summarize")
+        progress.finish("summarize")
         summaries: dict[str, str] = {}
         failed = 0
         for result in results:

@@ -28,6 +28,7 @@ from unified_kg_rag.domain.models import (
     IndexRecord,
     Relationship,
 )
+from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ports import Embedder, IndexStores, ProgressReporter
 
 __all__ = ["GraphItems", "GraphWriter", "entity_record", "relationship_record", "report_record"]
@@ -105,7 +106,7 @@ class GraphWriter:
     ) -> None:
         self._stores = stores
         self._embedder = embedder
-        self._progress = progress
+        self._progress = progress or NULL_PROGRESS
         self.embedded = 0
         self.embedding_s = 0.0
 
@@ -188,8 +189,7 @@ class GraphWriter:
             )
         if not changed:
             return
-        if self._progress is not None:
-            self._progress.start(f"embed {collection.value}", len(changed))
+        self._progress.start(f"embed {collection.value}", len(changed))
         for i in range(0, len(changed), _BATCH):
             batch = changed[i : i + _BATCH]
             started = time.perf_counter()
@@ -197,7 +197,5 @@ class GraphWriter:
             self.embedding_s += time.perf_counter() - started
             await search.upsert(collection, batch, vectors)
             self.embedded += len(batch)
-            if self._progress is not None:
-                self._progress.advance(f"embed {collection.value}", len(batch))
-        if self._progress is not None:
-            self._progress.finish(f"embed {collection.value}")
+            self._progress.advance(f"embed {collection.value}", len(batch))
+        self._progress.finish(f"embed {collection.value}")
