@@ -269,5 +269,7 @@ def test_migration_0002_reindexes_existing_terms_exactly(tmp_path: Path) -> None
         names = [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
     finally:
         conn.close()
-    assert terms == {1: "o'neil visited the cafe", 2: "neil and o went to a cafe"}
+    # since 0004 each term carries the number of its (index, collection) namespace
+    assert terms == {1: "1:o'neil 1:visited 1:the 1:cafe",
+                     2: "1:neil 1:and 1:o 1:went 1:to 1:a 1:cafe"}
     assert names == sorted(m.name for m in MIGRATIONS)

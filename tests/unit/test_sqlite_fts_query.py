@@ -1,15 +1,19 @@
-"""Any query text is safe for FTS5, and a word of any script finds the text it came from."""
+"""Any query text is safe, FTS5 indexes exactly the lexical terms, and a word of any script
+finds the text it came from."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from unified_kg_rag.adapters.sqlite import SqliteBackend
-from unified_kg_rag.adapters.sqlite.search_index import fts_query
+from unified_kg_rag.adapters.sqlite.lexical import index_records, namespace_number, prefixed
+from unified_kg_rag.adapters.sqlite.migrations import apply_migrations
 from unified_kg_rag.domain.models import Collection, IndexRecord, SearchMode
 from unified_kg_rag.domain.text import lexical_terms
 
@@ -19,10 +23,30 @@ TU = Collection.TEXT_UNITS
 _SCRIPTS = "abcxyzéüßøİıДжλΩאبअ東京都北京中国서울에서ひらがなカタカナ"
 
 
-def test_fts_query_quotes_distinct_terms() -> None:
-    assert fts_query('Say "hi" say') == '"say" OR "hi"'
-    assert fts_query("東京都") == '"東京" OR "京都"'
-    assert fts_query(" ,.!? ") == ""
+def _indexed_terms(text: str) -> tuple[int, Counter[str]]:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        apply_migrations(conn, location=":memory:")
+        ns = namespace_number(conn, "default", TU.value)
+        index_records(conn, ns, [(7, text)])
+        rows = conn.execute("SELECT term, doc FROM search_postings").fetchall()
+    finally:
+        conn.close()
+    assert {doc for _, doc in rows} <= {7}
+    return ns, Counter(term for term, _ in rows)
+
+
+def test_fts5_indexes_namespaced_terms_as_given() -> None:
+    ns, terms = _indexed_terms('Say "hi" say O’Neil U.S. 東京都 Café: x')
+    expected = ["say", "hi", "say", "o'neil", "u.s", "東京", "京都", "cafe", "x"]
+    assert terms == Counter(prefixed(ns, t) for t in expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=60))
+def test_fts5_tokens_are_exactly_the_lexical_terms(text: str) -> None:
+    ns, terms = _indexed_terms(text)
+    assert terms == Counter(prefixed(ns, t) for t in lexical_terms(text))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from unified_kg_rag.adapters.sqlite.lexical import rebuild_lexical_index
 from unified_kg_rag.domain.text import lexical_text
 from unified_kg_rag.util.errors import StoreSchemaError
 
@@ -47,6 +48,11 @@ class Migration:
 _EXACT_TERMS = (
     "tokenize = \"unicode61 remove_diacritics 0 categories 'L* N* Co M*' tokenchars '''.'\""
 )
+
+
+# Namespaced terms ("3:river") are split at spaces only: every non-ASCII character and the
+# ASCII ' . : are token characters, and the terms hold no ASCII capital to fold.
+_PREFIXED_TERMS = "tokenize = \"ascii tokenchars '''.:'\""
 
 
 def _refill_fts(conn: sqlite3.Connection) -> None:
@@ -141,6 +147,26 @@ MIGRATIONS: tuple[Migration, ...] = (
                 acquired_at REAL NOT NULL, expires_at REAL NOT NULL
             ) WITHOUT ROWID""",
         ),
+    ),
+    # BM25 statistics per index and collection (see lexical.py): terms are re-indexed with
+    # their namespace's prefix; each record's length and each namespace's totals are kept.
+    Migration(
+        "0004_bm25_per_collection",
+        (
+            """CREATE TABLE search_namespaces (
+                ns INTEGER PRIMARY KEY,
+                index_name TEXT NOT NULL,
+                collection TEXT NOT NULL,
+                n_docs INTEGER NOT NULL DEFAULT 0,
+                total_terms INTEGER NOT NULL DEFAULT 0,
+                UNIQUE (index_name, collection)
+            )""",
+            "CREATE TABLE search_lengths (pk INTEGER PRIMARY KEY, n_terms INTEGER NOT NULL)",
+            "DROP TABLE search_fts",
+            f"CREATE VIRTUAL TABLE search_fts USING fts5(terms, {_PREFIXED_TERMS})",
+            "CREATE VIRTUAL TABLE search_postings USING fts5vocab(search_fts, instance)",
+        ),
+        then=rebuild_lexical_index,
     ),
 )
 

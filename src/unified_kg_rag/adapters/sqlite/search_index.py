@@ -1,11 +1,12 @@
 """`SearchIndex` on SQLite: FTS5 BM25, exact cosine kNN, and both fused by weighted RRF.
 
 Records live in ``search_records`` (one row per index, collection and id; the vector as a
-float32 BLOB). Their lexical terms (`domain.text.lexical_text`, which turns CJK runs into
-bigrams) live in the FTS5 table ``search_fts`` under the record's ``pk``. BM25 statistics are
-those of the whole file (all indexes and collections); results are always restricted to one
-index and collection. Vector search is exact: one product of the query with the cached matrix
-of the collection (`VectorCache`).
+float32 BLOB). Their lexical terms (`domain.text.lexical_terms`, which turns CJK runs into
+bigrams) live in the FTS5 table ``search_fts`` under the record's ``pk``, prefixed with the
+number of their (index, collection) namespace, and BM25 is scored with that namespace's
+statistics only (`lexical`): records of another collection or index never change a ranking.
+Vector search is exact: one product of the query with the cached matrix of the collection
+(`VectorCache`).
 """
 
 from __future__ import annotations
@@ -26,24 +27,21 @@ from unified_kg_rag.adapters.search_common import (
 )
 from unified_kg_rag.adapters.sqlite.database import SqliteDatabase
 from unified_kg_rag.adapters.sqlite.filters import filter_clause
+from unified_kg_rag.adapters.sqlite.lexical import (
+    bm25_search,
+    index_records,
+    namespace,
+    namespace_number,
+    unindex_records,
+)
 from unified_kg_rag.domain.models import Collection, IndexRecord, SearchHit, SearchMode
-from unified_kg_rag.domain.text import lexical_query_terms, lexical_text
+from unified_kg_rag.domain.text import lexical_query_terms
 from unified_kg_rag.ports import Filters
 from unified_kg_rag.util.errors import EmbeddingMismatchError
 
-__all__ = ["SqliteSearchIndex", "fts_query"]
+__all__ = ["SqliteSearchIndex"]
 
 _IDS = "(SELECT value FROM json_each(?))"
-
-
-def fts_query(query_text: str) -> str:
-    """Return the FTS5 query for ``query_text``: its distinct query terms, quoted, OR-ed.
-
-    Terms come from `domain.text.lexical_query_terms` (stopwords dropped unless the query has
-    nothing else). Returns an empty string when the text has no terms.
-    """
-    terms = lexical_query_terms(query_text)
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
 
 
 class SqliteSearchIndex:
@@ -137,6 +135,8 @@ class SqliteSearchIndex:
         def job(conn: sqlite3.Connection) -> None:
             if matrix is not None:
                 self._check_dimension(conn, int(matrix.shape[1]))
+            ns = namespace_number(conn, self._index, collection.value)
+            written: list[tuple[int, str]] = []
             for i, record in enumerate(records):
                 blob = None if matrix is None else matrix[i].tobytes()
                 pk = conn.execute(
@@ -147,11 +147,9 @@ class SqliteSearchIndex:
                     (self._index, collection.value, record.id, record.text,
                      json.dumps(record.fields), blob),
                 ).fetchone()[0]
-                conn.execute("DELETE FROM search_fts WHERE rowid = ?", (pk,))
-                conn.execute(
-                    "INSERT INTO search_fts (rowid, terms) VALUES (?, ?)",
-                    (pk, lexical_text(record.text)),
-                )
+                written.append((int(pk), record.text))
+            unindex_records(conn, ns, [pk for pk, _ in written])
+            index_records(conn, ns, written)
             self._db.vectors.invalidate(self._index, collection.value)
 
         await self._db.write(job)
@@ -180,7 +178,9 @@ class SqliteSearchIndex:
                 (self._index, collection.value, json.dumps(list(ids))),
             )]
             if pks:
-                conn.execute(f"DELETE FROM search_fts WHERE rowid IN {_IDS}", (json.dumps(pks),))
+                space = namespace(conn, self._index, collection.value)
+                if space is not None:
+                    unindex_records(conn, space.ns, pks)
                 conn.execute(f"DELETE FROM search_records WHERE pk IN {_IDS}", (json.dumps(pks),))
                 self._db.vectors.invalidate(self._index, collection.value)
             return len(pks)
@@ -278,17 +278,11 @@ class SqliteSearchIndex:
         self, conn: sqlite3.Connection, collection: Collection, text: str,
         where: str, params: list[object], limit: int,
     ) -> list[tuple[str, float]]:
-        match = fts_query(text)
-        if not match:
+        terms = lexical_query_terms(text)
+        space = namespace(conn, self._index, collection.value) if terms else None
+        if space is None:
             return []
-        rows = conn.execute(
-            "SELECT r.id, bm25(search_fts) AS rank FROM search_fts "
-            "JOIN search_records AS r ON r.pk = search_fts.rowid "
-            f"WHERE search_fts MATCH ? AND r.index_name = ? AND r.collection = ?{where} "
-            "ORDER BY rank, r.id LIMIT ?",
-            (match, self._index, collection.value, *params, limit),
-        )
-        return [(row[0], -float(row[1])) for row in rows]
+        return bm25_search(conn, space, terms, where, params, limit)
 
     def _vector(
         self, conn: sqlite3.Connection, collection: Collection, query: NDArray[np.float32],
