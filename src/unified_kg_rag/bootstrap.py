@@ -22,6 +22,7 @@ from unified_kg_rag.adapters.registry import (
     EMBEDDERS,
     KEYPHRASE_EXTRACTORS,
     PARSERS,
+    RERANKERS,
     STORE_BACKENDS,
 )
 from unified_kg_rag.config.models import UkrConfig
@@ -32,6 +33,7 @@ from unified_kg_rag.ports import (
     Embedder,
     IndexStores,
     KeyphraseExtractor,
+    Reranker,
     StoreBackend,
     TokenCounter,
 )
@@ -80,6 +82,8 @@ class App:
         parsers: parser per file extension (``.txt`` ...).
         keyphrase_extractor: the `lazy` concept graph's keyphrase extractor
             (``graph.lazy.extractor``; loads its library on first use).
+        reranker: the reranker of ``query.rerank``, or None when its kind is ``none``
+            (a local model loads on first use).
     """
 
     config: UkrConfig
@@ -91,6 +95,7 @@ class App:
     chat_model: ChatModel | None
     parsers: dict[str, DocumentParser] = field(default_factory=dict)
     keyphrase_extractor: KeyphraseExtractor | None = None
+    reranker: Reranker | None = None
 
     def index(self, name: str | None = None) -> IndexStores:
         """Return the store ports of index ``name`` (default: ``query.index``).
@@ -134,6 +139,7 @@ def check_config(config: UkrConfig) -> None:
     CHUNK_TOKENIZERS.get(config.embeddings.kind)
     CHAT_MODELS.get(config.llm.kind)
     KEYPHRASE_EXTRACTORS.get(config.graph.lazy.extractor)
+    RERANKERS.get(config.query.rerank.kind)
 
 
 def build_app(config: UkrConfig, project_dir: Path) -> App:
@@ -166,4 +172,5 @@ def build_app(config: UkrConfig, project_dir: Path) -> App:
         keyphrase_extractor=KEYPHRASE_EXTRACTORS.get(config.graph.lazy.extractor)(
             config.graph.lazy
         ),
+        reranker=RERANKERS.get(config.query.rerank.kind)(config.query.rerank),
     )

@@ -16,5 +16,6 @@ def register_all() -> None:
         llm,
         parsers,
         postgres,
+        rerank,
         sqlite,
     )

@@ -18,11 +18,13 @@ from unified_kg_rag.config.models import (
     ParsingConfig,
     StoresConfig,
 )
+from unified_kg_rag.config.search import RerankConfig
 from unified_kg_rag.ports import (
     ChatModel,
     DocumentParser,
     Embedder,
     KeyphraseExtractor,
+    Reranker,
     StoreBackend,
     TokenCounter,
 )
@@ -34,12 +36,14 @@ __all__ = [
     "EMBEDDERS",
     "KEYPHRASE_EXTRACTORS",
     "PARSERS",
+    "RERANKERS",
     "STORE_BACKENDS",
     "ChatModelLoader",
     "ChunkTokenizerLoader",
     "EmbedderLoader",
     "KeyphraseExtractorLoader",
     "ParserLoader",
+    "RerankerLoader",
     "StoreBackendLoader",
 ]
 
@@ -74,3 +78,8 @@ KeyphraseExtractorLoader = Callable[[LazyIndexConfig], KeyphraseExtractor]
 KEYPHRASE_EXTRACTORS: Registry[KeyphraseExtractorLoader] = Registry(
     "keyphrase extractor", field="graph.lazy.extractor"
 )
+
+RerankerLoader = Callable[[RerankConfig], Reranker | None]
+"""Builds the `Reranker` from ``query.rerank``; kind ``none`` gives None."""
+
+RERANKERS: Registry[RerankerLoader] = Registry("reranker", field="query.rerank.kind")

@@ -15,6 +15,17 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from unified_kg_rag.config.graph import GraphConfig
 from unified_kg_rag.config.lazy import LazySearchConfig, PPRConfig
+from unified_kg_rag.config.search import (
+    AbstentionConfig,
+    DriftSearchConfig,
+    GlobalSearchConfig,
+    LightRAGSearchConfig,
+    LocalSearchConfig,
+    MemoryConfig,
+    RerankConfig,
+    TypeQuotas,
+    TypeShares,
+)
 from unified_kg_rag.config.stores import PostgresConfig, SqliteConfig, StoresConfig
 
 __all__ = [
@@ -370,6 +381,53 @@ class QueryConfig(_Section):
     )
     answer_max_tokens: int = Field(
         default=1024, ge=16, description="Longest generated answer, in tokens."
+    )
+    answer_style: Literal["auto", "concise", "comprehensive"] = Field(
+        default="auto",
+        description="Answer prompt: `concise`, `comprehensive` (several paragraphs, Markdown), "
+        "or `auto` (comprehensive for `global`, concise for every other strategy).",
+    )
+    mmr_lambda: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="MMR diversification of each type's candidates after reranking: relevance "
+        "weight against redundancy (term overlap with items already chosen). 1.0 turns it "
+        "off (the measured default: see the strategies guide).",
+    )
+    rerank: RerankConfig = Field(default_factory=RerankConfig, description="Reranking.")
+    quotas: TypeQuotas = Field(
+        default_factory=TypeQuotas, description="Items kept per section type."
+    )
+    type_shares: TypeShares = Field(
+        default_factory=TypeShares, description="Context budget shares per section type."
+    )
+    abstention: AbstentionConfig = Field(
+        default_factory=AbstentionConfig, description="Decline marker."
+    )
+    memory: MemoryConfig = Field(default_factory=MemoryConfig, description="Conversation memory.")
+    llm_router: bool = Field(
+        default=True,
+        description="With an LLM, `auto` asks it which strategy fits the question (among those "
+        "the index can serve); off, or without an LLM, the documented rule decides.",
+    )
+    llm_query_processing: bool = Field(
+        default=True,
+        description="With an LLM, query entities (`local`, `drift`) and high/low-level keywords "
+        "(`hybrid`, `mix`) are extracted by it; off, or without one, the raw question is the "
+        "low-level keywords and the entity names it contains are the query entities.",
+    )
+    local_search: LocalSearchConfig = Field(
+        default_factory=LocalSearchConfig, description="Strategy `local`."
+    )
+    global_search: GlobalSearchConfig = Field(
+        default_factory=GlobalSearchConfig, description="Strategy `global`."
+    )
+    drift_search: DriftSearchConfig = Field(
+        default_factory=DriftSearchConfig, description="Strategy `drift`."
+    )
+    lightrag: LightRAGSearchConfig = Field(
+        default_factory=LightRAGSearchConfig, description="Strategies `hybrid` and `mix`."
     )
     ppr: PPRConfig = Field(default_factory=PPRConfig, description="Strategy `ppr`.")
     lazy: LazySearchConfig = Field(
