@@ -8,15 +8,17 @@ Example::
 
     import asyncio
     from pathlib import Path
-    from unified_kg_rag import RAGChain, build_app, load_config
+    from unified_kg_rag import RAGChain, RAGInput, build_app, load_config
 
     async def main() -> None:
         project = Path(".")
         config = load_config(project)
         async with build_app(config, project) as app:
             chain = RAGChain(app.index(), embedder=app.embedder, chat_model=app.chat_model,
-                             budget_tokenizer=app.budget_tokenizer, config=config.query)
-            print((await chain.ainvoke("What is in my notes?")).answer)
+                             budget_tokenizer=app.budget_tokenizer, config=config.query,
+                             reranker=app.reranker)
+            out = await chain.ainvoke(RAGInput(question="What is in my notes?", strategy="mix"))
+            print(out.answer)
 
     asyncio.run(main())
 """
@@ -44,6 +46,8 @@ _EXPORTS: dict[str, str] = {
     "describe_index": "unified_kg_rag.ingestion.status",
     "RAGChain": "unified_kg_rag.retrieval.chain",
     "RetrievalOutput": "unified_kg_rag.retrieval.chain",
+    "RAGInput": "unified_kg_rag.retrieval.chain",
+    "SearchOutput": "unified_kg_rag.retrieval.chain",
     "register_strategy": "unified_kg_rag.retrieval.strategies",
     "STRATEGIES": "unified_kg_rag.retrieval.strategies",
     "evaluate": "unified_kg_rag.evaluation.runner",
@@ -70,6 +74,7 @@ _EXPORTS: dict[str, str] = {
     "RecordStore": "unified_kg_rag.ports",
     "StoreBackend": "unified_kg_rag.ports",
     "DocumentParser": "unified_kg_rag.ports",
+    "Reranker": "unified_kg_rag.ports",
     "EMBEDDERS": "unified_kg_rag.adapters.registry",
     "CHAT_MODELS": "unified_kg_rag.adapters.registry",
     "STORE_BACKENDS": "unified_kg_rag.adapters.registry",
@@ -111,11 +116,14 @@ __all__ = [
     "MethodologyNotIndexedError",
     "ModelError",
     "RAGChain",
+    "RAGInput",
     "RAGOutput",
     "RecordStore",
     "Relationship",
+    "Reranker",
     "RetrievalOutput",
     "SearchIndex",
+    "SearchOutput",
     "Source",
     "StoreBackend",
     "StoreError",
@@ -181,11 +189,12 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
         Embedder,
         GraphStore,
         RecordStore,
+        Reranker,
         SearchIndex,
         StoreBackend,
         TokenCounter,
     )
-    from unified_kg_rag.retrieval.chain import RAGChain, RetrievalOutput
+    from unified_kg_rag.retrieval.chain import RAGChain, RAGInput, RetrievalOutput, SearchOutput
     from unified_kg_rag.retrieval.strategies import STRATEGIES, register_strategy
     from unified_kg_rag.util.errors import (
         ConfigurationError,

@@ -160,7 +160,9 @@ def test_model_auth_failure_is_an_error_not_an_empty_answer(
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
-        ({"strategy": "global"}, ConfigurationError, "unknown strategy 'global'; registered: auto, lazy, naive, ppr"),
+        ({"strategy": "graph"}, ConfigurationError,
+         "unknown strategy 'graph'; registered: auto, drift, global, hybrid, lazy, local, mix, "
+         "naive, ppr, simple"),
         ({"top_k": 0}, UsageError, "query"),
         ({"colour": "blue"}, UsageError, "unknown query setting"),
     ],

@@ -97,6 +97,7 @@ def eval_run_command(
                 chat_model=app.chat_model,
                 budget_tokenizer=app.budget_tokenizer,
                 config=config.query,
+                reranker=app.reranker,
             )
             show = not (quiet or json_out) and err_console.is_terminal
 
@@ -128,6 +129,8 @@ def eval_run_command(
         ("recall@2", f"{report.recall_at_2:.3f}"),
         ("recall@5", f"{report.recall_at_5:.3f}"),
         ("recall@10", f"{report.recall_at_10:.3f}"),
+        ("recall anywhere in context", f"{report.recall_in_context:.3f}"),
+        ("context tokens (mean)", f"{report.context_tokens_mean:.0f}"),
         ("answer in context", f"{report.answer_in_context:.3f}"),
     ]
     if report.answer_match is not None:
@@ -135,6 +138,8 @@ def eval_run_command(
     rows += [
         ("latency p50 (ms)", f"{report.latency_ms_p50:.1f}"),
         ("latency p95 (ms)", f"{report.latency_ms_p95:.1f}"),
+        ("retrieval without model time p50 / p95 (ms)",
+         f"{report.retrieval_ms_p50:.1f} / {report.retrieval_ms_p95:.1f}"),
         ("LLM calls / cache hits", f"{report.usage.calls} / {report.usage.cache_hits}"),
         ("tokens in / out", f"{report.usage.input_tokens} / {report.usage.output_tokens}"),
         ("texts embedded", str(report.usage.embedded_texts)),

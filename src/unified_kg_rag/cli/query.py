@@ -21,7 +21,7 @@ from unified_kg_rag.cli.common import (
 )
 from unified_kg_rag.domain.models import RAGOutput, Source
 
-__all__ = ["query_command", "render_answer"]
+__all__ = ["parse_filters", "query_command", "render_answer", "render_context"]
 
 _PREVIEW_CHARS = 160
 
@@ -30,13 +30,63 @@ _STRATEGY_NOTES = {
     "naive": "BM25 and vector search over text units, as --mode says",
     "ppr": "personalized PageRank over the index's graph",
     "lazy": "relevance tests over the concept graph's communities",
+    "local": "GraphRAG local search: query entities, their neighbourhood, the passages they cite",
+    "global": "GraphRAG global search: key points mapped from community reports",
+    "drift": "GraphRAG DRIFT: report primer, then follow-up local searches",
+    "hybrid": "LightRAG hybrid: keywords to entities and relationships, the passages they cite",
+    "mix": "LightRAG mix: hybrid plus direct passage search",
+    "simple": "vector and lexical search over every collection, no graph",
 }
+_KIND_LABELS = {
+    "entity": "entity",
+    "relationship": "relationship",
+    "report": "community report",
+    "key_points": "key points",
+    "notes": "intermediate answers",
+}
+
+
+def parse_filters(values: list[str] | None) -> dict[str, str | list[str]]:
+    """Parse ``--filter key=value`` options; a key given twice means "any of these values".
+
+    Raises:
+        UsageError: an option without ``=`` or with an empty key.
+    """
+    from unified_kg_rag.util.errors import UsageError
+
+    out: dict[str, str | list[str]] = {}
+    for raw in values or []:
+        key, sep, value = raw.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"expected key=value, got {raw!r}", field="--filter")
+        have = out.get(key)
+        if have is None:
+            out[key] = value
+        else:
+            out[key] = [*(have if isinstance(have, list) else [have]), value]
+    return out
+
+
+def render_context(output: RAGOutput) -> None:
+    """Print the context exactly as the answer model saw it (``--show-context``)."""
+    from unified_kg_rag.retrieval.answer import render_source
+
+    out_console.print("[bold]Context given to the answer step[/]")
+    for s in output.sources:
+        out_console.print(escape(printable(render_source(s), keep_newlines=True)), soft_wrap=True)
+        out_console.print("")
 
 
 def render_answer(output: RAGOutput, *, show_sources: bool = True) -> None:
     """Print an answer, then the sources it cites, then the other sources in its context."""
     out_console.print(escape(printable(output.answer, keep_newlines=True)), soft_wrap=True)
-    if not (show_sources and output.sources):
+    if show_sources:
+        _render_sources(output)
+
+
+def _render_sources(output: RAGOutput) -> None:
+    if not output.sources:
         return
     out_console.print(f"\n[dim]Retrieved by strategy {escape(output.strategy)} "
                       f"({_STRATEGY_NOTES.get(output.strategy, 'see the strategies guide')})[/]")
@@ -66,6 +116,9 @@ def _print_source(s: Source, *, preview: bool) -> None:
     label = printable(s.title or s.path or s.id[:12])
     span = f" chars {s.start_char}-{s.end_char}" if s.start_char is not None else ""
     where = printable(_shown_path(s)) + span
+    if s.kind in _KIND_LABELS:
+        docs = len(set(s.document_ids) or ({s.document_id} if s.document_id else set()))
+        where = _KIND_LABELS[s.kind] + (f", from {docs} document(s)" if docs else "")
     cut = " (truncated)" if s.truncated else ""
     line = f"  [{s.n}] [bold]{escape(label)}[/] — {escape(where)}{cut}"
     if preview:
@@ -98,6 +151,25 @@ def query_command(
     sources: Annotated[
         bool, typer.Option("--sources/--no-sources", help="List the sources under the answer.")
     ] = True,
+    filters: Annotated[
+        list[str] | None,
+        typer.Option("--filter", "-f", help="Only passages whose field equals the value, "
+                     "e.g. --filter path=notes/a.md (repeat a key for any of several values)."),
+    ] = None,
+    stream: Annotated[
+        bool, typer.Option("--stream", help="Print the answer as the model writes it.")
+    ] = False,
+    show_context: Annotated[
+        bool, typer.Option("--show-context", help="Print the context the answer model saw.")
+    ] = False,
+    conversation: Annotated[
+        str | None,
+        typer.Option("--conversation", help="Conversation id: a follow-up question is "
+                     "rewritten from the earlier turns of this conversation."),
+    ] = None,
+    user: Annotated[
+        str, typer.Option("--user", help="Whose conversation it is.")
+    ] = "default",
     project: ProjectOpt = None,
     stores: StoresOpt = None,
     config_file: ConfigOpt = None,
@@ -107,13 +179,16 @@ def query_command(
     """Answer a question from an index, citing the passages it used as [n].
 
     Without an LLM configured the answer is extractive (quoted sentences); with one it is
-    written by the model from the same sources.
+    written by the model from the same sources. ``--json`` prints the answer, the sources,
+    per-stage timings, usage and the strategy's metadata.
     """
+    streaming = stream and not json_out
 
     async def main() -> RAGOutput:
         from unified_kg_rag.bootstrap import build_app
-        from unified_kg_rag.retrieval.chain import RAGChain
+        from unified_kg_rag.retrieval.chain import RAGChain, RAGInput
 
+        parsed = parse_filters(filters)
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         async with build_app(config, project_dir) as app:
             chain = RAGChain(
@@ -122,11 +197,34 @@ def query_command(
                 chat_model=app.chat_model,
                 budget_tokenizer=app.budget_tokenizer,
                 config=config.query,
+                reranker=app.reranker,
             )
-            return await chain.ainvoke(question, strategy=strategy, top_k=top_k, search_mode=mode)
+            request = RAGInput(
+                question=question, strategy=strategy, filters=dict(parsed),
+                conversation_id=conversation, user_id=user,
+                overrides={"top_k": top_k, "search_mode": mode},
+            )  # fmt: skip
+            if not streaming:
+                return await chain.ainvoke(request)
+            final: RAGOutput | None = None
+            async for piece in chain.stream(request):
+                if isinstance(piece, RAGOutput):
+                    final = piece
+                else:
+                    out_console.print(escape(printable(piece, keep_newlines=True)), end="",
+                                      soft_wrap=True)  # fmt: skip
+            out_console.print("")
+            assert final is not None
+            return final
 
     output = run(main, verbose=verbose)
     if json_out:
         typer.echo(output.model_dump_json(indent=2))
+        return
+    if show_context:
+        render_context(output)
+    if streaming:
+        if sources:
+            _render_sources(output)
     else:
         render_answer(output, show_sources=sources)

@@ -8,6 +8,7 @@ provenance, deletion and incremental updates follow it (DESIGN.md §4).
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -413,6 +414,9 @@ class Source(_Model):
         end_char: end offset in the document.
         score: the fused retrieval score.
         truncated: True when the budget cut the section short.
+        document_ids: the documents of ``text_unit_ids``, for graph items (entities,
+            relationships, reports), first seen first.
+        metadata: further provenance (a report's level, a message's sender and time ...).
     """
 
     n: int
@@ -428,6 +432,8 @@ class Source(_Model):
     end_char: int | None = None
     score: float = 0.0
     truncated: bool = False
+    document_ids: tuple[str, ...] = ()
+    metadata: dict[str, MetadataValue] = Field(default_factory=dict)
 
 
 class RAGOutput(_Model):
@@ -444,7 +450,11 @@ class RAGOutput(_Model):
             saw.
         cited: the numbers ``n`` of the sources the answer cites, ascending.
         usage: model usage of this query.
-        timings_ms: wall time per step (``retrieve``, ``answer``, ``total``), milliseconds.
+        timings_ms: wall time per step (``rewrite``, ``route``, ``retrieve``, ``fuse``,
+            ``pack``, ``answer``, ``total``), milliseconds.
+        metadata: what the strategy and the chain report: ``degraded`` sections and their
+            errors, ``llm_calls``, ``buckets``, ``rerank``, ``route``, ``rewrite``,
+            ``answer_style``, ``context_tokens``, ``abstained`` ...
     """
 
     question: str
@@ -456,3 +466,4 @@ class RAGOutput(_Model):
     cited: tuple[int, ...] = ()
     usage: TokenUsage = Field(default_factory=TokenUsage)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)

@@ -1,8 +1,10 @@
 """Drives a `RAGChain` over an evaluation dataset and aggregates LLM-free metrics.
 
 Per question: retrieve (at least 10 text units, so recall@10 is defined) and, unless
-``retrieval_only``, answer; then recall@2/5/10 against the supporting passages, whether a gold
-answer occurs in the packed context, latency, and model usage.
+``retrieval_only``, answer; then recall@2/5/10 against the supporting passages (the passages of
+the packed context in context order; entity, relationship and report sections do not count as
+passages), recall anywhere in the context, context tokens, whether a gold answer occurs in the
+packed context, latency (total, and of the retrieval steps alone), and model usage.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ class QuestionResult(BaseModel):
     id: str
     question: str
     recall: dict[str, float] = Field(default_factory=dict)
+    recall_in_context: float | None = None
+    context_tokens: int = 0
+    retrieval_ms: float = 0.0
     answer_in_context: bool = False
     answer_match: bool | None = None
     latency_ms: float = 0.0
@@ -48,6 +53,10 @@ class EvalReport(BaseModel):
     recall_at_2: float = Field(0.0, alias="recall@2")
     recall_at_5: float = Field(0.0, alias="recall@5")
     recall_at_10: float = Field(0.0, alias="recall@10")
+    recall_in_context: float = 0.0
+    context_tokens_mean: float = 0.0
+    retrieval_ms_p50: float = 0.0
+    retrieval_ms_p95: float = 0.0
     answer_in_context: float = 0.0
     answer_match: float | None = None
     latency_ms_p50: float = 0.0
@@ -112,16 +121,31 @@ async def evaluate(
                     item.question, strategy=strategy, search_mode=search_mode, top_k=k
                 )
                 sources, strategy_used = out.sources, out.strategy
+                tokens, timings = out.context_tokens, out.timings_ms
             else:
                 rag = await chain.ainvoke(
                     item.question, strategy=strategy, search_mode=search_mode, top_k=k
                 )
                 sources, strategy_used, answer = list(rag.sources), rag.strategy, rag.answer
+                tokens = int(rag.metadata.get("context_tokens", 0))
+                timings = rag.timings_ms
             latency = (time.perf_counter() - t0) * 1000.0
-            results.append(_score(item, sources, answer, latency))
+            result = _score(item, sources, answer, latency)
+            result.context_tokens = tokens
+            result.retrieval_ms = _retrieval_ms(timings)
+            results.append(result)
             if on_progress is not None:
                 on_progress(done)
     return _aggregate(results, usage, strategy_used, search_mode or "", retrieval_only)
+
+
+def _retrieval_ms(timings: dict[str, float]) -> float:
+    """Return the retrieval wall time: rewrite, route, retrieve, fuse and pack steps.
+
+    The query embedding and any LLM calls of the strategy are included.
+    """
+    return round(sum(timings.get(k, 0.0) for k in ("rewrite", "route", "retrieve", "fuse",
+                                                     "pack")), 3)  # fmt: skip
 
 
 def _score(
@@ -131,6 +155,8 @@ def _score(
     seen: set[str] = set()
     labels: list[str] = []
     for s in sources:
+        if s.kind != "text_unit":
+            continue
         key = s.document_id or s.id
         if key in seen:
             continue
@@ -143,6 +169,10 @@ def _score(
         question=item.question,
         recall=(
             {f"@{k}": recall_at_k(docs, item.supporting, k) for k in _KS} if item.supporting else {}
+        ),
+        recall_in_context=(
+            recall_at_k(docs, item.supporting, len(docs)) if item.supporting and docs
+            else (0.0 if item.supporting else None)
         ),
         answer_in_context=answer_in_text(item.answers, context),
         answer_match=answer_in_text(item.answers, answer) if answer is not None else None,
@@ -167,11 +197,17 @@ def _aggregate(
         return round(sum(vals) / len(vals), 4) if vals else 0.0
 
     latencies = [r.latency_ms for r in results]
+    retrieval = [r.retrieval_ms for r in results]
+    in_context = [r.recall_in_context for r in with_support if r.recall_in_context is not None]
     matches = [r.answer_match for r in results if r.answer_match is not None]
     return EvalReport(
         recall_at_2=mean_recall(2),
         recall_at_5=mean_recall(5),
         recall_at_10=mean_recall(10),
+        recall_in_context=round(sum(in_context) / len(in_context), 4) if in_context else 0.0,
+        context_tokens_mean=round(sum(r.context_tokens for r in results) / n, 1) if n else 0.0,
+        retrieval_ms_p50=round(percentile(retrieval, 50), 2),
+        retrieval_ms_p95=round(percentile(retrieval, 95), 2),
         answer_in_context=round(sum(r.answer_in_context for r in results) / n, 4) if n else 0.0,
         answer_match=round(sum(matches) / len(matches), 4) if matches else None,
         latency_ms_p50=round(percentile(latencies, 50), 2),

@@ -7,11 +7,18 @@ reaches this module (the chain answers "cannot answer" without a model call).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import AsyncIterator, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
+from unified_kg_rag.domain.abstention import (
+    ABSTENTION_INSTRUCTIONS,
+    MARKER_WINDOW,
+    NO_ANSWER,
+    detect_abstention,
+)
 from unified_kg_rag.domain.extractive import select_sentences, term_coverage
 from unified_kg_rag.domain.models import Message, Source
 from unified_kg_rag.domain.prompts import load_prompt
@@ -21,11 +28,13 @@ from unified_kg_rag.util.errors import ModelError
 
 __all__ = [
     "EXTRACTIVE_HEADER",
+    "answer_messages",
     "extractive_answer",
     "generative_answer",
     "map_reduce_answer",
     "render_source",
     "source_header",
+    "stream_answer",
 ]
 
 logger = logging.getLogger(__name__)
@@ -51,8 +60,36 @@ def render_source(source: Source) -> str:
     return f"{source_header(source)}\n{source.text}"
 
 
+def answer_messages(
+    question: str, sources: Sequence[Source], *, style: str = "concise", abstention: bool = False
+) -> list[Message]:
+    """Return the answer prompt: the system prompt of ``style``, then sources and question.
+
+    Args:
+        question: the question.
+        sources: the packed sources, in context order.
+        style: ``concise`` or ``comprehensive`` (several paragraphs; `global`'s default).
+        abstention: append the decline-marker instructions (seed 000 §9.2).
+    """
+    system = load_prompt(
+        "answer_system_comprehensive.v1" if style == "comprehensive" else "answer_system.v1"
+    )
+    if abstention:
+        system += ABSTENTION_INSTRUCTIONS
+    user = load_prompt("answer_user.v1").format(
+        sources="\n\n".join(render_source(s) for s in sources), question=question
+    )
+    return [Message(role="system", content=system), Message(role="user", content=user)]
+
+
 async def generative_answer(
-    chat_model: ChatModel, question: str, sources: Sequence[Source], *, max_tokens: int
+    chat_model: ChatModel,
+    question: str,
+    sources: Sequence[Source],
+    *,
+    max_tokens: int,
+    style: str = "concise",
+    abstention: bool = False,
 ) -> str:
     """Ask the LLM for an answer grounded in ``sources``, citing them as ``[n]``.
 
@@ -60,13 +97,7 @@ async def generative_answer(
         ModelError: the model call failed after retries, or the reply was empty (after
             reasoning blocks were removed).
     """
-    user = load_prompt("answer_user.v1").format(
-        sources="\n\n".join(render_source(s) for s in sources), question=question
-    )
-    messages = [
-        Message(role="system", content=load_prompt("answer_system.v1")),
-        Message(role="user", content=user),
-    ]
+    messages = answer_messages(question, sources, style=style, abstention=abstention)
     completion = await chat_model.complete(messages, max_tokens=max_tokens, temperature=0.0)
     text = completion.text.strip()
     if not text:
@@ -75,6 +106,53 @@ async def generative_answer(
             "a reasoning model may need a larger llm.openai.max_tokens"
         )
     return text
+
+
+async def stream_answer(
+    chat_model: ChatModel,
+    question: str,
+    sources: Sequence[Source],
+    *,
+    max_tokens: int,
+    style: str = "concise",
+    abstention: bool = False,
+    outcome: dict[str, bool] | None = None,
+) -> AsyncIterator[str]:
+    """Yield the answer's text deltas as the model writes them.
+
+    With ``abstention`` on, the first `MARKER_WINDOW` characters are held back until the
+    decline marker is ruled in or out; the marker itself is never yielded, and
+    ``outcome["abstained"]`` says whether it was found.
+
+    Raises:
+        ModelError: the model call failed.
+    """
+    messages = answer_messages(question, sources, style=style, abstention=abstention)
+    held = ""
+    released = not abstention
+    async for delta in chat_model.stream(messages, max_tokens=max_tokens, temperature=0.0):
+        if released:
+            yield delta
+            continue
+        held += delta
+        if not _marker_undecided(held):
+            released = True
+            yield _decided(held, outcome)
+    if not released and held:
+        yield _decided(held, outcome)
+
+
+def _decided(held: str, outcome: dict[str, bool] | None) -> str:
+    abstained, rest = detect_abstention(held)
+    if outcome is not None:
+        outcome["abstained"] = abstained
+    return rest if abstained else held
+
+
+def _marker_undecided(held: str) -> bool:
+    """True while ``held`` (the answer's start) may still turn out to be the decline marker."""
+    lead = unicodedata.normalize("NFKC", held.lstrip(" \t\n*_>#`")).upper()
+    return len(held) < MARKER_WINDOW and len(lead) < len(NO_ANSWER) and NO_ANSWER.startswith(lead)
 
 
 _MAP_PROMPT = (

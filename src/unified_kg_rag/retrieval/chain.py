@@ -1,23 +1,29 @@
-"""`RAGChain`: question → strategy → packed sources → answer, with exactly those sources.
+"""`RAGChain`: one chain for every strategy, from question to answer with exactly its sources.
 
-Steps: validate the question → check the index can serve the strategy (before any model
-call) → retrieve candidates → pack them into ``query.max_context_tokens`` → answer
-(generative with an LLM, extractive without; "cannot answer" with no context, no model call).
+Steps (DESIGN.md §8, seed 000 §6-§7): validate → follow-up rewrite from conversation memory →
+check the index (before any model call) → strategy (explicit, or `auto`: the LLM router, else
+the rule) → strategy buckets → weighted RRF fusion → optional rerank → MMR → per-type quotas
+(`search` stops here) → token-budget packing per type (`retrieve` stops here) → answer:
+generative with an LLM (concise or comprehensive prompt, optional decline marker), extractive
+without; "cannot answer" without any model call when the context is empty.
 `RAGOutput.sources` are the packed sections, truncated text included: nothing the answer step
-did not see, nothing it saw left out.
+did not see, nothing it saw left out. Errors follow seed 000 §8.1 (`is_fatal`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from unified_kg_rag.config.models import QueryConfig
-from unified_kg_rag.domain.budget import pack_sections
+from unified_kg_rag.domain.abstention import detect_abstention
 from unified_kg_rag.domain.citations import cited_numbers
 from unified_kg_rag.domain.index_meta import (
     INDEX_NAMESPACE,
@@ -32,26 +38,87 @@ from unified_kg_rag.domain.models import (
     TokenUsage,
 )
 from unified_kg_rag.domain.usage import usage_scope
-from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, TokenCounter
+from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, Reranker, TokenCounter
 from unified_kg_rag.retrieval.answer import (
     extractive_answer,
     generative_answer,
     map_reduce_answer,
-    source_header,
+    render_source,
+    stream_answer,
 )
-from unified_kg_rag.retrieval.strategies import STRATEGIES, Candidate, QueryContext
-from unified_kg_rag.retrieval.strategies.auto import choose_strategy
+from unified_kg_rag.retrieval.context import fuse, pack_context, rerank_and_diversify
+from unified_kg_rag.retrieval.memory import ConversationMemory, Turn
+from unified_kg_rag.retrieval.strategies import (
+    STRATEGIES,
+    Bucket,
+    Candidate,
+    QueryContext,
+    StrategyResult,
+)
+from unified_kg_rag.retrieval.strategies.auto import ROUTABLE, choose_strategy, route_with_llm
 from unified_kg_rag.util.errors import (
     EmbeddingMismatchError,
     MethodologyNotIndexedError,
     UsageError,
 )
 
-__all__ = ["CANNOT_ANSWER", "RAGChain", "RetrievalOutput"]
+__all__ = ["CANNOT_ANSWER", "RAGChain", "RAGInput", "RetrievalOutput", "SearchOutput"]
 
 logger = logging.getLogger(__name__)
 
 CANNOT_ANSWER = "I cannot answer: no passage in the index matches the question."
+
+FilterMap = Mapping[str, MetadataValue | Sequence[MetadataValue]]
+
+
+class RAGInput(BaseModel):
+    """One request to the chain.
+
+    Attributes:
+        question: the question (must not be blank).
+        strategy: the strategy (default ``query.strategy``).
+        filters: equality filters on text-unit fields (``path``, ``document_id`` ...); a list
+            value means "any of these".
+        conversation_id: keeps the turns of one conversation; a follow-up is rewritten as a
+            standalone question from them. None: no memory.
+        user_id: whose conversation it is (two users never share one).
+        overrides: further `QueryConfig` fields for this request (``top_k``, ``search_mode``...).
+    """
+
+    question: str
+    strategy: str | None = None
+    filters: dict[str, MetadataValue | list[MetadataValue]] = Field(default_factory=dict)
+    conversation_id: str | None = None
+    user_id: str = "default"
+    overrides: dict[str, Any] = Field(default_factory=dict)
+
+
+class SearchOutput(BaseModel):
+    """Fused, ranked results before packing (`RAGChain.search`).
+
+    Attributes:
+        question: the question as asked.
+        standalone_question: the question retrieval used (rewritten follow-up, or the same).
+        strategy: the strategy that ran.
+        index: the index searched.
+        results: per section type (``text_unit``, ``entity``, ``relationship``, ``report``),
+            the candidates after rerank, MMR and quotas, best first (``n`` is the rank).
+        synthesized: sections the strategy wrote (global key points, DRIFT notes).
+        metadata: what the strategy and the chain report (``degraded`` sections, ``llm_calls``,
+            ``buckets``, ``rerank`` ...).
+        timings_ms: wall time per step, milliseconds.
+        usage: model usage of the search.
+    """
+
+    question: str
+    standalone_question: str
+    strategy: str
+    index: str
+    results: dict[str, list[Source]] = Field(default_factory=dict)
+    synthesized: list[Source] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    usage: TokenUsage = Field(default_factory=TokenUsage)
 
 
 class RetrievalOutput(BaseModel):
@@ -59,25 +126,43 @@ class RetrievalOutput(BaseModel):
 
     Attributes:
         question: the question as asked.
+        standalone_question: the question retrieval used.
         strategy: the strategy used.
         index: the index searched.
-        sources: the packed sources, in citation order.
-        candidates: how many candidates the strategy returned before packing.
-        timings_ms: ``retrieve`` (strategy) and ``pack`` wall time, milliseconds.
+        sources: the packed sources, in context order (citation order).
+        candidates: how many candidates survived fusion, rerank, MMR and quotas.
+        context_tokens: tokens of the packed context (headers included).
+        metadata: as in `SearchOutput`, plus ``answer_style`` and ``cannot_answer``.
+        timings_ms: wall time per step (``rewrite``, ``route``, ``retrieve``, ``fuse``,
+            ``pack``), milliseconds.
         usage: model usage of the retrieval (query embedding, and LLM calls of richer strategies).
     """
 
     question: str
+    standalone_question: str = ""
     strategy: str
     index: str
     sources: list[Source] = Field(default_factory=list)
     candidates: int = 0
+    context_tokens: int = 0
+    metadata: dict[str, Any] = Field(default_factory=dict)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     usage: TokenUsage = Field(default_factory=TokenUsage)
 
 
+@dataclass
+class _Prepared:
+    inp: RAGInput
+    ctx: QueryContext
+    strategy: str
+    result: StrategyResult
+    groups: dict[str, list[Candidate]]
+    timings: dict[str, float]
+    memory: ConversationMemory | None
+
+
 class RAGChain:
-    """Answers questions over one index.
+    """Answers questions over one index with any registered strategy.
 
     Args:
         stores: the index's store ports.
@@ -85,6 +170,7 @@ class RAGChain:
         chat_model: the (wrapped) LLM, or None for extractive answers.
         budget_tokenizer: counts context tokens for packing.
         config: default query settings; per-call overrides take precedence.
+        reranker: the reranker of ``query.rerank`` (None: keep the fused order).
     """
 
     def __init__(
@@ -95,96 +181,157 @@ class RAGChain:
         chat_model: ChatModel | None,
         budget_tokenizer: TokenCounter,
         config: QueryConfig,
+        reranker: Reranker | None = None,
     ) -> None:
         self._stores = stores
         self._embedder = embedder
         self._chat = chat_model
         self._counter = budget_tokenizer
         self._config = config
+        self._reranker = reranker
 
-    async def retrieve(
-        self,
-        question: str,
-        *,
-        filters: Mapping[str, MetadataValue | Sequence[MetadataValue]] | None = None,
-        **overrides: object,
-    ) -> RetrievalOutput:
-        """Retrieve and pack the context for ``question`` without answering.
+    # ------------------------------------------------------------------ public API
 
-        Args:
-            question: the question (must not be blank).
-            filters: equality filters on text-unit fields (``path``, ``document_id`` ...).
-            **overrides: `QueryConfig` fields for this call (``strategy``, ``top_k``,
-                ``search_mode`` ...).
+    async def search(
+        self, question: str | RAGInput, *, filters: FilterMap | None = None, **overrides: object
+    ) -> SearchOutput:
+        """Return the fused, ranked results for the question, without packing or answering.
 
         Raises:
             UsageError: blank question, unknown override, or an index holding no text units.
             ConfigurationError: unknown strategy.
             MethodologyNotIndexedError: the strategy needs a methodology the index lacks.
             StoreError: a store failed.
+            ModelError: an authentication failure, or a failure of a required reranker.
         """
         with usage_scope() as usage:
-            out, _ = await self._retrieve(question, filters, overrides)
+            prep = await self._prepare(self._input(question, filters, overrides))
+        return SearchOutput(
+            question=prep.inp.question,
+            standalone_question=prep.ctx.question,
+            strategy=prep.strategy,
+            index=self._stores.name,
+            results={
+                k: [Source(n=i, **_fields(c)) for i, c in enumerate(v, start=1)]
+                for k, v in prep.groups.items()
+            },
+            synthesized=[
+                Source(n=i, **_fields(c)) for i, c in enumerate(prep.result.synthesized, 1)
+            ],
+            metadata=dict(prep.ctx.metadata),
+            timings_ms=prep.timings,
+            usage=usage,
+        )
+
+    async def retrieve(
+        self, question: str | RAGInput, *, filters: FilterMap | None = None, **overrides: object
+    ) -> RetrievalOutput:
+        """Retrieve and pack the context for ``question`` without answering.
+
+        Args:
+            question: the question (must not be blank), or a `RAGInput`.
+            filters: equality filters on text-unit fields (``path``, ``document_id`` ...).
+            **overrides: `QueryConfig` fields for this call (``strategy``, ``top_k`` ...).
+
+        Raises:
+            The errors of `search`.
+        """
+        with usage_scope() as usage:
+            prep = await self._prepare(self._input(question, filters, overrides))
+            out = self._pack(prep)
         out.usage = usage
         return out
 
     async def ainvoke(
-        self,
-        question: str,
-        *,
-        filters: Mapping[str, MetadataValue | Sequence[MetadataValue]] | None = None,
-        **overrides: object,
+        self, question: str | RAGInput, *, filters: FilterMap | None = None, **overrides: object
     ) -> RAGOutput:
-        """Answer ``question`` from the index, citing exactly the sources it packed.
+        """Answer the question from the index, citing exactly the sources it packed.
 
         Raises:
-            The errors of `retrieve`, and ModelError when the LLM fails.
+            The errors of `search`, and ModelError when the answer model fails.
         """
         started = time.perf_counter()
         with usage_scope() as usage:
-            retrieval, ctx = await self._retrieve(question, filters, overrides)
-            cfg = ctx.config
+            prep = await self._prepare(self._input(question, filters, overrides))
+            retrieval = self._pack(prep)
             t0 = time.perf_counter()
-            sources = retrieval.sources
-            if not sources:
-                answer, kind = CANNOT_ANSWER, "cannot_answer"
-            elif self._chat is not None:
-                answer_fn = map_reduce_answer if retrieval.strategy == "lazy" else (
-                    generative_answer
-                )
-                answer = await answer_fn(
-                    self._chat, retrieval.question, sources, max_tokens=cfg.answer_max_tokens
-                )
-                kind = "generative"
+            answer, kind = await self._answer(prep, retrieval)
+        return await self._finish(prep, retrieval, answer, kind, usage, t0, started)
+
+    def invoke(
+        self, question: str | RAGInput, *, filters: FilterMap | None = None, **overrides: object
+    ) -> RAGOutput:
+        """Synchronous `ainvoke`, for scripts and notebooks without an event loop.
+
+        Raises:
+            UsageError: called inside a running event loop (use ``await ainvoke(...)``).
+            The errors of `ainvoke`.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.ainvoke(question, filters=filters, **overrides))
+        raise UsageError("invoke() cannot run inside an event loop; await ainvoke() instead",
+                         field="invoke")  # fmt: skip
+
+    async def stream(
+        self, question: str | RAGInput, *, filters: FilterMap | None = None, **overrides: object
+    ) -> AsyncIterator[str | RAGOutput]:
+        """Yield the answer's text as the model writes it, then the complete `RAGOutput`.
+
+        Without an LLM (extractive), for `lazy`'s map-reduce answer, and for "cannot answer",
+        the whole answer comes as one piece. With the decline marker on, the first characters
+        are held back until the marker is ruled in or out.
+
+        Raises:
+            The errors of `ainvoke`.
+        """
+        started = time.perf_counter()
+        with usage_scope() as usage:
+            prep = await self._prepare(self._input(question, filters, overrides))
+            retrieval = self._pack(prep)
+            t0 = time.perf_counter()
+            cfg = prep.ctx.config
+            if self._chat is None or not retrieval.sources or prep.strategy == "lazy" or (
+                prep.result.cannot_answer
+            ):
+                answer, kind = await self._answer(prep, retrieval)
+                yield answer
             else:
-                answer = await extractive_answer(
-                    retrieval.question,
-                    self._embedder,
-                    await ctx.query_vector(),
-                    sources,
-                    sentences=cfg.extractive_sentences,
-                    lexical_weight=cfg.extractive_lexical_weight,
-                    min_relative=cfg.extractive_min_relative,
-                )
-                kind = "extractive"
-            timings = dict(retrieval.timings_ms)
-            timings["answer"] = _ms(t0)
-            timings["total"] = _ms(started)
-        return RAGOutput(
-            question=retrieval.question,
-            answer=answer,
-            answer_kind=kind,
-            strategy=retrieval.strategy,
-            index=self._stores.name,
-            sources=tuple(sources),
-            cited=cited_numbers(answer, {s.n for s in sources}),
-            usage=usage,
-            timings_ms=timings,
-        )
+                parts: list[str] = []
+                outcome: dict[str, bool] = {}
+                async for delta in stream_answer(
+                    self._chat, prep.ctx.question, retrieval.sources,
+                    max_tokens=cfg.answer_max_tokens, style=self._style(prep),
+                    abstention=cfg.abstention.mode == "mark", outcome=outcome,
+                ):  # fmt: skip
+                    parts.append(delta)
+                    yield delta
+                answer, kind = "".join(parts).strip(), "generative"
+                if outcome.get("abstained"):
+                    retrieval.metadata["streamed_abstention"] = True
+        yield await self._finish(prep, retrieval, answer, kind, usage, t0, started)
 
     # ----------------------------------------------------------------- internals
 
-    def _effective(self, overrides: Mapping[str, object]) -> QueryConfig:
+    @staticmethod
+    def _input(
+        question: str | RAGInput, filters: FilterMap | None, overrides: Mapping[str, object]
+    ) -> RAGInput:
+        if isinstance(question, RAGInput):
+            if filters is None and not overrides:
+                return question
+            merged = {**question.overrides, **overrides}
+            return question.model_copy(
+                update={"filters": dict(filters or question.filters), "overrides": merged}
+            )
+        return RAGInput(question=question, filters=dict(filters or {}),
+                        overrides=dict(overrides))  # fmt: skip
+
+    def _effective(self, inp: RAGInput) -> QueryConfig:
+        overrides = dict(inp.overrides)
+        if inp.strategy is not None:
+            overrides["strategy"] = inp.strategy
         unknown = sorted(k for k in overrides if k not in QueryConfig.model_fields)
         if unknown:
             raise UsageError(f"unknown query setting(s): {', '.join(unknown)}", field="overrides")
@@ -198,46 +345,160 @@ class RAGChain:
             field = ".".join(str(p) for p in first["loc"])
             raise UsageError(first["msg"], field=f"query.{field}") from exc
 
-    async def _retrieve(
-        self,
-        question: str,
-        filters: Mapping[str, MetadataValue | Sequence[MetadataValue]] | None,
-        overrides: Mapping[str, object],
-    ) -> tuple[RetrievalOutput, QueryContext]:
-        question = question.strip()
+    async def _prepare(self, inp: RAGInput) -> _Prepared:
+        question = inp.question.strip()
         if not question:
             raise UsageError("must not be empty", field="question")
-        cfg = self._effective(overrides)
+        cfg = self._effective(inp)
+        timings: dict[str, float] = {}
         held = await self._check_index()
-        name = (
-            choose_strategy(held, cfg.search_mode, question)
-            if cfg.strategy == "auto"
-            else cfg.strategy
-        )
+        metadata: dict[str, object] = {}
+        memory = None
+        standalone = question
+        t0 = time.perf_counter()
+        if inp.conversation_id:
+            memory = ConversationMemory(
+                self._stores.records, inp.user_id, inp.conversation_id,
+                max_turns=cfg.memory.max_turns, max_answer_chars=cfg.memory.max_answer_chars,
+            )  # fmt: skip
+            standalone, how = await memory.standalone(question, self._chat)
+            metadata["rewrite"] = how
+            timings["rewrite"] = _ms(t0)
+        t0 = time.perf_counter()
+        name = await self._resolve_strategy(cfg, held, standalone, metadata)
+        timings["route"] = _ms(t0)
         spec = STRATEGIES.get(name)
         self._check_servable(spec.name, spec.methodology, held)
         ctx = QueryContext(
-            question=question,
-            stores=self._stores,
-            embedder=self._embedder,
-            chat_model=self._chat,
-            config=cfg,
-            filters=dict(filters or {}),
-            held=held,
-        )
+            question=standalone, stores=self._stores, embedder=self._embedder,
+            chat_model=self._chat, config=cfg, filters=dict(inp.filters), held=held,
+            metadata=metadata,
+        )  # fmt: skip
         t0 = time.perf_counter()
-        candidates = await spec.factory().retrieve(ctx)
-        t1 = time.perf_counter()
-        sources = self._pack(candidates, cfg.max_context_tokens)
-        out = RetrievalOutput(
-            question=question,
-            strategy=spec.name,
+        raw = await spec.factory().retrieve(ctx)
+        result = raw if isinstance(raw, StrategyResult) else StrategyResult(
+            buckets=[Bucket(spec.name, list(raw))]
+        )
+        timings["retrieve"] = _ms(t0)
+        t0 = time.perf_counter()
+        metadata["buckets"] = {b.name: len(b.candidates) for b in result.buckets}
+        fused = fuse(result.buckets, cfg.rrf_k)
+        groups = await rerank_and_diversify(standalone, fused, cfg, self._reranker, metadata)
+        timings["fuse"] = _ms(t0)
+        return _Prepared(inp, ctx, spec.name, result, groups, timings, memory)
+
+    async def _resolve_strategy(
+        self, cfg: QueryConfig, held: tuple[str, ...], question: str, metadata: dict[str, object]
+    ) -> str:
+        if cfg.strategy != "auto":
+            return cfg.strategy
+        if self._chat is not None and cfg.llm_router and cfg.search_mode != "lexical":
+            servable = [
+                STRATEGIES.get(n) for n in ROUTABLE
+                if n in STRATEGIES.names() and _servable(STRATEGIES.get(n).methodology, held)
+            ]  # fmt: skip
+            if servable:
+                name, reason = await route_with_llm(self._chat, question, servable)
+                metadata["route"] = reason
+                return name
+        name = choose_strategy(held, cfg.search_mode, question)
+        metadata["route"] = "rule"
+        return name
+
+    def _pack(self, prep: _Prepared) -> RetrievalOutput:
+        t0 = time.perf_counter()
+        cfg = prep.ctx.config
+        sources = pack_context(prep.result, prep.groups, cfg, self._counter)
+        tokens = sum(self._counter.count(render_source(s)) for s in sources)
+        timings = dict(prep.timings)
+        timings["pack"] = _ms(t0)
+        metadata = dict(prep.ctx.metadata)
+        metadata["answer_style"] = self._style(prep)
+        if prep.result.cannot_answer:
+            metadata["cannot_answer"] = prep.result.cannot_answer
+        return RetrievalOutput(
+            question=prep.inp.question,
+            standalone_question=prep.ctx.question,
+            strategy=prep.strategy,
             index=self._stores.name,
             sources=sources,
-            candidates=len(candidates),
-            timings_ms={"retrieve": _ms(t0, t1), "pack": _ms(t1)},
+            candidates=sum(len(v) for v in prep.groups.values()),
+            context_tokens=tokens,
+            metadata=metadata,
+            timings_ms=timings,
         )
-        return out, ctx
+
+    def _style(self, prep: _Prepared) -> str:
+        style = prep.ctx.config.answer_style
+        return (prep.result.answer_style or "concise") if style == "auto" else style
+
+    async def _answer(self, prep: _Prepared, retrieval: RetrievalOutput) -> tuple[str, str]:
+        cfg = prep.ctx.config
+        sources = retrieval.sources
+        if prep.result.cannot_answer:
+            return f"I cannot answer: {prep.result.cannot_answer}.", "cannot_answer"
+        if not sources:
+            return CANNOT_ANSWER, "cannot_answer"
+        if self._chat is not None:
+            if prep.strategy == "lazy":
+                text = await map_reduce_answer(
+                    self._chat, prep.ctx.question, sources, max_tokens=cfg.answer_max_tokens
+                )
+            else:
+                text = await generative_answer(
+                    self._chat, prep.ctx.question, sources, max_tokens=cfg.answer_max_tokens,
+                    style=self._style(prep), abstention=cfg.abstention.mode == "mark",
+                )  # fmt: skip
+            return text, "generative"
+        passages = sorted(sources, key=lambda s: (s.kind != "text_unit", s.n))
+        text = await extractive_answer(
+            prep.ctx.question, self._embedder, await prep.ctx.query_vector(), passages,
+            sentences=cfg.extractive_sentences, lexical_weight=cfg.extractive_lexical_weight,
+            min_relative=cfg.extractive_min_relative,
+        )  # fmt: skip
+        return text, "extractive"
+
+    async def _finish(
+        self,
+        prep: _Prepared,
+        retrieval: RetrievalOutput,
+        answer: str,
+        kind: str,
+        usage: TokenUsage,
+        answer_started: float,
+        started: float,
+    ) -> RAGOutput:
+        cfg = prep.ctx.config
+        metadata = dict(retrieval.metadata)
+        metadata["context_tokens"] = retrieval.context_tokens
+        if kind == "cannot_answer":
+            metadata["abstained"] = True
+            metadata["abstention_reason"] = "no_context"
+        elif kind == "generative" and cfg.abstention.mode == "mark":
+            streamed = bool(metadata.pop("streamed_abstention", False))
+            abstained, rest = (True, answer) if streamed else detect_abstention(answer)
+            metadata["abstained"] = abstained
+            if abstained:
+                metadata["abstention_reason"] = "marker"
+                if cfg.abstention.strip_marker:
+                    answer = rest
+        if prep.memory is not None:
+            await prep.memory.append(Turn(prep.inp.question, prep.ctx.question, answer))
+        timings = dict(retrieval.timings_ms)
+        timings["answer"] = _ms(answer_started)
+        timings["total"] = _ms(started)
+        return RAGOutput(
+            question=prep.inp.question,
+            answer=answer,
+            answer_kind=kind,
+            strategy=prep.strategy,
+            index=self._stores.name,
+            sources=tuple(retrieval.sources),
+            cited=cited_numbers(answer, {s.n for s in retrieval.sources}),
+            usage=usage,
+            timings_ms=timings,
+            metadata=metadata,
+        )
 
     async def _check_index(self) -> tuple[str, ...]:
         """Check the index can be queried; return the methodologies it holds."""
@@ -261,35 +522,29 @@ class RAGChain:
     def _check_servable(
         self, strategy: str, methodology: str | tuple[str, ...] | None, held: tuple[str, ...]
     ) -> None:
-        if methodology is None:
+        if _servable(methodology, held):
             return
+        assert methodology is not None
         needs = (methodology,) if isinstance(methodology, str) else methodology
-        if not any(m in held for m in needs):
-            name = self._stores.name
-            raise MethodologyNotIndexedError(
-                f"strategy {strategy!r} needs the {' or '.join(repr(m) for m in needs)} "
-                f"methodology, which index {name!r} does not hold (it holds: "
-                f"{', '.join(held) or 'text units only'})",
-                index=name,
-                held=held,
-            )
-
-    def _pack(self, candidates: Sequence[Candidate], budget: int) -> list[Source]:
-        drafts = [Source(n=i, **dataclasses.asdict(c)) for i, c in enumerate(candidates, start=1)]
-        headers = [self._counter.count(source_header(s)) + 2 for s in drafts]
-        packed = pack_sections(
-            [s.text for s in drafts], budget, self._counter, header_tokens=headers
+        name = self._stores.name
+        raise MethodologyNotIndexedError(
+            f"strategy {strategy!r} needs the {' or '.join(repr(m) for m in needs)} "
+            f"methodology, which index {name!r} does not hold (it holds: "
+            f"{', '.join(held) or 'text units only'})",
+            index=name,
+            held=held,
         )
-        out: list[Source] = []
-        for p in packed:
-            src = drafts[p.index]
-            update: dict[str, object] = {"n": len(out) + 1}
-            if p.truncated:
-                update.update(text=p.text, truncated=True)
-                if src.start_char is not None:
-                    update["end_char"] = src.start_char + len(p.text)
-            out.append(src.model_copy(update=update))
-        return out
+
+
+def _servable(methodology: str | tuple[str, ...] | None, held: tuple[str, ...]) -> bool:
+    if methodology is None:
+        return True
+    needs = (methodology,) if isinstance(methodology, str) else methodology
+    return any(m in held for m in needs)
+
+
+def _fields(c: Candidate) -> dict[str, Any]:
+    return dataclasses.asdict(c)
 
 
 def _ms(start: float, end: float | None = None) -> float:

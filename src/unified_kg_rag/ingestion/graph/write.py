@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from unified_kg_rag.domain.graph_text import entity_text, relationship_text
 from unified_kg_rag.domain.index_meta import INDEX_NAMESPACE
 from unified_kg_rag.domain.models import (
     Collection,
@@ -50,20 +51,18 @@ class GraphItems:
 
 def entity_record(entity: Entity) -> IndexRecord:
     """Return the search record of an entity: ``name (TYPE): description``."""
-    head = f"{entity.name} ({entity.type})" if entity.type else entity.name
-    text = f"{head}: {entity.description}" if entity.description else head
-    return IndexRecord(id=entity.id, text=text, fields={"name": entity.name, "type": entity.type})
+    return IndexRecord(
+        id=entity.id, text=entity_text(entity), fields={"name": entity.name, "type": entity.type}
+    )
 
 
 def relationship_record(rel: Relationship, names: dict[str, str]) -> IndexRecord:
     """Return the search record of a relationship: ``source TYPE target: description``."""
     source = names.get(rel.source_id, rel.source_id)
     target = names.get(rel.target_id, rel.target_id)
-    head = f"{source} {rel.type} {target}" if rel.type else f"{source} -> {target}"
-    text = f"{head}: {rel.description}" if rel.description else head
     return IndexRecord(
         id=rel.id,
-        text=text,
+        text=relationship_text(rel, source, target),
         fields={"source_id": rel.source_id, "target_id": rel.target_id, "type": rel.type},
     )
 

@@ -1,33 +1,90 @@
 """The strategy contract and its registry.
 
-A strategy turns a question into ranked context candidates; the chain packs and answers.
-Strategies register with `register_strategy`, naming the methodology whose artefacts they read
-(None: only text units, which every index holds), so the chain can refuse a query the index
-cannot serve before any model call.
+A strategy turns a question into candidate *buckets* (ranked lists, each with an RRF weight)
+and optional *synthesized* sections (global search's key points); the chain fuses the buckets,
+reranks, diversifies, applies the per-type quotas, packs and answers. A strategy that already
+ranks its candidates returns a plain list (one bucket). Strategies register with
+`register_strategy`, naming the methodology whose artefacts they read (None: only text units,
+which every index holds), so the chain can refuse a query the index cannot serve before any
+model call.
+
+Sub-searches run through `QueryContext.section`: a fatal error (store, configuration,
+authentication, query embedding; `is_fatal`) fails the query, any other failure degrades
+only that section and is reported in the output's metadata (seed 000 §8.1).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from unified_kg_rag.config.models import QueryConfig
+from unified_kg_rag.domain.fusion import weighted_rrf
 from unified_kg_rag.domain.models import MetadataValue
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores
+from unified_kg_rag.util.errors import (
+    ConfigurationError,
+    EmbeddingModelError,
+    MethodologyNotIndexedError,
+    ModelError,
+    StoreError,
+    UsageError,
+)
 from unified_kg_rag.util.registry import Registry
 
+if TYPE_CHECKING:
+    from unified_kg_rag.retrieval.query_processing import QueryKeywords
+
 __all__ = [
+    "SECTION_KINDS",
     "STRATEGIES",
+    "Bucket",
     "Candidate",
     "QueryContext",
     "Strategy",
+    "StrategyResult",
     "StrategySpec",
+    "fuse",
+    "is_fatal",
     "register_strategy",
 ]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CandidateKind = Literal["text_unit", "entity", "relationship", "report", "key_points", "notes"]
+"""Section types: the four searchable ones, and two synthesized ones (`global`'s key points,
+`drift`'s intermediate answers)."""
+
+SECTION_KINDS: tuple[str, ...] = (
+    "key_points", "notes", "report", "entity", "relationship", "text_unit"
+)
+"""Context order of the section types: synthesized first, then reports, entities,
+relationships and the passages (GraphRAG local search's order)."""
+
+
+def is_fatal(exc: BaseException) -> bool:
+    """True when ``exc`` must fail the whole query rather than degrade one section.
+
+    Decided by type alone (seed 000 §8.1): store failures, configuration and usage errors,
+    a missing methodology, the query embedding, and model errors that say access is denied
+    (HTTP 401/403) are fatal; anything else (one failed search, a model reply that cannot be
+    read, a model error after retries) degrades only the section that raised it.
+    """
+    if isinstance(
+        exc,
+        StoreError | ConfigurationError | UsageError | MethodologyNotIndexedError
+        | EmbeddingModelError,
+    ):
+        return True
+    return isinstance(exc, ModelError) and exc.status_code in (401, 403)
 
 
 @dataclass(frozen=True)
@@ -35,10 +92,11 @@ class Candidate:
     """A context candidate a strategy found, with its provenance.
 
     Attributes:
-        kind: ``text_unit`` (later ``entity``, ``relationship``, ``report`` ...).
-        id: the item id.
-        text: the item text.
-        score: the strategy's fused score (higher is better).
+        kind: ``text_unit``, ``entity``, ``relationship``, ``report``, or a synthesized
+            section (``key_points``, ``notes``).
+        id: the item id (text-unit, entity, relationship or community id).
+        text: the item text as it goes into the context.
+        score: the strategy's score (higher is better; only the order within a bucket counts).
         document_id: the source document, for text units.
         path: the document's relative path.
         location: the document's full path, when known.
@@ -46,6 +104,9 @@ class Candidate:
         text_unit_ids: the text units the item rests on.
         start_char: offset in the document, for text units.
         end_char: end offset in the document.
+        document_ids: the documents of ``text_unit_ids``, for graph items (first seen first).
+        metadata: provenance beyond the fields above (a report's level, a relationship's
+            endpoints ...), JSON scalars.
     """
 
     kind: str
@@ -59,6 +120,69 @@ class Candidate:
     text_unit_ids: tuple[str, ...] = ()
     start_char: int | None = None
     end_char: int | None = None
+    document_ids: tuple[str, ...] = ()
+    metadata: dict[str, MetadataValue] = field(default_factory=dict)
+
+
+@dataclass
+class Bucket:
+    """One ranked list of candidates for fusion.
+
+    Attributes:
+        name: what produced it (``chunks``, ``entity_chunks``, ``entities`` ...), reported in
+            the output's metadata.
+        candidates: best first; candidates of several kinds may share a bucket.
+        weight: the list's weight in weighted RRF.
+    """
+
+    name: str
+    candidates: list[Candidate]
+    weight: float = 1.0
+
+
+def fuse(buckets: Sequence[Bucket], rrf_k: int) -> list[Candidate]:
+    """Fuse ranked buckets into one ranking by weighted RRF over ``(kind, id)``.
+
+    One bucket keeps its order. A candidate found by several buckets keeps the first
+    bucket's copy; its score becomes the fused RRF score.
+    """
+    live = [b for b in buckets if b.candidates and b.weight > 0]
+    if not live:
+        return []
+    if len(live) == 1:
+        return list(live[0].candidates)
+    first: dict[str, Candidate] = {}
+    lists: list[list[str]] = []
+    for b in live:
+        keys = []
+        for c in b.candidates:
+            key = f"{c.kind}\x00{c.id}"
+            first.setdefault(key, c)
+            keys.append(key)
+        lists.append(keys)
+    fused = weighted_rrf(lists, [b.weight for b in live], k=rrf_k)
+    return [dataclasses.replace(first[key], score=score) for key, score in fused]
+
+
+@dataclass
+class StrategyResult:
+    """What a strategy found for one question.
+
+    Attributes:
+        buckets: ranked lists, fused by weighted RRF (one bucket keeps its order).
+        synthesized: sections the strategy wrote (key points, intermediate answers), placed
+            first in the context in this order, outside the quotas (they count against the
+            budget first).
+        answer_style: the strategy's default answer prompt (``comprehensive`` for `global`),
+            used when ``query.answer_style`` is ``auto``.
+        cannot_answer: a reason the strategy found nothing relevant (global search rejected
+            every key point); the chain answers "cannot answer" with it, without an answer call.
+    """
+
+    buckets: list[Bucket] = field(default_factory=list)
+    synthesized: list[Candidate] = field(default_factory=list)
+    answer_style: str | None = None
+    cannot_answer: str | None = None
 
 
 @dataclass
@@ -73,6 +197,8 @@ class QueryContext:
         config: query settings in effect (CLI overrides applied).
         filters: equality filters on text-unit fields.
         held: the methodologies the index holds.
+        metadata: what the strategy reports (``degraded`` sections, ``llm_calls``,
+            ``report_selection`` ...); returned in the output's metadata.
     """
 
     question: str
@@ -82,20 +208,79 @@ class QueryContext:
     config: QueryConfig
     filters: dict[str, MetadataValue | Sequence[MetadataValue]] = field(default_factory=dict)
     held: tuple[str, ...] = ()
+    metadata: dict[str, object] = field(default_factory=dict)
     _query_vector: NDArray[np.float32] | None = None
+    _keywords: QueryKeywords | None = None
+    _entities: list[str] | None = None
 
     async def query_vector(self) -> NDArray[np.float32]:
-        """Return the question's embedding (computed once per query), ``ndarray[d] float32``."""
+        """Return the question's embedding (computed once per query), ``ndarray[d] float32``.
+
+        Raises:
+            EmbeddingModelError: the embedding model failed (fatal to the query).
+        """
         if self._query_vector is None:
             self._query_vector = await self.embedder.embed_query(self.question)
         return self._query_vector
+
+    async def keywords(self) -> QueryKeywords:
+        """Return the question's high- and low-level keywords (LightRAG), computed once.
+
+        By the LLM when one is configured and ``query.llm_query_processing`` is on; else (or
+        when its reply cannot be read) the raw question serves as both (seed 000 §6.2).
+        """
+        if self._keywords is None:
+            from unified_kg_rag.retrieval.query_processing import extract_keywords
+
+            self._keywords = await extract_keywords(self)
+        return self._keywords
+
+    async def query_entities(self) -> list[str]:
+        """Return the entity names the question mentions (GraphRAG local), computed once.
+
+        By the LLM when one is configured and ``query.llm_query_processing`` is on; else the
+        names of indexed entities found in the question, or the question itself when it names
+        none.
+        """
+        if self._entities is None:
+            from unified_kg_rag.retrieval.query_processing import extract_query_entities
+
+            self._entities = await extract_query_entities(self)
+        return self._entities
+
+    async def section(self, name: str, work: Callable[[], Awaitable[T]], default: T) -> T:
+        """Run one sub-search; a non-fatal failure degrades only it.
+
+        Args:
+            name: the section's name, as reported under ``metadata["degraded"]``.
+            work: the sub-search.
+            default: returned when it failed non-fatally.
+
+        Raises:
+            The error of ``work`` when `is_fatal` says so.
+        """
+        try:
+            return await work()
+        except Exception as exc:
+            if is_fatal(exc):
+                raise
+            logger.warning("section %s degraded: %s", name, exc)
+            degraded = self.metadata.setdefault("degraded", {})
+            assert isinstance(degraded, dict)
+            degraded[name] = f"{type(exc).__name__}: {exc}"
+            return default
+
+    def count_llm_call(self, n: int = 1) -> None:
+        """Count ``n`` model calls made by the strategy (``metadata["llm_calls"]``)."""
+        calls = self.metadata.get("llm_calls", 0)
+        self.metadata["llm_calls"] = (calls if isinstance(calls, int) else 0) + n
 
 
 class Strategy(Protocol):
     """Finds ranked context candidates for a question."""
 
-    async def retrieve(self, ctx: QueryContext) -> list[Candidate]:
-        """Return candidates, best first.
+    async def retrieve(self, ctx: QueryContext) -> list[Candidate] | StrategyResult:
+        """Return candidates, best first (one bucket), or buckets to fuse.
 
         Raises:
             StoreError: a store failed (never reported as "no results").

@@ -1,0 +1,144 @@
+"""From a strategy's buckets to the packed context: fuse → rerank → MMR → quotas → pack.
+
+Source: seed 000 §7 (HybridScorer, TokenManager). Buckets are fused by weighted RRF over
+``(kind, id)``; the optional reranker reorders each type's best ``query.rerank.top_n``; MMR
+(``query.mmr_lambda`` < 1) diversifies each type; each type is cut to its quota; the context
+packs each type within its share of ``query.max_context_tokens`` (unused budget flows to the
+types that still have candidates). Synthesized sections (key points, notes) are seated first
+and outside the quotas. The context order is `SECTION_KINDS`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+
+from unified_kg_rag.config.models import QueryConfig
+from unified_kg_rag.domain.budget import pack_sections, pack_typed
+from unified_kg_rag.domain.mmr import mmr_order
+from unified_kg_rag.domain.models import Source
+from unified_kg_rag.domain.text import lexical_terms
+from unified_kg_rag.ports import Reranker, TokenCounter
+from unified_kg_rag.retrieval.answer import source_header
+from unified_kg_rag.retrieval.strategies.base import (
+    SECTION_KINDS,
+    Candidate,
+    StrategyResult,
+    fuse,
+    is_fatal,
+)
+
+__all__ = ["fuse", "pack_context", "quota_of", "rerank_and_diversify"]
+
+logger = logging.getLogger(__name__)
+
+
+def quota_of(kind: str, config: QueryConfig) -> int:
+    """Return how many items of ``kind`` the context may hold (``top_k`` for text units)."""
+    if kind == "text_unit":
+        return config.top_k
+    return int(getattr(config.quotas, kind, config.top_k))
+
+
+async def rerank_and_diversify(
+    question: str,
+    ranked: Sequence[Candidate],
+    config: QueryConfig,
+    reranker: Reranker | None,
+    metadata: dict[str, object],
+) -> dict[str, list[Candidate]]:
+    """Group ``ranked`` by kind, rerank and diversify each group, and cut it to its quota.
+
+    Returns:
+        kind -> candidates, best first, at most `quota_of` each.
+
+    Raises:
+        ModelError: the reranker failed and ``query.rerank.required`` is on, or it failed
+            with an authentication error (fatal, seed 000 §8.1).
+    """
+    groups: dict[str, list[Candidate]] = {}
+    for c in ranked:
+        groups.setdefault(c.kind, []).append(c)
+    if reranker is not None:
+        outcome: dict[str, object] = {}
+        for kind, items in groups.items():
+            head = items[: config.rerank.top_n]
+            try:
+                scores = await reranker.rerank(question, [c.text for c in head])
+            except Exception as exc:
+                if config.rerank.required or is_fatal(exc):
+                    raise
+                logger.warning("rerank failed; the fused order is kept: %s", exc)
+                outcome[kind] = f"failed: {exc}"
+                continue
+            order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
+            groups[kind] = [
+                dataclasses.replace(head[i], score=float(scores[i])) for i in order
+            ] + items[len(head):]  # fmt: skip
+            outcome[kind] = f"reranked {len(head)}"
+        metadata["rerank"] = outcome
+    out: dict[str, list[Candidate]] = {}
+    for kind, items in groups.items():
+        quota = quota_of(kind, config)
+        if config.mmr_lambda < 1.0 and len(items) > 1:
+            terms = [frozenset(lexical_terms(c.text)) for c in items]
+            items = [items[i] for i in mmr_order(terms, config.mmr_lambda, quota)]
+        out[kind] = items[:quota]
+    return out
+
+
+def _draft(c: Candidate, n: int) -> Source:
+    return Source(n=n, **dataclasses.asdict(c))
+
+
+def pack_context(
+    result: StrategyResult,
+    groups: dict[str, list[Candidate]],
+    config: QueryConfig,
+    counter: TokenCounter,
+) -> list[Source]:
+    """Pack synthesized sections, then each type within its share; number them in context order.
+
+    Returns:
+        The sources, in context order (`SECTION_KINDS`), numbered from 1: exactly what the
+        answer step sees, truncated text included.
+    """
+    budget = config.max_context_tokens
+
+    def header_cost(c: Candidate) -> int:
+        return counter.count(source_header(_draft(c, 99))) + 2
+
+    chosen: dict[str, list[tuple[Candidate, str, bool]]] = {}
+    synth = result.synthesized
+    if synth:
+        packed = pack_sections([c.text for c in synth], budget, counter,
+                               header_tokens=[header_cost(c) for c in synth])  # fmt: skip
+        budget -= sum(p.tokens for p in packed)
+        for p in packed:
+            chosen.setdefault(synth[p.index].kind, []).append(
+                (synth[p.index], p.text, p.truncated)
+            )
+    shares = config.type_shares.model_dump()
+    typed = pack_typed(
+        {k: [c.text for c in v] for k, v in groups.items()},
+        shares,
+        budget,
+        counter,
+        header_tokens={k: [header_cost(c) for c in v] for k, v in groups.items()},
+    )
+    for kind, packed_list in typed.items():
+        for p in packed_list:
+            chosen.setdefault(kind, []).append((groups[kind][p.index], p.text, p.truncated))
+    order = list(SECTION_KINDS) + sorted(k for k in chosen if k not in SECTION_KINDS)
+    sources: list[Source] = []
+    for kind in order:
+        for cand, text, truncated in chosen.get(kind, []):
+            src = _draft(cand, len(sources) + 1)
+            if truncated:
+                update: dict[str, object] = {"text": text, "truncated": True}
+                if src.start_char is not None:
+                    update["end_char"] = src.start_char + len(text)
+                src = src.model_copy(update=update)
+            sources.append(src)
+    return sources

@@ -1,0 +1,133 @@
+"""Conversation memory: the turns of one conversation, and follow-up rewriting.
+
+Turns are kept in the index's record store (namespace ``conversations``), keyed by user and
+conversation id, so a conversation survives the process and two users never share one. A
+follow-up ("and where did she teach?") is rewritten as a standalone question before retrieval:
+by the LLM when one is configured (`followup_rewrite.v1`), else by prefixing the previous
+standalone question, which carries its named entities into the search (seed 000 §6: "a
+follow-up is rewritten as a standalone question").
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass
+
+from unified_kg_rag.domain.models import Message
+from unified_kg_rag.domain.prompts import load_prompt
+from unified_kg_rag.ports import ChatModel, RecordStore
+from unified_kg_rag.retrieval.strategies.base import is_fatal
+
+__all__ = ["CONVERSATIONS_NAMESPACE", "ConversationMemory", "Turn", "conversation_key"]
+
+logger = logging.getLogger(__name__)
+
+CONVERSATIONS_NAMESPACE = "conversations"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One question and answer of a conversation.
+
+    Attributes:
+        question: the question as asked.
+        standalone: the question as retrieval used it (rewritten when it was a follow-up).
+        answer: the answer (cut to ``query.memory.max_answer_chars``).
+    """
+
+    question: str
+    standalone: str
+    answer: str
+
+
+def conversation_key(user_id: str, conversation_id: str) -> str:
+    r"""Return the record key of a conversation: ``user\\x1fconversation``."""
+    return f"{user_id}\x1f{conversation_id}"
+
+
+class ConversationMemory:
+    """Reads, rewrites against and appends to one conversation.
+
+    Args:
+        records: the index's record store.
+        user_id: who is asking.
+        conversation_id: which conversation.
+        max_turns: previous turns read for a rewrite.
+        max_answer_chars: characters of each answer stored.
+    """
+
+    def __init__(
+        self,
+        records: RecordStore,
+        user_id: str,
+        conversation_id: str,
+        *,
+        max_turns: int,
+        max_answer_chars: int,
+    ) -> None:
+        self._records = records
+        self._key = conversation_key(user_id, conversation_id)
+        self._max_turns = max_turns
+        self._max_answer_chars = max_answer_chars
+
+    async def turns(self) -> list[Turn]:
+        """Return the stored turns, oldest first (a corrupt record reads as none).
+
+        Raises:
+            StoreError: the record store failed.
+        """
+        raw = await self._records.get(CONVERSATIONS_NAMESPACE, self._key)
+        if not raw:
+            return []
+        try:
+            return [Turn(**t) for t in json.loads(raw)]
+        except (ValueError, TypeError):
+            logger.warning("conversation record %r is unreadable; starting afresh", self._key)
+            return []
+
+    async def standalone(
+        self, question: str, chat_model: ChatModel | None
+    ) -> tuple[str, str]:
+        """Return ``(standalone question, how)``; ``how`` is ``none``, ``llm`` or ``fallback``.
+
+        Raises:
+            StoreError: the record store failed.
+            ModelError: the LLM refused access (401/403); other failures use the fallback.
+        """
+        turns = (await self.turns())[-self._max_turns :]
+        if not turns:
+            return question, "none"
+        if chat_model is not None:
+            history = "\n".join(
+                f"User: {t.question}\nAssistant: {t.answer}" for t in turns
+            )
+            prompt = load_prompt("followup_rewrite.v1").format(
+                history=history, question=question
+            )
+            try:
+                reply = await chat_model.complete(
+                    [Message(role="user", content=prompt)], max_tokens=200, temperature=0.0
+                )
+            except Exception as exc:
+                if is_fatal(exc):
+                    raise
+                logger.warning("follow-up rewrite failed; using the fallback: %s", exc)
+            else:
+                text = reply.text.strip().strip('"').strip()
+                if text:
+                    return text.splitlines()[0].strip(), "llm"
+        return f"{turns[-1].standalone} {question}", "fallback"
+
+    async def append(self, turn: Turn) -> None:
+        """Store ``turn`` after the others (the oldest beyond 4 × ``max_turns`` are dropped).
+
+        Raises:
+            StoreError: the record store failed.
+        """
+        turns = await self.turns()
+        cut = Turn(turn.question, turn.standalone, turn.answer[: self._max_answer_chars])
+        turns = [*turns, cut][-4 * self._max_turns :]
+        await self._records.put(
+            CONVERSATIONS_NAMESPACE, self._key, json.dumps([asdict(t) for t in turns])
+        )
