@@ -285,6 +285,9 @@ def test_auto_strategy_called_directly_delegates_by_rule() -> None:
     assert choose_strategy(("lazy",), "hybrid", "When is part RFC7231 due?") == "naive"
     assert choose_strategy(("lazy",), "hybrid", "What happened at the 26th Olympiad?") == "ppr"
     assert choose_strategy((), "hybrid", "Which town was rebuilt?") == "naive"
+    assert choose_strategy(("graphrag", "lightrag"), "hybrid", "Which town?") == "hybrid"
+    assert choose_strategy(("graphrag",), "hybrid", "Which town?") == "local"
+    assert choose_strategy(("graphrag", "lightrag"), "hybrid", "Part QX-8628H?") == "naive"
     assert choose_strategy(("hipporag",), "lexical", "Which town?") == "naive"
 
 

@@ -20,7 +20,6 @@ from unified_kg_rag.domain.mmr import mmr_order
 from unified_kg_rag.domain.models import Source
 from unified_kg_rag.domain.text import lexical_terms
 from unified_kg_rag.ports import Reranker, TokenCounter
-from unified_kg_rag.retrieval.answer import source_header
 from unified_kg_rag.retrieval.strategies.base import (
     SECTION_KINDS,
     Candidate,
@@ -92,6 +91,26 @@ def _draft(c: Candidate, n: int) -> Source:
     return Source(n=n, **dataclasses.asdict(c))
 
 
+class _MemoCounter:
+    """A token counter that counts each distinct text once.
+
+    Packing recounts while it lends unused budget between types.
+    """
+
+    def __init__(self, inner: TokenCounter) -> None:
+        self._inner = inner
+        self._counts: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        n = self._counts.get(text)
+        if n is None:
+            n = self._counts[text] = self._inner.count(text)
+        return n
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        return self._inner.truncate(text, max_tokens)
+
+
 def pack_context(
     result: StrategyResult,
     groups: dict[str, list[Candidate]],
@@ -105,14 +124,17 @@ def pack_context(
         answer step sees, truncated text included.
     """
     budget = config.max_context_tokens
+    memo = _MemoCounter(counter)
 
     def header_cost(c: Candidate) -> int:
-        return counter.count(source_header(_draft(c, 99))) + 2
+        label = c.title or c.path or c.id[:12]
+        where = f" ({c.path})" if c.path and c.path != label else ""
+        return memo.count(f"[99] {label}{where}") + 2
 
     chosen: dict[str, list[tuple[Candidate, str, bool]]] = {}
     synth = result.synthesized
     if synth:
-        packed = pack_sections([c.text for c in synth], budget, counter,
+        packed = pack_sections([c.text for c in synth], budget, memo,
                                header_tokens=[header_cost(c) for c in synth])  # fmt: skip
         budget -= sum(p.tokens for p in packed)
         for p in packed:
@@ -124,7 +146,7 @@ def pack_context(
         {k: [c.text for c in v] for k, v in groups.items()},
         shares,
         budget,
-        counter,
+        memo,
         header_tokens={k: [header_cost(c) for c in v] for k, v in groups.items()},
     )
     for kind, packed_list in typed.items():

@@ -1,7 +1,8 @@
 """Strategy ``auto``: an LLM router, and the rule router used without an LLM.
 
 The rule picks, among the strategies the index can serve, the one with the best measured
-retrieval (MuSiQue recall@5, ``benchmarks/bench_lazy.py``, recorded in the strategies guide).
+retrieval (MuSiQue recall, ``benchmarks/bench_lazy.py`` and ``benchmarks/bench_strategies.py``,
+recorded in the strategies guide).
 The preference order below is that measurement; a strategy whose methodology the index does
 not hold is skipped, and ``naive`` serves every index.
 
@@ -44,6 +45,8 @@ logger = logging.getLogger(__name__)
 
 AUTO_PREFERENCE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ppr", ("hipporag", "lazy")),
+    ("hybrid", ("lightrag",)),
+    ("local", ("graphrag",)),
     ("naive", ()),
 )
 """(strategy, methodologies that let it serve), best measured first."""
