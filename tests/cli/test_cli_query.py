@@ -112,4 +112,20 @@ def test_conversation_option_rewrites_follow_ups(project: Path, runner: CliRunne
                                  "--strategy", "naive", "--conversation", "cli-1", "--json"])
     out = json.loads(second.output)
     assert out["metadata"]["rewrite"] == "fallback"
+    assert out["metadata"]["standalone_question"] == (
+        "Where was Marie Curie born? Who did she work with?"
+    )
     assert out["sources"][0]["id"] == unit("marie")
+
+
+def test_integer_and_unknown_filter_fields(project: Path, runner: CliRunner) -> None:
+    assert parse_filters(["chunk_index=0"]) == {"chunk_index": 0}
+    with pytest.raises(UsageError, match="takes an integer"):
+        parse_filters(["chunk_index=first"])
+    ok = runner.invoke(app, ["query", "Where was Marie Curie born?", "-C", str(project),
+                             "--strategy", "naive", "--filter", "chunk_index=0", "--json"])
+    assert ok.exit_code == 0, ok.output
+    assert len(json.loads(ok.output)["sources"]) == 7  # every fixture passage is chunk 0
+    bad = runner.invoke(app, ["query", "q", "-C", str(project), "--filter", "colour=blue"])
+    assert bad.exit_code == 2
+    assert "unknown filter field(s) 'colour'" in bad.output

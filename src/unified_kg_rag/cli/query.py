@@ -46,20 +46,34 @@ _KIND_LABELS = {
 }
 
 
-def parse_filters(values: list[str] | None) -> dict[str, str | list[str]]:
+_INT_FIELDS = ("chunk_index", "start_char", "end_char", "n_tokens")
+
+
+def parse_filters(values: list[str] | None) -> dict[str, str | int | list[str | int]]:
     """Parse ``--filter key=value`` options; a key given twice means "any of these values".
 
+    Values of the integer fields (``chunk_index``, ``start_char``, ``end_char``,
+    ``n_tokens``) are read as integers.
+
     Raises:
-        UsageError: an option without ``=`` or with an empty key.
+        UsageError: an option without ``=``, with an empty key, or a non-integer value of an
+            integer field.
     """
     from unified_kg_rag.util.errors import UsageError
 
-    out: dict[str, str | list[str]] = {}
+    out: dict[str, str | int | list[str | int]] = {}
     for raw in values or []:
-        key, sep, value = raw.partition("=")
+        key, sep, text = raw.partition("=")
         key = key.strip()
         if not sep or not key:
             raise UsageError(f"expected key=value, got {raw!r}", field="--filter")
+        value: str | int = text
+        if key in _INT_FIELDS:
+            try:
+                value = int(text)
+            except ValueError:
+                raise UsageError(f"{key} takes an integer, got {text!r}",
+                                 field="--filter") from None  # fmt: skip
         have = out.get(key)
         if have is None:
             out[key] = value
@@ -154,7 +168,8 @@ def query_command(
     filters: Annotated[
         list[str] | None,
         typer.Option("--filter", "-f", help="Only passages whose field equals the value, "
-                     "e.g. --filter path=notes/a.md (repeat a key for any of several values)."),
+                     "e.g. --filter path=notes/a.md (path relative to the indexed folder; "
+                     "repeat a key for any of several values)."),
     ] = None,
     stream: Annotated[
         bool, typer.Option("--stream", help="Print the answer as the model writes it.")

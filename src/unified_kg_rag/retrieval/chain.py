@@ -62,13 +62,26 @@ from unified_kg_rag.util.errors import (
     UsageError,
 )
 
-__all__ = ["CANNOT_ANSWER", "RAGChain", "RAGInput", "RetrievalOutput", "SearchOutput"]
+__all__ = [
+    "CANNOT_ANSWER",
+    "FILTER_FIELDS",
+    "RAGChain",
+    "RAGInput",
+    "RetrievalOutput",
+    "SearchOutput",
+]
 
 logger = logging.getLogger(__name__)
 
 CANNOT_ANSWER = "I cannot answer: no passage in the index matches the question."
 
 FilterMap = Mapping[str, MetadataValue | Sequence[MetadataValue]]
+
+FILTER_FIELDS: tuple[str, ...] = (
+    "chunk_index", "document_id", "end_char", "n_tokens", "path", "source_scope",
+    "start_char", "title",
+)
+"""The text-unit fields a query may filter on (equality, or any of a list)."""
 
 
 class RAGInput(BaseModel):
@@ -349,6 +362,13 @@ class RAGChain:
         question = inp.question.strip()
         if not question:
             raise UsageError("must not be empty", field="question")
+        unknown = sorted(k for k in inp.filters if k not in FILTER_FIELDS)
+        if unknown:
+            raise UsageError(
+                f"unknown filter field(s) {', '.join(map(repr, unknown))}; passages can be "
+                f"filtered on {', '.join(FILTER_FIELDS)}",
+                field="filters",
+            )
         cfg = self._effective(inp)
         timings: dict[str, float] = {}
         held = await self._check_index()
@@ -363,6 +383,7 @@ class RAGChain:
             )  # fmt: skip
             standalone, how = await memory.standalone(question, self._chat)
             metadata["rewrite"] = how
+            metadata["standalone_question"] = standalone
             timings["rewrite"] = _ms(t0)
         t0 = time.perf_counter()
         name = await self._resolve_strategy(cfg, held, standalone, metadata)
