@@ -458,13 +458,14 @@ def test_changed_document_replaces_its_facts_in_the_graph(tmp_path: Path) -> Non
     with FakeOpenAIServer(reply=reply) as server:
         report, entities, edge_types, rel_vectors = asyncio.run(main(server))
     assert report.graph is not None and report.graph.complete and report.graph.items_removed
-    # kyoto.txt was not deleted from the index (deletion is explicit), so its entities stay
-    assert [e.name for e in entities] == ["Kyoto", "Hideki Yukawa", "Ada Lovelace"]
+    # kyoto.txt is gone from the folder: its document and the entities only it stated go
+    assert report.documents_deleted == 1
+    assert [e.name for e in entities] == ["Ada Lovelace"]
     # Ada is now stated by ada.txt alone, and PROGRAMMED (only the old notes.txt said it) is
     # gone from the graph store and from the relationship vectors
-    assert len(entities[2].text_unit_ids) == 1
+    assert len(entities[0].text_unit_ids) == 1
     assert edge_types == []
-    assert rel_vectors == report.graph.relationships == 5
+    assert rel_vectors == report.graph.relationships == 3
 
 
 @pytest.mark.postgres

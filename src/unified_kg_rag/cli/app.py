@@ -6,6 +6,7 @@ import typer
 
 from unified_kg_rag import __version__
 from unified_kg_rag.cli.config_show import config_app
+from unified_kg_rag.cli.delete import delete_command
 from unified_kg_rag.cli.evaluate import eval_app
 from unified_kg_rag.cli.index import index_command
 from unified_kg_rag.cli.init import init_command
@@ -42,6 +43,7 @@ def _root(
 
 app.command("init")(init_command)
 app.command("index")(index_command)
+app.command("delete")(delete_command)
 app.command("query")(query_command)
 app.command("status")(status_command)
 app.add_typer(config_app, name="config")

@@ -21,6 +21,7 @@ from unified_kg_rag.cli.common import (
     out_console,
     run,
 )
+from unified_kg_rag.cli.delete import YesOpt
 from unified_kg_rag.cli.progress import RichProgress
 from unified_kg_rag.ingestion.graph.estimate import CostEstimate
 from unified_kg_rag.ingestion.graph.report import GraphBuildReport
@@ -118,10 +119,20 @@ def render_report(report: IndexReport) -> None:
         )
     if report.skipped:
         table.add_row("files skipped", str(len(report.skipped)))
+    if report.documents_deleted:
+        table.add_row("documents deleted", f"{report.documents_deleted} "
+                      f"({report.text_units_deleted} text units)")
+    if report.records_removed:
+        table.add_row("  extraction records removed", str(report.records_removed))
+    if report.documents_kept_on_disk:
+        table.add_row("not found, file skipped (kept)", str(report.documents_kept_on_disk))
     if report.documents_missing:
         table.add_row("documents not found (kept)", str(report.documents_missing))
     table.add_row("time", f"{report.elapsed_s:.1f} s")
     out_console.print(table)
+    if report.deletion_note:
+        out_console.print(f"[yellow]not deleted[/]: {escape(report.deletion_note)}",
+                          soft_wrap=True)
     for f in report.failed:
         out_console.print(f"[red]failed[/]: {escape(f.path)}: {escape(f.reason)}", soft_wrap=True)
     if report.lazy is not None:
@@ -165,6 +176,7 @@ def index_command(
             "replaced) and rebuild the graph.",
         ),
     ] = False,
+    yes: YesOpt = False,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -174,8 +186,11 @@ def index_command(
     With an LLM configured, also builds the knowledge graph the selected methodologies need
     (`indexing.methodologies`): extraction, gleaning, entity resolution, communities and
     reports. Folders are walked recursively; hidden files and unsupported extensions are
-    skipped. Exit status 3 when any document, extraction or report failed (the others are
-    indexed; the next run retries what failed).
+    skipped. Documents of a folder whose files are gone are deleted from the index; a folder
+    that is suddenly empty, or lost more than `indexing.max_delete_share` of its documents,
+    stops the run before anything is written unless `--yes` is given. Exit status 3 when any
+    document, extraction or report failed (the others are indexed; the next run retries what
+    failed).
     """
     if estimate:
         _estimate(paths, index, project, stores, config_file, json_out, verbose)
@@ -202,7 +217,7 @@ def index_command(
                     force_rebuild=force_rebuild,
                     keyphrase_extractor=app.keyphrase_extractor,
                 )
-                return await pipeline.run(paths)
+                return await pipeline.run(paths, confirm_deletions=yes)
 
     report = run(
         main,

@@ -321,6 +321,15 @@ class IndexingConfig(_Section):
         "LLM-free concept graph). Unset: `[lazy]` without an LLM, `[graphrag, lightrag]` with "
         "one. Empty: text units only.",
     )
+    max_delete_share: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Largest share of a walked folder's documents (of the index's, for `ukr "
+        "delete`) that a run deletes without `--yes`. A run that would delete more, or whose "
+        "folder is suddenly empty (unmounted, moved), stops before writing anything. 1.0 asks "
+        "only for an empty folder.",
+    )
 
 
 # --------------------------------------------------------------------------- query

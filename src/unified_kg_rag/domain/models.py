@@ -266,6 +266,7 @@ class DocStatus(StrEnum):
     PROCESSED = "processed"
     FAILED = "failed"
     PENDING = "pending"
+    DELETING = "deleting"
 
 
 class DocRecord(_Model):
@@ -278,8 +279,9 @@ class DocRecord(_Model):
         content_hash: fingerprint of the bytes last indexed (or last attempted, when failed)
             and of the settings that shaped their text units (chunk size, overlap, chunking
             and embedding-input versions): a change to either re-indexes the document.
-        status: processed, failed, or pending (written ahead of a document's store writes
-            and replaced once they landed).
+        status: processed, failed, pending (written ahead of a document's store writes
+            and replaced once they landed), or deleting (written ahead of the removal of its
+            text units, the record deleted once they are gone; a run finishes it).
         text_unit_ids: the text units this document produced, in order.
         error: the one-line reason of the last failure.
         updated_at: UNIX time (seconds) of the last change.

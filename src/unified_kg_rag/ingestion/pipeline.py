@@ -1,9 +1,11 @@
 """`IndexPipeline`: files → documents → text units → vectors and BM25 rows, incrementally.
 
 Stages, in order: discover (walk the paths) → hash (read bytes, SHA-256) → diff (doc registry,
-by content hash) → for the new, changed and previously failed documents, in batches: parse →
-chunk → embed (only text units not already stored with a vector) → write (search index) →
-drop the stale text units of changed documents → commit (registry record ``processed``).
+by content hash) → remove documents no longer found (`ingestion.deletion`; its guard refuses
+a mass deletion before any write) → for the new, changed and previously failed documents, in
+batches: parse → chunk → embed (only text units not already stored with a vector) → write
+(search index) → drop the stale text units of changed documents → commit (registry record
+``processed``) → derived stages (`ingestion.derived`: graphs, extraction-record collection).
 
 A document is committed only after its text units landed, so a run stopped at any point
 (Ctrl-C, a crash) loses nothing: the next run finds the stored units by id and embeds only
@@ -16,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,17 +33,23 @@ from unified_kg_rag.domain.models import (
     Document,
     IndexRecord,
     TextUnit,
+    TokenUsage,
 )
 from unified_kg_rag.domain.usage import usage_scope
 from unified_kg_rag.ingestion.corpus import CorpusFile, discover, parse_file, read_file
-from unified_kg_rag.ingestion.graph.build import GRAPH_METHODOLOGIES, GraphIndexer, needs_llm
+from unified_kg_rag.ingestion.deletion import (
+    delete_documents,
+    remove_documents,
+    remove_stale_units,
+    walk_deletions,
+    walked_scopes,
+)
+from unified_kg_rag.ingestion.derived import DerivedStages
+from unified_kg_rag.ingestion.graph.build import needs_llm
 from unified_kg_rag.ingestion.graph.estimate import CostEstimate, estimate_graph_cost
-from unified_kg_rag.ingestion.graph.report import GraphBuildReport
-from unified_kg_rag.ingestion.lazy import LazyBuildReport, LazyIndexer
 from unified_kg_rag.ingestion.lease import fenced, held_lease
-from unified_kg_rag.ingestion.methodologies import record_methodologies
 from unified_kg_rag.ingestion.progress import NULL_PROGRESS
-from unified_kg_rag.ingestion.report import FailedDocument, IndexReport
+from unified_kg_rag.ingestion.report import DeleteReport, FailedDocument, IndexReport
 from unified_kg_rag.ingestion.units import UnitText
 from unified_kg_rag.ports import (
     ChatModel,
@@ -52,7 +61,7 @@ from unified_kg_rag.ports import (
     TokenCounter,
 )
 from unified_kg_rag.util.aio import map_bounded
-from unified_kg_rag.util.errors import InputError, ModelError, UkrError, UsageError
+from unified_kg_rag.util.errors import InputError, UkrError, UsageError
 from unified_kg_rag.util.hashing import sha256_json
 
 __all__ = ["IndexPipeline", "text_unit_record"]
@@ -133,20 +142,29 @@ class IndexPipeline:
         keyphrase_extractor: KeyphraseExtractor | None = None,
     ) -> None:
         self._stores = stores
-        self._keyphrases = keyphrase_extractor
         self._chat = chat_model
         self._budget_tokenizer = budget_tokenizer or chunk_tokenizer
-        self._project_dir = project_dir
-        self._force_rebuild = force_rebuild
         self._embedder = embedder
         self._tokenizer = chunk_tokenizer
         self._parsers = parsers
         self._config = config
         self._progress: ProgressReporter = progress or NULL_PROGRESS
-        self._failed_now: set[str] = set()
+        self._removed_texts: list[str] = []
+        self._derived = DerivedStages(  # graphs and record collection after the text units
+            config, embedder=embedder, budget_tokenizer=self._budget_tokenizer,
+            progress=self._progress, chat_model=chat_model, project_dir=project_dir,
+            force_rebuild=force_rebuild, keyphrase_extractor=keyphrase_extractor,
+        )
 
-    async def run(self, paths: Sequence[Path]) -> IndexReport:
+    async def run(self, paths: Sequence[Path], *, confirm_deletions: bool = False) -> IndexReport:
         """Index the files under ``paths``; only new, changed and previously failed ones work.
+
+        Documents of a walked folder that are no longer found are deleted (with everything
+        derived from them); a file found but unreadable is ``failed``, never deleted.
+
+        Args:
+            paths: files and folders.
+            confirm_deletions: delete even when the mass-deletion guard would ask (``--yes``).
 
         Returns:
             The run's `IndexReport`; ``report.exit_code`` is 3 when any document, extraction
@@ -156,6 +174,8 @@ class IndexPipeline:
 
         Raises:
             UsageError: a path does not exist (before anything is read or written).
+            ConfirmationRequiredError: a walked folder is empty or lost more than
+                ``indexing.max_delete_share`` of its documents (before anything is written).
             IndexBusyError: another run is writing this index (before anything is written).
             StoreError: a store failed (what was committed stays committed).
             EmbeddingModelError: the embedding model failed or differs from the index's.
@@ -163,30 +183,58 @@ class IndexPipeline:
         """
         started = time.perf_counter()
         report = IndexReport(index=self._stores.name)
-        self._failed_now = set()
+        self._removed_texts = []
         files, skipped = discover(
             paths, parsing=self._config.parsing, extensions=sorted(self._parsers)
         )
         report.skipped = [FailedDocument(path=s.display_path, reason=s.reason) for s in skipped]
         report.documents_found = len(files)
-        lease = held_lease(
-            self._stores.registry, self._stores.name, ttl_s=self._config.indexing.lease_s
-        )
-        with usage_scope() as usage:
-            async with lease as fence:  # one writer per index, before the first registry read
-                stores, self._stores = self._stores, fenced(self._stores, fence)
-                try:
-                    hashed = await self._hash_all(files, report)
-                    todo = await self._diff(hashed, report)
-                    if todo:
-                        await self._process(todo, report)
-                    report.graph = await self._graph()
-                    report.lazy = await self._lazy()
-                    await record_methodologies(
-                        self._stores.records, self._config.methodologies(), report
-                    )
-                finally:
-                    self._stores = stores
+        roots = walked_scopes(paths, self._config.parsing)
+        async with self._writing() as usage:
+            hashed, unread = await self._hash_all(files)
+            todo = await self._diff(hashed, report)
+            doomed = await walk_deletions(
+                self._stores, files, roots, report, rebuilds=self._derived.rebuilds_graph,
+                share=self._config.indexing.max_delete_share, confirm=confirm_deletions,
+            )  # the guard refuses above: nothing is written before this line
+            for file, error in unread:
+                await self._record_failure(file, "", error, report)
+            removal = await remove_documents(
+                self._stores, doomed, found={h.file.document_id for h in todo}
+            )
+            report.documents_deleted = len(removal.documents)
+            report.text_units_deleted = removal.text_units_removed
+            if todo:
+                await self._process(todo, report)
+            await self._derived.run(self._stores, report, [*removal.texts, *self._removed_texts])
+        report.usage = usage
+        report.elapsed_s = round(time.perf_counter() - started, 3)
+        return report
+
+    async def delete(self, targets: Sequence[str], *, confirm: bool = False) -> DeleteReport:
+        """Remove documents by id or path, then derive the graphs again without them.
+
+        See `ingestion.deletion.delete_documents` (targets, write-ahead, what is derived).
+
+        Args:
+            targets: document ids or paths.
+            confirm: delete even more than ``indexing.max_delete_share`` of the index.
+
+        Returns:
+            The `DeleteReport` (``exit_code`` 3 when a target named no document).
+
+        Raises:
+            ConfirmationRequiredError: more than the share without ``confirm``.
+            ConfigurationError: the index's LLM graph cannot be rebuilt by this configuration.
+            IndexBusyError: another run is writing this index.
+            StoreError: a store failed (the next run finishes the removal).
+        """
+        started = time.perf_counter()
+        async with self._writing() as usage:
+            report = await delete_documents(
+                self._stores, targets, self._derived,
+                share=self._config.indexing.max_delete_share, confirm=confirm,
+            )
         report.usage = usage
         report.elapsed_s = round(time.perf_counter() - started, 3)
         return report
@@ -214,7 +262,7 @@ class IndexPipeline:
             UnitText(u.id, u.text, r.item.file.relative_path)
             for r in parsed if r.value is not None for u in r.value[1]
         ]
-        graph = self._graph_indexer(self._chat)
+        graph = self._derived.graph_indexer(self._stores, self._chat)
         stored = await graph.extractor.stored(units)
         return estimate_graph_cost(
             units,
@@ -228,53 +276,24 @@ class IndexPipeline:
 
     # ----------------------------------------------------------------- stages
 
-    def _graph_indexer(self, chat: ChatModel) -> GraphIndexer:
-        return GraphIndexer(
-            self._stores,
-            chat=chat,
-            embedder=self._embedder,
-            counter=self._budget_tokenizer,
-            config=self._config,
-            project_dir=self._project_dir,
-            progress=self._progress,
+    @asynccontextmanager
+    async def _writing(self) -> AsyncIterator[TokenUsage]:
+        """Hold the index's lease (before the first registry read), fence the stores, meter."""
+        lease = held_lease(
+            self._stores.registry, self._stores.name, ttl_s=self._config.indexing.lease_s
         )
+        with usage_scope() as usage:
+            async with lease as fence:
+                stores, self._stores = self._stores, fenced(self._stores, fence)
+                try:
+                    yield usage
+                finally:
+                    self._stores = stores
 
-    async def _lazy(self) -> LazyBuildReport | None:
-        """Build the LLM-free concept graph when ``lazy`` is selected."""
-        if "lazy" not in self._config.methodologies():
-            return None
-        graph = self._config.graph
-        return await LazyIndexer(
-            self._stores,
-            graph.lazy,
-            seed=graph.communities.seed,
-            max_cluster_size=graph.communities.max_cluster_size,
-            min_community_size=graph.communities.min_community_size,
-            extractor=self._keyphrases,
-            progress=self._progress,
-        ).run(force=self._force_rebuild)
-
-    async def _graph(self) -> GraphBuildReport | None:
-        """Build the LLM knowledge graph when a graph methodology is selected."""
-        methodologies = self._config.methodologies()
-        if not needs_llm(methodologies):
-            return None
-        if self._chat is None:
-            return GraphBuildReport(
-                skipped_reason="no LLM configured (llm.kind: none): text units only; set "
-                "llm.kind to build " + ", ".join(sorted(methodologies))
-            )
-        try:
-            return await self._graph_indexer(self._chat).run(force=self._force_rebuild)
-        except ModelError as exc:
-            # the model is unreachable or refuses us: what is stored stays, the next run resumes
-            logger.info("graph build stopped: %s", exc)
-            return GraphBuildReport(
-                methodologies=sorted(m for m in methodologies if m in GRAPH_METHODOLOGIES),
-                error=" ".join(str(exc).split()),
-            )
-
-    async def _hash_all(self, files: list[CorpusFile], report: IndexReport) -> list[_Hashed]:
+    async def _hash_all(
+        self, files: list[CorpusFile]
+    ) -> tuple[list[_Hashed], list[tuple[CorpusFile, BaseException | None]]]:
+        """Hash every file; return the hashed ones and the unreadable ones (not recorded yet)."""
         self._progress.start("read", len(files))
 
         async def hash_one(file: CorpusFile) -> _Hashed:
@@ -284,13 +303,8 @@ class IndexPipeline:
 
         results = await map_bounded(files, hash_one, concurrency=_IO_CONCURRENCY)
         self._progress.finish("read")
-        hashed: list[_Hashed] = []
-        for r in results:
-            if r.value is not None:
-                hashed.append(r.value)
-            else:
-                await self._record_failure(r.item, "", r.error, report)
-        return hashed
+        hashed = [r.value for r in results if r.value is not None]
+        return hashed, [(r.item, r.error) for r in results if r.value is None]
 
     def _fingerprint(self, content_hash: str) -> str:
         """Return what the registry compares for a document.
@@ -322,11 +336,6 @@ class IndexPipeline:
             report.documents_changed += len(delta.changed)
             report.documents_retried += len(delta.failed_before)
             report.documents_unchanged += len(delta.unchanged)
-            if not all(h.file.explicit for h in docs.values()):
-                # a folder was walked: what the registry holds and the walk missed is missing;
-                # for files named one by one, the rest of their folder was not looked at.
-                # Files found but unreadable this run are failed, not missing.
-                report.documents_missing += len(set(delta.missing) - self._failed_now)
             wanted = set(delta.new) | set(delta.changed) | set(delta.failed_before)
             todo.extend(h for doc_id, h in docs.items() if doc_id in wanted)
         return todo
@@ -406,8 +415,10 @@ class IndexPipeline:
             if old is not None:
                 keep = {u.id for u in doc_units}
                 stale.extend(t for t in old.text_unit_ids if t not in keep)
-        if stale:
-            report.text_units_removed += await search.delete(Collection.TEXT_UNITS, stale)
+        if stale:  # texts kept for the extraction-record collection after the graph build
+            report.text_units_removed += await remove_stale_units(
+                self._stores, stale, self._removed_texts
+            )
         await registry.put(
             [
                 self._record(item.file, doc, DocStatus.PROCESSED, tuple(u.id for u in units))
@@ -470,7 +481,6 @@ class IndexPipeline:
             reason = " ".join(f"{type(error).__name__}: {error}".split())
         else:
             raise error if error is not None else RuntimeError("failure without an error")
-        self._failed_now.add(file.document_id)
         report.failed.append(FailedDocument(path=file.display_path, reason=reason))
         self._progress.warn(f"{file.display_path}: {reason}")
         logger.info("failed to index %s: %s", file.display_path, reason)

@@ -8,7 +8,7 @@ from unified_kg_rag.domain.models import TokenUsage
 from unified_kg_rag.ingestion.graph.report import GraphBuildReport
 from unified_kg_rag.ingestion.lazy import LazyBuildReport
 
-__all__ = ["FailedDocument", "IndexReport"]
+__all__ = ["DeleteReport", "DeletedDocument", "FailedDocument", "IndexReport"]
 
 
 class FailedDocument(BaseModel):
@@ -28,12 +28,20 @@ class IndexReport(BaseModel):
         documents_changed: documents re-indexed because their bytes changed.
         documents_retried: documents that had failed before and were tried again.
         documents_unchanged: documents skipped because their bytes are unchanged.
-        documents_missing: documents of the same source folders that the registry holds but
-            this run did not find (kept; deletion is explicit).
+        documents_deleted: documents removed from the index: not found in a walked folder,
+            or left ``deleting`` by a run that was killed while removing them.
+        documents_missing: documents of a walked folder that this run did not find but kept
+            (``deletion_note`` says why: the index's LLM graph cannot be rebuilt now).
+        documents_kept_on_disk: documents not found by the walk whose files are still on
+            disk (excluded, unsupported extension): kept; `ukr delete` removes them.
+        deletion_note: why documents not found were kept ("" when none was).
         text_units_written: text units stored by this run.
         text_units_embedded: text units the embedding model was run on.
         text_units_reused: text units already stored with a vector (not embedded again).
         text_units_removed: stale text units of changed documents removed.
+        text_units_deleted: text units of deleted documents removed.
+        records_removed: extraction records of removed text deleted from the record store
+            (identical text still in the index keeps its record).
         failed: documents that failed, with their reasons.
         skipped: files left out of folder walks (unsupported extension, excluded), with reasons.
         elapsed_s: wall time, seconds.
@@ -49,11 +57,16 @@ class IndexReport(BaseModel):
     documents_changed: int = 0
     documents_retried: int = 0
     documents_unchanged: int = 0
+    documents_deleted: int = 0
     documents_missing: int = 0
+    documents_kept_on_disk: int = 0
+    deletion_note: str = ""
     text_units_written: int = 0
     text_units_embedded: int = 0
     text_units_reused: int = 0
     text_units_removed: int = 0
+    text_units_deleted: int = 0
+    records_removed: int = 0
     failed: list[FailedDocument] = Field(default_factory=list)
     skipped: list[FailedDocument] = Field(default_factory=list)
     elapsed_s: float = 0.0
@@ -74,3 +87,45 @@ class IndexReport(BaseModel):
             return 1
         graph_failed = self.graph is not None and not self.graph.succeeded
         return 3 if self.failed or graph_failed else 0
+
+
+class DeletedDocument(BaseModel):
+    """A document removed from the index."""
+
+    document_id: str
+    path: str
+    source_scope: str
+
+
+class DeleteReport(BaseModel):
+    """What one `IndexPipeline.delete` (``ukr delete``) did.
+
+    Attributes:
+        index: the index written.
+        deleted: the documents removed (those a killed run had left ``deleting`` included).
+        unknown: the ids or paths that named no document (or several), with the reason.
+        text_units_removed: text units removed from the search index.
+        records_removed: extraction records of the removed text deleted.
+        elapsed_s: wall time, seconds.
+        usage: model usage of the run (summaries and reports derived again).
+        graph: the LLM graph build after the removal (None when none was needed).
+        lazy: the concept-graph build after the removal (None when not selected).
+    """
+
+    index: str
+    deleted: list[DeletedDocument] = Field(default_factory=list)
+    unknown: list[FailedDocument] = Field(default_factory=list)
+    text_units_removed: int = 0
+    records_removed: int = 0
+    elapsed_s: float = 0.0
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    graph: GraphBuildReport | None = None
+    lazy: LazyBuildReport | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """0 if done, 1 if the graph build stopped, 3 if a target was unknown or an item failed."""
+        if self.graph is not None and self.graph.error:
+            return 1
+        graph_failed = self.graph is not None and not self.graph.succeeded
+        return 3 if self.unknown or graph_failed else 0

@@ -5,6 +5,7 @@
     UkrError                      exit 1 unless a subclass says otherwise
     ├── ConfigurationError        exit 2: bad config file, field or unknown plugin name
     ├── UsageError                exit 2: a bad argument (empty question, missing path)
+    ├── ConfirmationRequiredError exit 2: a mass deletion needs --yes; nothing was written
     ├── InputError                exit 3: one input document cannot be read; names the file
     ├── StoreError                a store failed; never disguised as "no results"
     │   ├── StoreConnectionError  unreachable, locked or closed store
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigurationError",
+    "ConfirmationRequiredError",
     "EmbeddingMismatchError",
     "EmbeddingModelError",
     "IndexBusyError",
@@ -91,6 +93,27 @@ class UsageError(UkrError):
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(f"{field}: {message}" if field else message)
         self.field = field
+
+
+class ConfirmationRequiredError(UkrError):
+    """A run would delete many documents at once and was not told to (``--yes``).
+
+    Raised before anything is written: a folder that is suddenly empty (unmounted, moved) or
+    that lost more than ``indexing.max_delete_share`` of its documents looks like a mistake.
+
+    Attributes:
+        index: the index.
+        would_delete: how many documents the run would delete.
+        of: how many documents the judged scope holds.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, index: str, would_delete: int, of: int) -> None:
+        super().__init__(message)
+        self.index = index
+        self.would_delete = would_delete
+        self.of = of
 
 
 class InputError(UkrError):

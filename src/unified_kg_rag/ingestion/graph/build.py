@@ -5,7 +5,9 @@ text unit the index holds (seed 000 §4.1: resolution starts from the merge of a
 so it never depends on batching or run history. A build whose inputs (the text units, the
 model, prompts, settings and methodologies) match the last complete build is skipped; a build
 with failed units or reports is written (so queries see what succeeded) but not recorded as
-complete, so the next run asks again for what failed and only that.
+complete, so the next run asks again for what failed and only that. After a document is
+removed, the build derives every item again from the surviving units' records (no stale fact
+survives) and `GraphIndexer.collect_records` deletes the records only removed text had.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.domain.communities import detect_communities
 from unified_kg_rag.domain.index_meta import INDEX_NAMESPACE
-from unified_kg_rag.domain.models import Entity, Relationship
+from unified_kg_rag.domain.models import DocStatus, Entity, Relationship
 from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.domain.resolution import resolve_graph
 from unified_kg_rag.domain.usage import usage_scope
@@ -234,6 +236,37 @@ class GraphIndexer:
             json.dumps({"digest": digest, "complete": report.complete}),
         )
         return report
+
+    async def collect_records(self, removed_texts: Sequence[str]) -> int:
+        """Delete the extraction records that only removed text had (after a removal).
+
+        The texts of every text unit the registry still lists (``deleting`` documents left
+        out) keep their records, so identical text in a surviving document is not extracted
+        again. Records of a run killed before this step are left: harmless, they are never
+        read for a unit that does not exist.
+
+        Args:
+            removed_texts: texts of the text units removed this run.
+
+        Returns:
+            The number of records deleted.
+
+        Raises:
+            StoreError: a store failed.
+        """
+        if not removed_texts:
+            return 0
+        listed = {
+            t: r.path
+            for r in await self._stores.registry.list_records()
+            if r.status is not DocStatus.DELETING
+            for t in r.text_unit_ids
+        }
+        kept = await load_units(self._stores, listed)
+        removed = await self.extractor.forget(removed_texts, [u.text for u in kept])
+        if removed:
+            logger.info("deleted %d extraction record(s) of removed text", removed)
+        return removed
 
     async def _summarize(
         self,

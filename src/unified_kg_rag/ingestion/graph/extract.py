@@ -3,7 +3,8 @@
 A text unit whose fingerprint (text, model, prompts, settings: `extraction_fingerprint`) has a
 stored record takes it without a model call, so a re-run, a resumed run and identical chunks
 elsewhere cost nothing; ``force`` asks again and overwrites. Each record is stored as soon as
-its unit is done, so a run killed halfway never asks for a finished unit twice.
+its unit is done, so a run killed halfway never asks for a finished unit twice. Records of
+text the index no longer holds are deleted by `GraphExtractor.forget` after a removal.
 
 Failures (seed 000 §4.1, issue #4): a reply that cannot be read or a request the server
 rejects (HTTP 400/413/422) fails that unit only; it gets no record and the next run asks
@@ -15,7 +16,7 @@ the server's message. Nothing is written to the graph before extraction has fini
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from unified_kg_rag.config.graph import ExtractionConfig
@@ -144,6 +145,30 @@ class GraphExtractor:
             except ValueError:
                 logger.warning("stored extraction record %s is unreadable; extracting again", key)
         return out
+
+    async def forget(self, removed: Iterable[str], kept: Iterable[str]) -> int:
+        """Delete the stored records of the ``removed`` texts that no ``kept`` text shares.
+
+        The record-store garbage collection after a removal: a record is keyed by its text's
+        fingerprint, so identical text in a surviving unit keeps the record. Only records
+        under the current model, prompts and settings are found (older ones are left).
+
+        Args:
+            removed: texts of text units removed from the index (deleted documents' units,
+                stale units of changed documents).
+            kept: texts of every text unit the index still holds.
+
+        Returns:
+            The number of records deleted.
+
+        Raises:
+            StoreError: the record store failed.
+        """
+        gone = set(removed) - set(kept)
+        if not gone:
+            return 0
+        keys = sorted({self.fingerprint(text) for text in gone})
+        return await self._records.delete(RECORDS_NAMESPACE, keys)
 
     async def run(
         self,
