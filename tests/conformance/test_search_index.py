@@ -354,3 +354,18 @@ def test_filters_on_non_ascii_and_backslash_keys(backend: StoreBackend) -> None:
         assert await ids({"作者": None}) == ["b"]
 
     asyncio.run(body())
+
+
+def test_ids_lists_one_collection_of_one_index(backend: StoreBackend) -> None:
+    async def body() -> None:
+        idx, other = backend.search_index("default"), backend.search_index("other")
+        await idx.upsert(TU, [rec("b", "banana"), rec("a", "apple")])
+        await idx.upsert(Collection.ENTITIES, [rec("e", "Eve")])
+        await other.upsert(TU, [rec("z", "zebra")])
+        assert await idx.ids(TU) == ["a", "b"]
+        assert await idx.ids(Collection.ENTITIES) == ["e"]
+        assert await idx.ids(Collection.REPORTS) == []
+        await idx.delete(TU, ["a"])
+        assert await idx.ids(TU) == ["b"]
+
+    asyncio.run(body())

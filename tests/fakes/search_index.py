@@ -75,6 +75,9 @@ class FakeSearchIndex:
         stored = self.items[collection]
         return {i for i in ids if i in stored and stored[i][1] is not None}
 
+    async def ids(self, collection: Collection) -> list[str]:
+        return sorted(self.items[collection])
+
     async def count(self, collection: Collection) -> int:
         return len(self.items[collection])
 

@@ -103,7 +103,8 @@ def render_report(report: IndexReport) -> None:
         "  new / changed / retried",
         f"{report.documents_new} / {report.documents_changed} / {report.documents_retried}",
     )
-    table.add_row("  unchanged (skipped)", str(report.documents_unchanged))
+    unchanged = "  unchanged (processed again)" if report.reset else "  unchanged (skipped)"
+    table.add_row(unchanged, str(report.documents_unchanged))
     table.add_row("  failed", str(len(report.failed)))
     table.add_row("text units written", str(report.text_units_written))
     table.add_row(
@@ -124,6 +125,9 @@ def render_report(report: IndexReport) -> None:
                       f"({report.text_units_deleted} text units)")
     if report.records_removed:
         table.add_row("  extraction records removed", str(report.records_removed))
+    if report.reset:
+        table.add_row("orphans removed (reset)", f"{report.text_units_orphaned} text units, "
+                      f"{report.graph_items_orphaned} graph items")
     if report.documents_kept_on_disk:
         table.add_row("not found, file skipped (kept)", str(report.documents_kept_on_disk))
     if report.documents_missing:
@@ -176,6 +180,16 @@ def index_command(
             "replaced) and rebuild the graph.",
         ),
     ] = False,
+    reset: Annotated[
+        bool,
+        typer.Option(
+            "--reset",
+            help="Rebuild the whole index in place: process every document again, delete text "
+            "units no document names, derive the graphs again. Queries keep working; stored "
+            "vectors, extraction records and cached replies are reused (an unchanged corpus "
+            "costs no model call). With --force-rebuild, every extraction is asked again.",
+        ),
+    ] = False,
     yes: YesOpt = False,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -188,7 +202,8 @@ def index_command(
     reports. Folders are walked recursively; hidden files and unsupported extensions are
     skipped. Documents of a folder whose files are gone are deleted from the index; a folder
     that is suddenly empty, or lost more than `indexing.max_delete_share` of its documents,
-    stops the run before anything is written unless `--yes` is given. Exit status 3 when any
+    stops the run before anything is written unless `--yes` is given. `--reset` rebuilds the
+    whole index without taking it offline (see the incremental guide). Exit status 3 when any
     document, extraction or report failed (the others are indexed; the next run retries what
     failed).
     """
@@ -217,7 +232,7 @@ def index_command(
                     force_rebuild=force_rebuild,
                     keyphrase_extractor=app.keyphrase_extractor,
                 )
-                return await pipeline.run(paths, confirm_deletions=yes)
+                return await pipeline.run(paths, confirm_deletions=yes, reset=reset)
 
     report = run(
         main,

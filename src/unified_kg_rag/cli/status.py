@@ -19,7 +19,7 @@ from unified_kg_rag.cli.common import (
     printable,
     run,
 )
-from unified_kg_rag.domain.models import IndexInfo
+from unified_kg_rag.ingestion.status import IndexStatus
 
 __all__ = ["StatusReport", "status_command"]
 
@@ -29,7 +29,7 @@ class StatusReport(BaseModel):
 
     project_dir: str
     store: str
-    indexes: list[IndexInfo] = Field(default_factory=list)
+    indexes: list[IndexStatus] = Field(default_factory=list)
 
 
 def status_command(
@@ -39,7 +39,12 @@ def status_command(
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Show each index: documents by status, stored items, embedding model."""
+    """Show each index: documents by status, stored items, embedding model, drift.
+
+    Drift: communities without a report, entities in no community, documents failed, pending
+    or deleting. When the share of those (`indexing.reset_drift_share`) is passed, a line
+    recommends `ukr index PATH --reset`.
+    """
 
     async def main() -> StatusReport:
         from unified_kg_rag.bootstrap import build_app
@@ -48,7 +53,8 @@ def status_command(
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         async with build_app(config, project_dir) as app:
             names = await app.backend.list_indexes()
-            infos = [await describe_index(app.index(n)) for n in names]
+            share = config.indexing.reset_drift_share
+            infos = [await describe_index(app.index(n), reset_drift_share=share) for n in names]
             return StatusReport(
                 project_dir=str(project_dir), store=app.backend.location, indexes=infos
             )
@@ -75,4 +81,22 @@ def status_command(
             left = info.writer.expires_at - time.time()
             state = f"lease lapses in {left:.0f} s" if left > 0 else "lease lapsed"
             table.add_row("writer", f"{printable(info.writer.holder)} ({state})")
+        _drift_rows(table, info)
         out_console.print(table)
+        if info.drift.reset_recommended:
+            out_console.print(
+                f"[yellow]drift {info.drift.share:.0%} > {info.drift.threshold:.0%}[/] "
+                f"(indexing.reset_drift_share): run `ukr index PATH --reset --index "
+                f"{printable(info.name)}` to rebuild index '{printable(info.name)}' in place",
+                soft_wrap=True,
+            )
+
+
+def _drift_rows(table: Table, info: IndexStatus) -> None:
+    """Add the graph's drift rows that are not zero (documents per status are shown above)."""
+    d = info.drift
+    if d.communities_without_report:
+        table.add_row("communities without report",
+                      f"{d.communities_without_report} of {d.communities}")
+    if d.entities_unclustered:
+        table.add_row("entities in no community", f"{d.entities_unclustered} of {d.entities}")

@@ -330,6 +330,14 @@ class IndexingConfig(_Section):
         "folder is suddenly empty (unmounted, moved), stops before writing anything. 1.0 asks "
         "only for an empty folder.",
     )
+    reset_drift_share: float = Field(
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="`ukr status` recommends `ukr index PATH --reset` when the share of "
+        "communities without a report, or of documents `failed`, `pending` or `deleting`, "
+        "passes this value.",
+    )
 
 
 # --------------------------------------------------------------------------- query

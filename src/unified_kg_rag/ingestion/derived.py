@@ -20,6 +20,7 @@ from unified_kg_rag.ingestion.graph.report import GraphBuildReport
 from unified_kg_rag.ingestion.lazy import LazyBuildReport, LazyIndexer
 from unified_kg_rag.ingestion.methodologies import record_methodologies
 from unified_kg_rag.ingestion.report import IndexReport
+from unified_kg_rag.ingestion.reset import sweep_graph_orphans
 from unified_kg_rag.ports import (
     ChatModel,
     Embedder,
@@ -92,28 +93,44 @@ class DerivedStages:
         )
 
     async def run(
-        self, stores: IndexStores, report: IndexReport, removed_texts: Sequence[str] = ()
+        self,
+        stores: IndexStores,
+        report: IndexReport,
+        removed_texts: Sequence[str] = (),
+        *,
+        rebuild: bool = False,
     ) -> None:
         """Build the graphs, collect the records of removed text, record the methodologies.
 
         Args:
             stores: the index's (fenced) stores.
-            report: receives ``graph``, ``lazy`` and ``records_removed``.
+            report: receives ``graph``, ``lazy``, ``records_removed`` and
+                ``graph_items_orphaned``.
             removed_texts: texts of the text units the run removed (deleted documents' and
                 stale units of changed documents).
+            rebuild: ``--reset``: build even when the inputs are unchanged (reusing the stored
+                extraction records and the response cache) and then delete the graph items
+                the new build's manifest does not list (`ingestion.reset`).
 
         Raises:
             StoreError: a store failed.
             ConfigurationError: a configured prompt file is unusable.
         """
-        report.graph = await self._graph(stores)
+        report.graph = await self._graph(stores, rebuild=rebuild)
+        graph = report.graph
+        if rebuild and graph is not None and not graph.error and not graph.skipped_reason:
+            report.graph_items_orphaned = await sweep_graph_orphans(
+                stores, relationship_vectors=any(
+                    m in ("lightrag", "hipporag") for m in graph.methodologies
+                ),
+            )
         if removed_texts and self.rebuilds_graph and self._chat is not None:
             indexer = self.graph_indexer(stores, self._chat)
             report.records_removed = await indexer.collect_records(removed_texts)
-        report.lazy = await self._lazy(stores)
+        report.lazy = await self._lazy(stores, rebuild=rebuild)
         await record_methodologies(stores.records, self._config.methodologies(), report)
 
-    async def _lazy(self, stores: IndexStores) -> LazyBuildReport | None:
+    async def _lazy(self, stores: IndexStores, *, rebuild: bool) -> LazyBuildReport | None:
         """Build the LLM-free concept graph when ``lazy`` is selected."""
         if "lazy" not in self._config.methodologies():
             return None
@@ -126,9 +143,9 @@ class DerivedStages:
             min_community_size=graph.communities.min_community_size,
             extractor=self._keyphrases,
             progress=self._progress,
-        ).run(force=self._force)
+        ).run(force=self._force or rebuild)
 
-    async def _graph(self, stores: IndexStores) -> GraphBuildReport | None:
+    async def _graph(self, stores: IndexStores, *, rebuild: bool) -> GraphBuildReport | None:
         """Build the LLM knowledge graph when a graph methodology is selected."""
         methodologies = self._config.methodologies()
         if not needs_llm(methodologies):
@@ -139,7 +156,9 @@ class DerivedStages:
                 "llm.kind to build " + ", ".join(sorted(methodologies))
             )
         try:
-            return await self.graph_indexer(stores, self._chat).run(force=self._force)
+            return await self.graph_indexer(stores, self._chat).run(
+                force=self._force, rebuild=rebuild
+            )
         except ModelError as exc:
             # the model is unreachable or refuses us: what is stored stays, the next run resumes
             logger.info("graph build stopped: %s", exc)

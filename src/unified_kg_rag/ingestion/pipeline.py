@@ -6,6 +6,7 @@ a mass deletion before any write) → for the new, changed and previously failed
 batches: parse → chunk → embed (only text units not already stored with a vector) → write
 (search index) → drop the stale text units of changed documents → commit (registry record
 ``processed``) → derived stages (`ingestion.derived`: graphs, extraction-record collection).
+``--reset`` processes every document found and sweeps orphans (`ingestion.reset`).
 
 A document is committed only after its text units landed, so a run stopped at any point
 (Ctrl-C, a crash) loses nothing: the next run finds the stored units by id and embeds only
@@ -31,7 +32,6 @@ from unified_kg_rag.domain.models import (
     DocRecord,
     DocStatus,
     Document,
-    IndexRecord,
     TextUnit,
     TokenUsage,
 )
@@ -50,7 +50,8 @@ from unified_kg_rag.ingestion.graph.estimate import CostEstimate, estimate_graph
 from unified_kg_rag.ingestion.lease import fenced, held_lease
 from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ingestion.report import DeleteReport, FailedDocument, IndexReport
-from unified_kg_rag.ingestion.units import UnitText
+from unified_kg_rag.ingestion.reset import check_reset, sweep_orphan_units
+from unified_kg_rag.ingestion.units import UnitText, text_unit_record, unit_title, unit_union
 from unified_kg_rag.ports import (
     ChatModel,
     DocumentParser,
@@ -77,37 +78,6 @@ class _Hashed:
     content_hash: str
 
 
-def text_unit_record(unit: TextUnit) -> IndexRecord:
-    """Return the search-index record of a text unit (its text and filterable fields)."""
-    meta = unit.metadata
-    return IndexRecord(
-        id=unit.id,
-        text=unit.text,
-        fields={
-            "document_id": unit.document_id,
-            "path": meta.get("path"),
-            "source_scope": meta.get("source_scope"),
-            "title": meta.get("title"),
-            "chunk_index": meta.get("chunk_index"),
-            "start_char": unit.start_char,
-            "end_char": unit.end_char,
-            "n_tokens": unit.n_tokens,
-        },
-    )
-
-
-def _union(old: DocRecord | None, units: list[TextUnit]) -> tuple[str, ...]:
-    ids = [u.id for u in units]
-    if old is not None:
-        ids += [t for t in old.text_unit_ids if t not in set(ids)]
-    return tuple(ids)
-
-
-def _title(unit: TextUnit) -> str | None:
-    title = unit.metadata.get("title")
-    return title if isinstance(title, str) else None
-
-
 class IndexPipeline:
     """Indexes files into one index.
 
@@ -122,7 +92,8 @@ class IndexPipeline:
         chat_model: the wrapped LLM; None (``llm.kind: none``) indexes text units only.
         budget_tokenizer: token counter for prompt budgets (default: the chunk tokenizer).
         project_dir: where relative prompt files of the configuration are looked up.
-        force_rebuild: ask the LLM again for every extraction record and rebuild the graph.
+        force_rebuild: ask the LLM again for every extraction record and rebuild the graph
+            (with ``run(reset=True)``: a reset that re-extracts everything too).
         keyphrase_extractor: the `lazy` concept graph's extractor (default: YAKE).
     """
 
@@ -156,15 +127,26 @@ class IndexPipeline:
             force_rebuild=force_rebuild, keyphrase_extractor=keyphrase_extractor,
         )
 
-    async def run(self, paths: Sequence[Path], *, confirm_deletions: bool = False) -> IndexReport:
+    async def run(
+        self, paths: Sequence[Path], *, confirm_deletions: bool = False, reset: bool = False
+    ) -> IndexReport:
         """Index the files under ``paths``; only new, changed and previously failed ones work.
 
         Documents of a walked folder that are no longer found are deleted (with everything
         derived from them); a file found but unreadable is ``failed``, never deleted.
 
+        With ``reset``, the index is rebuilt in place (`ingestion.reset`): every document found
+        is processed again as if changed (units with the same id keep their stored vector),
+        text units no document names are deleted, and the graphs are derived again from the
+        stored extraction records (the response cache answers unchanged summaries and
+        reports), their stale items removed as a diff. Nothing is emptied first, so queries
+        keep working; a reset of an unchanged corpus makes no model call and embeds nothing.
+        With ``force_rebuild`` too, every extraction is asked again.
+
         Args:
             paths: files and folders.
             confirm_deletions: delete even when the mass-deletion guard would ask (``--yes``).
+            reset: rebuild the whole index in place (``--reset``).
 
         Returns:
             The run's `IndexReport`; ``report.exit_code`` is 3 when any document, extraction
@@ -176,13 +158,15 @@ class IndexPipeline:
             UsageError: a path does not exist (before anything is read or written).
             ConfirmationRequiredError: a walked folder is empty or lost more than
                 ``indexing.max_delete_share`` of its documents (before anything is written).
+            ConfigurationError: ``reset`` on an index holding an LLM graph that this
+                configuration cannot rebuild (before anything is written).
             IndexBusyError: another run is writing this index (before anything is written).
             StoreError: a store failed (what was committed stays committed).
             EmbeddingModelError: the embedding model failed or differs from the index's.
             asyncio.CancelledError: the run was interrupted; the next run resumes it.
         """
         started = time.perf_counter()
-        report = IndexReport(index=self._stores.name)
+        report = IndexReport(index=self._stores.name, reset=reset)
         self._removed_texts = []
         files, skipped = discover(
             paths, parsing=self._config.parsing, extensions=sorted(self._parsers)
@@ -191,10 +175,13 @@ class IndexPipeline:
         report.documents_found = len(files)
         roots = walked_scopes(paths, self._config.parsing)
         async with self._writing() as usage:
+            rebuilds = self._derived.rebuilds_graph
+            if reset:
+                await check_reset(self._stores, rebuilds=rebuilds)
             hashed, unread = await self._hash_all(files)
-            todo = await self._diff(hashed, report)
+            todo = await self._diff(hashed, report, reset=reset)
             doomed = await walk_deletions(
-                self._stores, files, roots, report, rebuilds=self._derived.rebuilds_graph,
+                self._stores, files, roots, report, rebuilds=rebuilds,
                 share=self._config.indexing.max_delete_share, confirm=confirm_deletions,
             )  # the guard refuses above: nothing is written before this line
             for file, error in unread:
@@ -206,7 +193,13 @@ class IndexPipeline:
             report.text_units_deleted = removal.text_units_removed
             if todo:
                 await self._process(todo, report)
-            await self._derived.run(self._stores, report, [*removal.texts, *self._removed_texts])
+            if reset:
+                report.text_units_orphaned = await sweep_orphan_units(
+                    self._stores, self._removed_texts
+                )
+            await self._derived.run(
+                self._stores, report, [*removal.texts, *self._removed_texts], rebuild=reset
+            )
         report.usage = usage
         report.elapsed_s = round(time.perf_counter() - started, 3)
         return report
@@ -323,7 +316,10 @@ class IndexPipeline:
             }
         )
 
-    async def _diff(self, hashed: list[_Hashed], report: IndexReport) -> list[_Hashed]:
+    async def _diff(
+        self, hashed: list[_Hashed], report: IndexReport, *, reset: bool
+    ) -> list[_Hashed]:
+        """Return the documents to process: new, changed, failed before (all with ``reset``)."""
         by_scope: dict[str, dict[str, _Hashed]] = {}
         for h in hashed:
             by_scope.setdefault(h.file.source_scope, {})[h.file.document_id] = h
@@ -337,6 +333,8 @@ class IndexPipeline:
             report.documents_retried += len(delta.failed_before)
             report.documents_unchanged += len(delta.unchanged)
             wanted = set(delta.new) | set(delta.changed) | set(delta.failed_before)
+            if reset:
+                wanted |= set(delta.unchanged)
             todo.extend(h for doc_id, h in docs.items() if doc_id in wanted)
         return todo
 
@@ -390,7 +388,9 @@ class IndexPipeline:
         # computed from that union).
         await registry.put(
             [
-                self._record(item.file, doc, DocStatus.PENDING, _union(previous.get(doc.id), units))
+                self._record(
+                    item.file, doc, DocStatus.PENDING, unit_union(previous.get(doc.id), units)
+                )
                 for item, doc, units in ready
             ]
         )
@@ -399,7 +399,7 @@ class IndexPipeline:
         if fresh:
             started = time.perf_counter()
             vectors = await self._embedder.embed_documents(
-                [embedding_input(u.text, _title(u)) for u in fresh]
+                [embedding_input(u.text, unit_title(u)) for u in fresh]
             )
             report.embedding_s = round(report.embedding_s + time.perf_counter() - started, 3)
             await search.upsert(
@@ -463,7 +463,8 @@ class IndexPipeline:
         with_vector = await search.existing_ids(Collection.TEXT_UNITS, ids)
         stored = {r.id: r for r in await search.get(Collection.TEXT_UNITS, sorted(with_vector))}
         return [
-            u for u in units if u.id not in stored or stored[u.id].fields.get("title") != _title(u)
+            u for u in units
+            if u.id not in stored or stored[u.id].fields.get("title") != unit_title(u)
         ]
 
     async def _record_failure(

@@ -27,7 +27,8 @@ class IndexReport(BaseModel):
         documents_new: documents indexed for the first time.
         documents_changed: documents re-indexed because their bytes changed.
         documents_retried: documents that had failed before and were tried again.
-        documents_unchanged: documents skipped because their bytes are unchanged.
+        documents_unchanged: documents whose bytes are unchanged: skipped (processed again by
+            a reset).
         documents_deleted: documents removed from the index: not found in a walked folder,
             or left ``deleting`` by a run that was killed while removing them.
         documents_missing: documents of a walked folder that this run did not find but kept
@@ -42,6 +43,10 @@ class IndexReport(BaseModel):
         text_units_deleted: text units of deleted documents removed.
         records_removed: extraction records of removed text deleted from the record store
             (identical text still in the index keeps its record).
+        reset: the run was a ``--reset`` (every document found was processed again, its
+            unchanged ones included, and the graphs were derived again).
+        text_units_orphaned: text units no document of the index named, removed by a reset.
+        graph_items_orphaned: graph items no graph build listed, removed by a reset.
         failed: documents that failed, with their reasons.
         skipped: files left out of folder walks (unsupported extension, excluded), with reasons.
         elapsed_s: wall time, seconds.
@@ -67,6 +72,9 @@ class IndexReport(BaseModel):
     text_units_removed: int = 0
     text_units_deleted: int = 0
     records_removed: int = 0
+    reset: bool = False
+    text_units_orphaned: int = 0
+    graph_items_orphaned: int = 0
     failed: list[FailedDocument] = Field(default_factory=list)
     skipped: list[FailedDocument] = Field(default_factory=list)
     elapsed_s: float = 0.0

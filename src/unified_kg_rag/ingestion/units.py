@@ -1,13 +1,14 @@
-"""The text units an index holds, as the graph stages read them (processed documents only)."""
+"""The text units an index holds: their search records, and as the graph stages read them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from unified_kg_rag.domain.models import Collection, DocStatus
+from unified_kg_rag.domain.models import Collection, DocRecord, DocStatus, IndexRecord, TextUnit
 from unified_kg_rag.ports import IndexStores
 
-__all__ = ["UnitText", "load_units", "processed_unit_paths"]
+__all__ = ["UnitText", "load_units", "processed_unit_paths", "text_unit_record", "unit_title",
+           "unit_union"]
 
 _READ_BATCH = 2000
 
@@ -43,3 +44,37 @@ async def load_units(stores: IndexStores, paths: dict[str, str]) -> list[UnitTex
             out.append(UnitText(rec.id, rec.text, paths.get(rec.id, ""),
                                 title if isinstance(title, str) else ""))
     return out
+
+
+def text_unit_record(unit: TextUnit) -> IndexRecord:
+    """Return the search-index record of a text unit (its text and filterable fields)."""
+    meta = unit.metadata
+    return IndexRecord(
+        id=unit.id,
+        text=unit.text,
+        fields={
+            "document_id": unit.document_id,
+            "path": meta.get("path"),
+            "source_scope": meta.get("source_scope"),
+            "title": meta.get("title"),
+            "chunk_index": meta.get("chunk_index"),
+            "start_char": unit.start_char,
+            "end_char": unit.end_char,
+            "n_tokens": unit.n_tokens,
+        },
+    )
+
+
+def unit_union(old: DocRecord | None, units: list[TextUnit]) -> tuple[str, ...]:
+    """Return the ids of ``units`` then those of ``old``'s units not among them (write-ahead)."""
+    ids = [u.id for u in units]
+    if old is not None:
+        seen = set(ids)
+        ids += [t for t in old.text_unit_ids if t not in seen]
+    return tuple(ids)
+
+
+def unit_title(unit: TextUnit) -> str | None:
+    """Return the title of a unit's document (part of its embedding input), if any."""
+    title = unit.metadata.get("title")
+    return title if isinstance(title, str) else None

@@ -81,6 +81,10 @@ class SearchIndex(Protocol):
         """Return the subset of ``ids`` stored with a vector."""
         ...
 
+    async def ids(self, collection: Collection) -> list[str]:
+        """Return the id of every record of ``collection``, sorted (for orphan sweeps)."""
+        ...
+
     async def search(
         self,
         collection: Collection,

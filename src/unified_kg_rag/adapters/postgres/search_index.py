@@ -306,6 +306,17 @@ class PgSearchIndex:
 
         return await self._db.read_index(self._index, job, set())
 
+    async def ids(self, collection: Collection) -> list[str]:
+        """Return the id of every record of ``collection``, sorted (for orphan sweeps)."""
+
+        async def job(conn: Conn) -> list[str]:
+            rows = await (await conn.execute(
+                "SELECT id FROM search_records WHERE collection = %s",
+                (collection.value,))).fetchall()
+            return sorted(str(r[0]) for r in rows)
+
+        return await self._db.read_index(self._index, job, [])
+
     async def count(self, collection: Collection) -> int:
         """Return the number of records in ``collection``."""
 

@@ -204,6 +204,18 @@ class SqliteSearchIndex:
 
         return await self._db.read(job)
 
+    async def ids(self, collection: Collection) -> list[str]:
+        """Return the id of every record of ``collection``, sorted (for orphan sweeps)."""
+
+        def job(conn: sqlite3.Connection) -> list[str]:
+            return [row[0] for row in conn.execute(
+                "SELECT id FROM search_records WHERE index_name = ? AND collection = ? "
+                "ORDER BY id",
+                (self._index, collection.value),
+            )]
+
+        return await self._db.read(job)
+
     async def count(self, collection: Collection) -> int:
         """Return the number of records in ``collection``."""
 

@@ -167,12 +167,14 @@ class GraphIndexer:
             }
         )
 
-    async def run(self, *, force: bool = False) -> GraphBuildReport:
+    async def run(self, *, force: bool = False, rebuild: bool = False) -> GraphBuildReport:
         """Build (or skip, when current) the index's graph.
 
         Args:
             force: re-ask the model for every extraction record (``--force-rebuild``) and
                 build even when the inputs are unchanged.
+            rebuild: build even when the inputs are unchanged, reusing the stored extraction
+                records and the response cache (``--reset``: no call for unchanged text).
 
         Raises:
             ModelError: the model failed in a way that is not one item's own (authentication,
@@ -185,7 +187,7 @@ class GraphIndexer:
         digest = self.digest(list(paths))
         raw = await self._stores.records.get(INDEX_NAMESPACE, BUILD_KEY)
         last = json.loads(raw) if raw else {}
-        if not force and last.get("digest") == digest and last.get("complete"):
+        if not (force or rebuild) and last.get("digest") == digest and last.get("complete"):
             report.skipped_reason = "unchanged since the last complete build"
             return report
         units = await load_units(self._stores, paths)
