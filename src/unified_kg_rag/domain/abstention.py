@@ -44,5 +44,5 @@ def detect_abstention(answer: str) -> tuple[bool, str]:
         consumed += 1
         if seen >= target:
             break
-    rest = answer[consumed:].lstrip(" *_:-—\n\t")
+    rest = answer[consumed:].lstrip(" *_:-—`\n\t")
     return True, rest.strip()

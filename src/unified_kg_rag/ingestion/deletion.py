@@ -374,9 +374,10 @@ async def delete_documents(
     A target is a document id, a file's full path (relative paths are taken from the
     current directory), or a path relative to its source folder when only one document has
     it (`match_documents`). Removal writes ahead (`remove_documents`) and finishes what a
-    killed run left ``deleting``; when anything was removed, the LLM graph and concept graph
-    are built again from the surviving text units (`DerivedStages.run`) and the extraction
-    records only removed text had are deleted.
+    killed run left ``deleting``; then the LLM graph and concept graph are built again from
+    the surviving text units (`DerivedStages.run`; each skips itself when current, so a
+    repeated delete repairs a killed one's graphs) and the extraction records only removed
+    text had are deleted.
 
     Args:
         stores: the index's (fenced) stores, under the run's lease.
@@ -401,11 +402,13 @@ async def delete_documents(
         for r in removal.documents
     ]
     report.text_units_removed = removal.text_units_removed
-    if removal.documents:
-        derived_report = IndexReport(index=report.index)
-        await derived.run(stores, derived_report, removal.texts)
-        report.graph, report.lazy = derived_report.graph, derived_report.lazy
-        report.records_removed = derived_report.records_removed
+    # Derived even when nothing was removed now: a delete killed after its registry records
+    # went but before the graphs were derived left them stale, and repeating it must repair
+    # them (each build skips itself when its inputs match its last complete build).
+    derived_report = IndexReport(index=report.index)
+    await derived.run(stores, derived_report, removal.texts)
+    report.graph, report.lazy = derived_report.graph, derived_report.lazy
+    report.records_removed = derived_report.records_removed
     return report
 
 

@@ -59,12 +59,14 @@ from unified_kg_rag.retrieval.strategies.auto import ROUTABLE, choose_strategy, 
 from unified_kg_rag.util.errors import (
     EmbeddingMismatchError,
     MethodologyNotIndexedError,
+    ModelError,
     UsageError,
 )
 
 __all__ = [
     "CANNOT_ANSWER",
     "FILTER_FIELDS",
+    "MAX_QUESTION_CHARS",
     "RAGChain",
     "RAGInput",
     "RetrievalOutput",
@@ -74,8 +76,13 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 CANNOT_ANSWER = "I cannot answer: no passage in the index matches the question."
+DECLINED = "The sources do not answer the question."
+"""The answer shown when the model declined with the bare marker and no reason."""
 
 FilterMap = Mapping[str, MetadataValue | Sequence[MetadataValue]]
+
+MAX_QUESTION_CHARS = 20_000
+"""Longest question accepted, characters (a question is embedded and searched whole)."""
 
 FILTER_FIELDS: tuple[str, ...] = (
     "chunk_index", "document_id", "end_char", "n_tokens", "path", "source_scope",
@@ -321,6 +328,9 @@ class RAGChain:
                     parts.append(delta)
                     yield delta
                 answer, kind = "".join(parts).strip(), "generative"
+                if not answer and not outcome.get("abstained"):
+                    raise ModelError("the model streamed an empty answer (after reasoning "
+                                     "blocks were removed)")  # fmt: skip
                 if outcome.get("abstained"):
                     retrieval.metadata["streamed_abstention"] = True
         yield await self._finish(prep, retrieval, answer, kind, usage, t0, started)
@@ -335,15 +345,14 @@ class RAGChain:
             if filters is None and not overrides:
                 return question
             merged = {**question.overrides, **overrides}
-            return question.model_copy(
-                update={"filters": dict(filters or question.filters), "overrides": merged}
-            )
+            chosen = question.filters if filters is None else dict(filters)
+            return question.model_copy(update={"filters": chosen, "overrides": merged})
         return RAGInput(question=question, filters=dict(filters or {}),
                         overrides=dict(overrides))  # fmt: skip
 
     def _effective(self, inp: RAGInput) -> QueryConfig:
         overrides = dict(inp.overrides)
-        if inp.strategy is not None:
+        if inp.strategy is not None and overrides.get("strategy") is None:
             overrides["strategy"] = inp.strategy
         unknown = sorted(k for k in overrides if k not in QueryConfig.model_fields)
         if unknown:
@@ -369,9 +378,23 @@ class RAGChain:
                 f"filtered on {', '.join(FILTER_FIELDS)}",
                 field="filters",
             )
+        if len(question) > MAX_QUESTION_CHARS:
+            raise UsageError(
+                f"is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}",
+                field="question",
+            )
+        if "rerank" in inp.overrides:
+            raise UsageError(
+                "query.rerank cannot change for one call: the reranker is built with the app "
+                "(set it in ukr.yaml or UKR_QUERY__RERANK__*)",
+                field="overrides",
+            )
         cfg = self._effective(inp)
         timings: dict[str, float] = {}
         held = await self._check_index()
+        if cfg.strategy != "auto":  # refused before any model call, the rewrite's included
+            explicit = STRATEGIES.get(cfg.strategy)
+            self._check_servable(explicit.name, explicit.methodology, held)
         metadata: dict[str, object] = {}
         memory = None
         standalone = question
@@ -502,7 +525,7 @@ class RAGChain:
             if abstained:
                 metadata["abstention_reason"] = "marker"
                 if cfg.abstention.strip_marker:
-                    answer = rest
+                    answer = rest or DECLINED
         if prep.memory is not None:
             await prep.memory.append(Turn(prep.inp.question, prep.ctx.question, answer))
         timings = dict(retrieval.timings_ms)

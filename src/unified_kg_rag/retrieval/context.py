@@ -28,7 +28,10 @@ from unified_kg_rag.retrieval.strategies.base import (
     is_fatal,
 )
 
-__all__ = ["fuse", "pack_context", "quota_of", "rerank_and_diversify"]
+__all__ = ["MMR_POOL", "fuse", "pack_context", "quota_of", "rerank_and_diversify"]
+
+MMR_POOL = 200
+"""Best candidates of a type that MMR reorders (the rest keep their order behind them)."""
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +64,11 @@ async def rerank_and_diversify(
         groups.setdefault(c.kind, []).append(c)
     if reranker is not None:
         outcome: dict[str, object] = {}
+        failed: str | None = None
         for kind, items in groups.items():
+            if failed is not None:  # one failure is enough: the other types keep their order
+                outcome[kind] = f"skipped: {failed}"
+                continue
             head = items[: config.rerank.top_n]
             try:
                 scores = await reranker.rerank(question, [c.text for c in head])
@@ -69,7 +76,8 @@ async def rerank_and_diversify(
                 if config.rerank.required or is_fatal(exc):
                     raise
                 logger.warning("rerank failed; the fused order is kept: %s", exc)
-                outcome[kind] = f"failed: {exc}"
+                failed = f"failed: {exc}"
+                outcome[kind] = failed
                 continue
             order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
             groups[kind] = [
@@ -81,14 +89,38 @@ async def rerank_and_diversify(
     for kind, items in groups.items():
         quota = quota_of(kind, config)
         if config.mmr_lambda < 1.0 and len(items) > 1:
-            terms = [frozenset(lexical_terms(c.text)) for c in items]
-            items = [items[i] for i in mmr_order(terms, config.mmr_lambda, quota)]
+            pool = items[:MMR_POOL]  # MMR is quadratic; the context never holds more
+            terms = [frozenset(lexical_terms(c.text)) for c in pool]
+            picked = [pool[i] for i in mmr_order(terms, config.mmr_lambda, quota)]
+            items = picked + items[len(pool):]
         out[kind] = items[:quota]
     return out
 
 
+_SYNTHESIZED_TITLES = {"key_points": "Key points", "notes": "Intermediate answers"}
+
+
+def section_title(c: Candidate) -> str | None:
+    """Return the label a section shows in its header, when the candidate has no title.
+
+    Entities and relationships read as the head of their text (``name (TYPE)``,
+    ``source TYPE target``), synthesized sections by what they are; passages and reports keep
+    their own title (None here).
+    """
+    if c.title:
+        return c.title
+    if c.kind in _SYNTHESIZED_TITLES:
+        return _SYNTHESIZED_TITLES[c.kind]
+    if c.kind in ("entity", "relationship"):
+        head = c.text.split(": ", 1)[0].strip()
+        return head[:120] or None
+    return None
+
+
 def _draft(c: Candidate, n: int) -> Source:
-    return Source(n=n, **dataclasses.asdict(c))
+    fields = dataclasses.asdict(c)
+    fields["title"] = section_title(c)
+    return Source(n=n, **fields)
 
 
 class _MemoCounter:
@@ -127,7 +159,7 @@ def pack_context(
     memo = _MemoCounter(counter)
 
     def header_cost(c: Candidate) -> int:
-        label = c.title or c.path or c.id[:12]
+        label = section_title(c) or c.path or c.id[:12]
         where = f" ({c.path})" if c.path and c.path != label else ""
         return memo.count(f"[99] {label}{where}") + 2
 

@@ -4,8 +4,9 @@ Turns are kept in the index's record store (namespace ``conversations``), keyed 
 conversation id, so a conversation survives the process and two users never share one. A
 follow-up ("and where did she teach?") is rewritten as a standalone question before retrieval:
 by the LLM when one is configured (`followup_rewrite.v1`), else by prefixing the previous
-standalone question, which carries its named entities into the search (seed 000 §6: "a
-follow-up is rewritten as a standalone question").
+question as asked, which carries its named entities into the search; only the last one, so the
+query never grows turn after turn (seed 000 §6: "a follow-up is rewritten as a standalone
+question").
 """
 
 from __future__ import annotations
@@ -42,8 +43,11 @@ class Turn:
 
 
 def conversation_key(user_id: str, conversation_id: str) -> str:
-    r"""Return the record key of a conversation: ``user\\x1fconversation``."""
-    return f"{user_id}\x1f{conversation_id}"
+    """Return the record key of a conversation: the JSON array ``[user, conversation]``.
+
+    JSON escapes every separator, so no two (user, conversation) pairs share a key.
+    """
+    return json.dumps([user_id, conversation_id], ensure_ascii=False)
 
 
 class ConversationMemory:
@@ -117,7 +121,7 @@ class ConversationMemory:
                 text = reply.text.strip().strip('"').strip()
                 if text:
                     return text.splitlines()[0].strip(), "llm"
-        return f"{turns[-1].standalone} {question}", "fallback"
+        return f"{turns[-1].question} {question}", "fallback"
 
     async def append(self, turn: Turn) -> None:
         """Store ``turn`` after the others (the oldest beyond 4 × ``max_turns`` are dropped).

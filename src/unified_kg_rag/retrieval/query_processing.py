@@ -8,11 +8,11 @@ contains. The fallback is recorded in the query's metadata (``query_processing``
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from dataclasses import dataclass
 
+from unified_kg_rag.domain.json_reply import parse_json_object
 from unified_kg_rag.domain.models import Collection, Message, SearchMode
 from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.retrieval.strategies.base import QueryContext, is_fatal
@@ -28,7 +28,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _MAX_ITEMS = 12
-_JSON_OBJECT = re.compile(r"\{.*\}", re.S)
 _WORD = re.compile(r"\w+")
 
 
@@ -45,26 +44,6 @@ class QueryKeywords:
     high: tuple[str, ...]
     low: tuple[str, ...]
     source: str = "fallback"
-
-
-def parse_json_object(reply: str) -> dict[str, object] | None:
-    """Return the first JSON object in a model reply (fences and prose around it tolerated).
-
-    Returns None when no object can be decoded.
-    """
-    match = _JSON_OBJECT.search(reply)
-    if match is None:
-        return None
-    text = match.group(0)
-    for end in range(len(text), 0, -1):
-        if text[end - 1] != "}":
-            continue
-        try:
-            value = json.loads(text[:end])
-        except json.JSONDecodeError:
-            continue
-        return value if isinstance(value, dict) else None
-    return None
 
 
 def _strings(value: object) -> tuple[str, ...]:

@@ -121,11 +121,21 @@ class OpenAIChatModel:
             chunks = await client.chat.completions.create(**params, stream=True)
         except Exception as exc:
             raise self._translate(exc) from exc
+        finished = False
         try:
             async for chunk in chunks:
                 for choice in chunk.choices:
-                    if choice.index == 0 and choice.delta.content:
+                    if choice.index != 0:
+                        continue
+                    if choice.delta is not None and choice.delta.content:
                         yield choice.delta.content
+                    finished = finished or bool(choice.finish_reason)
+            if not finished:
+                raise ModelError(
+                    f"{self.model_id}: the stream ended before the model finished its reply "
+                    "(no finish reason); the answer is incomplete",
+                    transient=True,
+                )
         except ModelError:
             raise
         except Exception as exc:

@@ -15,6 +15,7 @@ only that section and is reported in the output's metadata (seed 000 §8.1).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -210,6 +211,7 @@ class QueryContext:
     held: tuple[str, ...] = ()
     metadata: dict[str, object] = field(default_factory=dict)
     _query_vector: NDArray[np.float32] | None = None
+    _vector_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _keywords: QueryKeywords | None = None
     _entities: list[str] | None = None
 
@@ -219,8 +221,9 @@ class QueryContext:
         Raises:
             EmbeddingModelError: the embedding model failed (fatal to the query).
         """
-        if self._query_vector is None:
-            self._query_vector = await self.embedder.embed_query(self.question)
+        async with self._vector_lock:  # concurrent sub-searches embed the question once
+            if self._query_vector is None:
+                self._query_vector = await self.embedder.embed_query(self.question)
         return self._query_vector
 
     async def keywords(self) -> QueryKeywords:

@@ -25,16 +25,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
 from unified_kg_rag.domain.budget import pack_typed
+from unified_kg_rag.domain.json_reply import parse_json_object
 from unified_kg_rag.domain.models import Collection, CommunityReport, Message, SearchMode
 from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.domain.tokens import EstimateTokenCounter
-from unified_kg_rag.retrieval.query_processing import parse_json_object
 from unified_kg_rag.retrieval.strategies.base import (
     Bucket,
     Candidate,
@@ -43,6 +44,7 @@ from unified_kg_rag.retrieval.strategies.base import (
     fuse,
     register_strategy,
 )
+from unified_kg_rag.retrieval.strategies.filtering import reports_passing
 from unified_kg_rag.retrieval.strategies.local import LocalStrategy, report_candidate
 from unified_kg_rag.util.errors import ModelOutputError
 
@@ -135,6 +137,8 @@ def _parse(reply: str, query: str, stage: str) -> IntermediateAnswer:
     try:
         score = float(raw_score) if isinstance(raw_score, int | float | str) else 0.0
     except ValueError:
+        score = 0.0
+    if not math.isfinite(score):  # "NaN", "inf": no usable score
         score = 0.0
     raw = data.get("follow_up_queries")
     follow_ups = [q.strip() for q in raw if isinstance(q, str) and q.strip()] if isinstance(
@@ -251,6 +255,9 @@ class DriftStrategy:
             Collection.REPORTS, query_vector=vector, mode=SearchMode.VECTOR, k=cfg.k_followups
         )  # fmt: skip
         reports = await ctx.stores.graph.get_reports([h.id for h in hits])
+        if ctx.filters:
+            allowed = await reports_passing(ctx, [r.community_id for r in reports])
+            reports = [r for r in reports if r.community_id in allowed]
         ctx.metadata["drift_primer_reports"] = len(reports)
         folds = min(cfg.primer_folds, len(reports))
         results = await _all([

@@ -46,6 +46,7 @@ from unified_kg_rag.retrieval.strategies.base import (
     is_fatal,
     register_strategy,
 )
+from unified_kg_rag.retrieval.strategies.filtering import reports_passing
 from unified_kg_rag.util.aio import map_bounded
 from unified_kg_rag.util.errors import ModelOutputError
 
@@ -138,6 +139,9 @@ class GlobalSearchStrategy:
                 )
         else:
             reports = await _fixed_selection(ctx, communities)
+        if ctx.filters:
+            allowed = await reports_passing(ctx, [r.id for r in reports])
+            reports = [r for r in reports if r.id in allowed]
         ctx.metadata["global_reports"] = [r.id for r in reports]
         if not reports:
             return StrategyResult(
@@ -294,6 +298,9 @@ async def _without_llm(ctx: QueryContext, communities: Sequence[Community]) -> S
     """Rank the cut's reports by similarity to the question (no map step without a model)."""
     ctx.metadata["fallback"] = NO_LLM_FALLBACK
     ranked = await _fixed_selection(ctx, communities, by_similarity=True)
+    if ctx.filters:
+        allowed = await reports_passing(ctx, [r.id for r in ranked])
+        ranked = [r for r in ranked if r.id in allowed]
     ctx.metadata["global_reports"] = [r.id for r in ranked]
     candidates = await _report_candidates(ctx, [(r, r.score) for r in ranked])
     return StrategyResult(buckets=[Bucket("reports", candidates)], answer_style=ANSWER_STYLE)
