@@ -52,7 +52,12 @@ def test_sigint_then_rerun_resumes(tmp_path: Path) -> None:
     deadline = time.monotonic() + 240
     while _stored_units(db) < 40 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
-    assert proc.poll() is None, "the run finished before it could be interrupted"
+    if proc.poll() is not None:
+        _, err = proc.communicate()
+        raise AssertionError(
+            f"the run finished (exit {proc.returncode}) before it could be interrupted; "
+            f"stored units {_stored_units(db)}; stderr: {err[-2000:]}"
+        )
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr

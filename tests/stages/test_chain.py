@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.graph_fixture import GraphFixture, graph_app, unit
+from tests.support.graph_fixture import GraphFixture, run_graph, unit
 from unified_kg_rag.adapters.llm.scripted import ScriptedChatModel
 from unified_kg_rag.config.models import ScriptedLLMConfig, ScriptedReply
 from unified_kg_rag.domain.index_meta import INDEX_NAMESPACE, METHODOLOGIES_KEY
@@ -33,11 +32,7 @@ def scripted(*rules: tuple[str, str], default: str = "Warsaw [1].") -> ScriptedC
 
 
 def run_fx(tmp_path: Path, body: Any) -> Any:
-    async def main() -> Any:
-        async with graph_app(tmp_path / "p") as fx:
-            return await body(fx)
-
-    return asyncio.run(main())
+    return run_graph(tmp_path / "p", body)
 
 
 def test_sources_are_exactly_what_the_answer_prompt_contained(tmp_path: Path) -> None:

@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
-from tests.support.graph_fixture import GraphFixture, ent, graph_app, rel_id, unit
+from tests.support.graph_fixture import GraphFixture, ent, rel_id, run_graph, unit
 from unified_kg_rag.adapters.llm.scripted import ScriptedChatModel
 from unified_kg_rag.config.models import ScriptedLLMConfig, ScriptedReply
 from unified_kg_rag.domain.models import Collection, Completion, Message, SearchHit
@@ -49,12 +49,7 @@ LINKED = ("entity_chunks", "relation_chunks", "linked_similarity")
 HELD = ("graphrag", "lightrag")
 
 
-def _run(tmp_path: Path, body: Callable[[GraphFixture], Awaitable[T]]) -> T:
-    async def main() -> T:
-        async with graph_app(tmp_path) as fx:
-            return await body(fx)
-
-    return asyncio.run(main())
+_run = run_graph
 
 
 def _ctx(

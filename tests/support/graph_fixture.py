@@ -16,12 +16,13 @@ Usage::
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from unified_kg_rag.bootstrap import App, build_app
 from unified_kg_rag.config.models import QueryConfig, UkrConfig
@@ -40,7 +41,7 @@ from unified_kg_rag.ingestion.graph.write import GraphItems, GraphWriter
 from unified_kg_rag.ports import ChatModel
 from unified_kg_rag.retrieval.chain import RAGChain
 
-__all__ = ["DOCS", "GraphFixture", "ent", "graph_app", "rel_id", "unit"]
+__all__ = ["DOCS", "GraphFixture", "ent", "graph_app", "rel_id", "run_graph", "unit"]
 
 DOCS: dict[str, str] = {
     "marie": "Marie Curie was born in Warsaw in 1867. With Pierre Curie she discovered "
@@ -227,3 +228,16 @@ async def graph_app(
             INDEX_NAMESPACE, METHODOLOGIES_KEY, json.dumps(["graphrag", "lightrag"])
         )
         yield GraphFixture(app=app, community_ids=ids)
+
+
+T = TypeVar("T")
+
+
+def run_graph(project_dir: Path, body: Callable[[GraphFixture], Awaitable[T]]) -> T:
+    """Build the fixture index in ``project_dir``, run ``body`` on it, return its result."""
+
+    async def main() -> T:
+        async with graph_app(project_dir) as fx:
+            return await body(fx)
+
+    return asyncio.run(main())
