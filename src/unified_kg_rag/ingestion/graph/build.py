@@ -22,7 +22,7 @@ from pathlib import Path
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.domain.communities import detect_communities
 from unified_kg_rag.domain.index_meta import INDEX_NAMESPACE
-from unified_kg_rag.domain.models import DocStatus, Entity, Relationship
+from unified_kg_rag.domain.models import CommunityReport, DocStatus, Entity, Relationship
 from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.domain.resolution import resolve_graph
 from unified_kg_rag.domain.usage import usage_scope
@@ -31,6 +31,7 @@ from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, ProgressRepor
 from unified_kg_rag.util.errors import ConfigurationError
 from unified_kg_rag.util.hashing import sha256_json
 
+from .delta import context_fingerprints, delta_partition, load_previous, save_partition
 from .extract import GraphExtractor
 from .report import GraphBuildReport, StageReport, UnitFailure
 from .reports import ReportWriter
@@ -225,14 +226,21 @@ class GraphIndexer:
             relationships=relationships,
             relationship_vectors=any(m in ("lightrag", "hipporag") for m in self.methodologies),
         )
+        contexts: dict[str, str] | None = None
         if "graphrag" in self.methodologies:
-            await self._communities_and_reports(items, report)
+            contexts = await self._communities_and_reports(
+                items, report, delta=not (force or rebuild)
+            )
 
         with self._stage(report, "write") as stage:
             writer = GraphWriter(self._stores, self._embedder, self._progress)
             report.items_removed = await writer.write(items)
             stage.items = writer.embedded
             stage.embedding_s = round(writer.embedding_s, 3)
+        if contexts is not None:
+            await save_partition(
+                self._stores, self._config.graph.communities, items.communities, contexts
+            )
         await self._stores.records.put(
             INDEX_NAMESPACE, BUILD_KEY,
             json.dumps({"digest": digest, "complete": report.complete}),
@@ -298,33 +306,70 @@ class GraphIndexer:
         )
 
     async def _communities_and_reports(
-        self, items: GraphItems, report: GraphBuildReport
-    ) -> None:
+        self, items: GraphItems, report: GraphBuildReport, *, delta: bool
+    ) -> dict[str, str]:
+        """Cluster (from scratch, or the delta only) and report; fill ``items``.
+
+        A full clustering (first build, ``--reset``, ``--force-rebuild``, changed community
+        settings) asks every report (unchanged contexts come back from the response cache);
+        a delta run keeps the previous partition and asks only the reports whose context
+        changed (`ingestion.graph.delta`).
+
+        Returns:
+            The context fingerprints of the communities reported (for `save_partition`).
+        """
         cfg = self._config.graph.communities
+        entities = {e.id: e for e in items.entities}
+        previous = await load_previous(self._stores, cfg) if delta else None
         with self._stage(report, "communities") as stage:
-            communities = detect_communities(
-                [e.id for e in items.entities],
-                [(r.source_id, r.target_id, r.weight) for r in items.relationships],
-                max_cluster_size=cfg.max_cluster_size,
-                min_community_size=cfg.min_community_size,
-                seed=cfg.seed,
-                max_levels=cfg.max_levels,
-            )
+            if previous is None:
+                communities = detect_communities(
+                    list(entities),
+                    [(r.source_id, r.target_id, r.weight) for r in items.relationships],
+                    max_cluster_size=cfg.max_cluster_size,
+                    min_community_size=cfg.min_community_size,
+                    seed=cfg.seed,
+                    max_levels=cfg.max_levels,
+                )
+            else:
+                partition = delta_partition(
+                    previous.communities, list(entities), items.relationships, cfg
+                )
+                communities = partition.communities
+                logger.info(
+                    "delta communities: %d kept (%d pruned), %d dropped, %d appended",
+                    len(partition.kept), len(partition.pruned), len(partition.dropped),
+                    len(partition.appended),
+                )
             stage.items = len(communities)
         for c in communities:
             report.communities_per_level[c.level] = report.communities_per_level.get(c.level, 0) + 1
+        contexts = context_fingerprints(communities, entities, items.relationships)
+        kept: dict[str, CommunityReport] = {}
+        if previous is not None:
+            same = [c.id for c in communities if previous.contexts.get(c.id) == contexts[c.id]]
+            members = {c.id: c.member_ids for c in communities}
+            kept = {
+                r.community_id: r.model_copy(update={"rank": float(sum(
+                    entities[m].rank for m in members[r.community_id] if m in entities
+                ))})
+                for r in (await self._stores.graph.get_reports(same) if same else [])
+            }
         with self._stage(report, "reports") as stage:
             outcome = await self.reporter.run(
-                communities,
-                {e.id: e for e in items.entities},
+                [c for c in communities if c.id not in kept],
+                entities,
                 items.relationships,
                 progress=self._progress,
+                existing=kept,
             )
             stage.items = len(outcome.reports)
         items.communities = communities
-        items.reports = outcome.reports
-        report.reports = len(outcome.reports)
+        items.reports = sorted([*outcome.reports, *kept.values()], key=lambda r: r.community_id)
+        report.reports = len(items.reports)
         report.reports_failed = len(outcome.failed)
+        reported = {r.community_id for r in items.reports}
+        return {cid: fp for cid, fp in contexts.items() if cid in reported}
 
     @contextmanager
     def _stage(self, report: GraphBuildReport, name: str) -> Iterator[StageReport]:

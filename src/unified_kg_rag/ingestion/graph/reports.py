@@ -83,8 +83,18 @@ class ReportWriter:
         relationships: Sequence[Relationship],
         *,
         progress: ProgressReporter | None = None,
+        existing: Mapping[str, CommunityReport] | None = None,
     ) -> ReportsOutcome:
         """Report every community; a failed one is listed in ``failed``.
+
+        Args:
+            communities: the communities to report (deepest level first).
+            entities: every entity of the graph, by id.
+            relationships: every relationship of the graph.
+            progress: receives ``reports`` progress.
+            existing: reports kept from the previous build (a delta run), by community id:
+                the roll-up of a parent reported here reads its kept children's from them.
+                They are not part of the outcome.
 
         Raises:
             ModelError: a failure that is not the community's own (authentication, server
@@ -95,7 +105,8 @@ class ReportWriter:
         for rel in relationships:
             by_member.setdefault(rel.source_id, []).append(rel)
             by_member.setdefault(rel.target_id, []).append(rel)
-        done: dict[str, CommunityReport] = {}
+        done: dict[str, CommunityReport] = dict(existing or {})
+        asked = {c.id for c in communities}
         failed: list[str] = []
         progress.start("reports", len(communities))
         for level in sorted({c.level for c in communities}, reverse=True):
@@ -120,7 +131,11 @@ class ReportWriter:
                 logger.warning("report of %s failed: %s", community_name(result.item),
                                result.error)
         progress.finish("reports")
-        return ReportsOutcome(sorted(done.values(), key=lambda r: r.community_id), failed)
+        return ReportsOutcome(
+            sorted((r for r in done.values() if r.community_id in asked),
+                   key=lambda r: r.community_id),
+            failed,
+        )
 
     async def _report(
         self,
