@@ -144,3 +144,37 @@ def test_a_community_that_lost_a_member_keeps_its_id_and_gets_its_report_again(
     assert after["communities"] == {cid: ("Ada", "Babbage")}
     assert out["asked"] == 1
     assert after["reports"] == after["searched"] == [cid]
+
+
+def test_a_failed_new_report_leaves_no_outdated_report_behind(tmp_path: Path) -> None:
+    """A changed community whose new report fails keeps no report written from the old text."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Ada sings, Babbage reads, London rains.", encoding="utf-8")
+    embedder = FakeEmbedder()
+    failing = {"on": False}
+
+    def reply(body: dict[str, Any]) -> str:
+        prompt = str(body["messages"][-1]["content"])
+        if failing["on"] and "<report_context>" in prompt:
+            return "not a report"
+        return word_graph_reply(body)
+
+    async def scenario(server: FakeOpenAIServer) -> dict[str, Any]:
+        async with build_app(_config(server), tmp_path / "p") as app:
+            assert (await _pipeline(app, embedder).run([corpus])).exit_code == 0
+            before = await _state(app)
+            failing["on"] = True
+            (corpus / "a.txt").write_text("Ada sings, Babbage reads.", encoding="utf-8")
+            second = await _pipeline(app, embedder).run([corpus])
+            return {"before": before, "after": await _state(app), "exit": second.exit_code}
+
+    with FakeOpenAIServer(reply=reply) as server:
+        out = asyncio.run(scenario(server))
+
+    (cid,) = out["before"]["communities"]
+    assert out["before"]["reports"] == [cid]
+    assert out["exit"] == 3  # a report failed: the run says so
+    assert out["after"]["communities"] == {cid: ("Ada", "Babbage")}
+    # the report written when London was a member is gone from both stores
+    assert out["after"]["reports"] == [] and out["after"]["searched"] == []

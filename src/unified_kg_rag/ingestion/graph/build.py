@@ -369,7 +369,24 @@ class GraphIndexer:
         report.reports = len(items.reports)
         report.reports_failed = len(outcome.failed)
         reported = {r.community_id for r in items.reports}
+        await self._drop_outdated_reports([c.id for c in communities if c.id not in reported])
         return {cid: fp for cid, fp in contexts.items() if cid in reported}
+
+    async def _drop_outdated_reports(self, unreported: list[str]) -> None:
+        """Delete the stored reports of communities whose new report failed.
+
+        Such a report was written from a context that changed (members left or joined), so
+        it may hold facts of removed text; the community goes without a report (drift in
+        ``ukr status``) until a run asks again. The graph store deletes a community's report
+        with the community, and the writer stores the community again right after.
+        """
+        if not unreported:
+            return
+        outdated = [r.community_id for r in await self._stores.graph.get_reports(unreported)]
+        if outdated:
+            logger.info("%d outdated community reports removed (their new report failed)",
+                        len(outdated))  # fmt: skip
+            await self._stores.graph.delete_communities(outdated)
 
     @contextmanager
     def _stage(self, report: GraphBuildReport, name: str) -> Iterator[StageReport]:
