@@ -48,6 +48,7 @@ BASE = {
     "d1.txt": "Kyoto rains, Yukawa sings.",
     "d2.txt": "Ada reads, Kyoto rains.",
     "d3.txt": "Babbage sings, Yukawa reads.",
+    "d5.txt": "Paris rains, Tokyo sings.",
 }
 CHANGED = "Kyoto rains, Yukawa reads, Ada sings."
 ADDED = "London rains, Babbage sings."
@@ -90,6 +91,8 @@ def _reset_corpus(corpus: Path, scenario: str | None) -> None:
         (corpus / "d1.txt").write_text(CHANGED, encoding="utf-8")
         (corpus / "d2.txt").unlink()
         (corpus / "d4.txt").write_text(ADDED, encoding="utf-8")
+    elif scenario == "unique":  # its entities and their community exist nowhere else
+        (corpus / "d5.txt").unlink()
     else:
         (corpus / "d3.txt").unlink()
 
@@ -108,6 +111,7 @@ SCENARIOS: dict[str, tuple[str, Step, Step]] = {
     "index-then-index": ("index", _index, _index),
     "delete-then-index": ("delete", _delete, _index),
     "delete-then-delete": ("delete", _delete, _delete),
+    "unique-then-index": ("unique", _index, _index),
 }
 
 
@@ -134,7 +138,8 @@ def _removed_fingerprints(app_config: UkrConfig, embedder: Embedder, root: Path)
             indexer = GraphIndexer(app.index(), chat=app.chat_model, embedder=embedder,
                                    counter=app.budget_tokenizer, config=app.config)
             return {indexer.extractor.fingerprint(t)
-                    for t in (BASE["d1.txt"], BASE["d2.txt"], BASE["d3.txt"])}
+                    for t in (BASE["d1.txt"], BASE["d2.txt"], BASE["d3.txt"],
+                              BASE["d5.txt"])}
 
     return asyncio.run(main())
 
@@ -177,6 +182,8 @@ def test_a_run_killed_at_any_store_write_converges_on_the_next_run(
                                           step, recover, dry))
         writes = list(dry.calls)
         assert len(writes) >= 10, writes  # the scenario does write: the loop below is real
+        if scenario == "unique":  # the graph-side deletions are among the crash points
+            assert {"graph.delete_entities", "graph.delete_communities"} <= set(writes), writes
         failures: list[str] = []
         for n in range(1, len(writes) + 2):
             _reset_corpus(corpus, scenario)
