@@ -570,3 +570,28 @@ def test_deletion_and_its_recovery_on_postgres(
     assert report.graph is not None and report.graph.complete
     assert citing == ([], []) and units == 3 and after == {"processed": 3}
     assert len(ada.text_unit_ids) == 1 and "first published program" not in ada.description
+
+
+def test_reprocessing_the_same_document_duplicates_no_description_fragment(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    corpus = write_docs(tmp_path / "corpus")
+
+    async def main(server: FakeOpenAIServer) -> tuple[Any, Any, Any]:
+        async with build_app(_config(server), tmp_path / "p") as app:
+            await _index(app, embedder, [corpus])
+            first = _snapshot(app.backend.location)
+            for _ in range(2):  # new bytes, same text: processed again as a changed document
+                path = corpus / "kyoto.txt"
+                path.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+                again = await _index(app, embedder, [corpus])
+                assert again.documents_changed == 1
+            entities = await app.index().graph.get_entities(sorted(first["entities"]))
+            return first, _snapshot(app.backend.location), entities
+
+    with FakeOpenAIServer(reply=reply) as server:
+        first, later, entities = asyncio.run(main(server))
+    _assert_same_index(later, first)
+    for entity in entities:  # no description holds the same fragment twice
+        parts = [p.strip() for p in entity.description.split(".") if p.strip()]
+        assert len(parts) == len(set(parts)), entity.description
