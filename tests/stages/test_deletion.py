@@ -24,7 +24,7 @@ from unified_kg_rag.adapters.registry import EMBEDDERS
 from unified_kg_rag.bootstrap import App, build_app
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.domain.identity import entity_id
-from unified_kg_rag.domain.models import Collection, DocStatus, IndexRecord
+from unified_kg_rag.domain.models import Collection, DocRecord, DocStatus, IndexRecord
 from unified_kg_rag.ingestion.graph.build import GraphIndexer
 from unified_kg_rag.ingestion.pipeline import IndexPipeline
 from unified_kg_rag.ingestion.report import DeleteReport, IndexReport
@@ -595,3 +595,14 @@ def test_reprocessing_the_same_document_duplicates_no_description_fragment(
     for entity in entities:  # no description holds the same fragment twice
         parts = [p.strip() for p in entity.description.split(".") if p.strip()]
         assert len(parts) == len(set(parts)), entity.description
+
+
+def test_match_documents_accepts_a_unique_id_prefix() -> None:
+    from unified_kg_rag.ingestion.deletion import match_documents
+
+    records = [DocRecord(document_id=i, path=f"{i[:3]}.txt", source_scope="/s",
+                         content_hash="h", status=DocStatus.PROCESSED)
+               for i in ("abcdef0123456789", "abcdef01ffffffff")]
+    matched, unknown = match_documents(records, ["abcdef0123", "abcdef01", "abc"])
+    assert [r.document_id for r in matched] == ["abcdef0123456789"]
+    assert [u.path for u in unknown] == ["abcdef01", "abc"]  # ambiguous, too short

@@ -174,9 +174,10 @@ def match_documents(
 ) -> tuple[list[DocRecord], list[FailedDocument]]:
     """Return the records ``targets`` name, and the targets naming none (with why).
 
-    A target is a document id, a file's full location (scope + relative path; a relative
-    path on the command line is taken from the current directory), or a path relative to its
-    source scope when only one document has it.
+    A target is a document id (or a unique prefix of at least 8 hex digits, as printed), a
+    file's full location (scope + relative path; a relative path on the command line is taken
+    from the current directory), or a path relative to its source scope when only one
+    document has it.
 
     Returns:
         ``(matched, unknown)``: matched records without repeats, in target order; unknown
@@ -205,6 +206,10 @@ def match_documents(
     return list(matched.values()), unknown
 
 
+_MIN_ID_PREFIX = 8
+"""Shortest document-id prefix accepted as a target."""
+
+
 def _match(
     target: str,
     by_id: Mapping[str, DocRecord],
@@ -219,7 +224,12 @@ def _match(
         if location in by_location:
             return by_location[location]
     relative = target.removeprefix("./")
-    return list(by_path.get(relative, []))
+    if relative in by_path:
+        return list(by_path[relative])
+    if len(target) >= _MIN_ID_PREFIX and all(c in "0123456789abcdef" for c in target):
+        # the short id `ukr delete` and `ukr status` print: accepted when it is unique
+        return [r for i, r in by_id.items() if i.startswith(target)]
+    return []
 
 
 async def remove_documents(

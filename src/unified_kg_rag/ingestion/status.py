@@ -33,8 +33,9 @@ class IndexDrift(BaseModel):
         documents_failed: documents recorded ``failed``.
         documents_pending: documents recorded ``pending`` (a run stopped while writing).
         documents_deleting: documents recorded ``deleting`` (a run stopped while removing).
-        share: the larger of the shares of communities without a report (of the
-            communities) and of documents failed, pending or deleting (of the documents).
+        share: the share of communities without a report. Documents failed, pending or
+            deleting are shown but do not count: the next plain `ukr index` run repairs
+            pending and deleting ones, and a failed one needs its file fixed, not a reset.
         threshold: ``indexing.reset_drift_share``.
         reset_recommended: ``share`` passed ``threshold``.
     """
@@ -101,10 +102,9 @@ async def index_drift(
     pending = documents.get(DocStatus.PENDING.value, 0)
     deleting = documents.get(DocStatus.DELETING.value, 0)
     n_docs = sum(documents.values())
-    share = max(
-        without / len(ids) if ids else 0.0,
-        (failed + pending + deleting) / n_docs if n_docs else 0.0,
-    )
+    # documents failed/pending/deleting are repaired by running `ukr index` again (or fixing
+    # the file), not by a reset: they are shown but do not count toward the reset share
+    share = without / len(ids) if ids else 0.0
     return IndexDrift(
         communities=len(ids),
         communities_without_report=without,
