@@ -35,7 +35,9 @@ def _stored_units(db: Path) -> int:
 def test_sigint_then_rerun_resumes(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    for i in range(240):
+    # enough notes that the interrupt lands mid-run even when the machine is loaded (the
+    # loop below polls the store while the run writes)
+    for i in range(480):
         body = " ".join(f"Fact {j} of note {i} concerns subject{i}x{j}." for j in range(40))
         (corpus / f"note{i:03d}.txt").write_text(body, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("UKR_")}
@@ -80,7 +82,7 @@ def test_sigint_then_rerun_resumes(tmp_path: Path) -> None:
     assert report["text_units_embedded"] == final - stored
     assert report["documents_unchanged"] > 0
     found = report["documents_new"] + report["documents_unchanged"] + report["documents_retried"]
-    assert found == 240  # the batch in flight was written ahead as pending: retried
+    assert found == 480  # the batch in flight was written ahead as pending: retried
     assert not report["failed"]
 
 
