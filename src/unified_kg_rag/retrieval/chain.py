@@ -13,14 +13,12 @@ did not see, nothing it saw left out. Errors follow seed 000 §8.1 (`is_fatal`).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
 from unified_kg_rag.config.models import QueryConfig
 from unified_kg_rag.domain.abstention import detect_abstention
@@ -32,9 +30,7 @@ from unified_kg_rag.domain.index_meta import (
 )
 from unified_kg_rag.domain.models import (
     Collection,
-    MetadataValue,
     RAGOutput,
-    Source,
     TokenUsage,
 )
 from unified_kg_rag.domain.usage import usage_scope
@@ -46,8 +42,18 @@ from unified_kg_rag.retrieval.answer import (
     render_source,
     stream_answer,
 )
-from unified_kg_rag.retrieval.context import fuse, pack_context, rerank_and_diversify
+from unified_kg_rag.retrieval.context import fuse, pack_context, rerank_and_diversify, to_source
 from unified_kg_rag.retrieval.memory import ConversationMemory, Turn
+from unified_kg_rag.retrieval.models import (
+    CANNOT_ANSWER,
+    DECLINED,
+    FILTER_FIELDS,
+    MAX_QUESTION_CHARS,
+    FilterMap,
+    RAGInput,
+    RetrievalOutput,
+    SearchOutput,
+)
 from unified_kg_rag.retrieval.strategies import (
     STRATEGIES,
     Bucket,
@@ -55,10 +61,13 @@ from unified_kg_rag.retrieval.strategies import (
     QueryContext,
     StrategyResult,
 )
-from unified_kg_rag.retrieval.strategies.auto import ROUTABLE, choose_strategy, route_with_llm
+from unified_kg_rag.retrieval.strategies.auto import (
+    choose_strategy,
+    routable_candidates,
+    route_with_llm,
+)
 from unified_kg_rag.util.errors import (
     EmbeddingMismatchError,
-    MethodologyNotIndexedError,
     ModelError,
     UsageError,
 )
@@ -74,101 +83,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-CANNOT_ANSWER = "I cannot answer: no passage in the index matches the question."
-DECLINED = "The sources do not answer the question."
-"""The answer shown when the model declined with the bare marker and no reason."""
-
-FilterMap = Mapping[str, MetadataValue | Sequence[MetadataValue]]
-
-MAX_QUESTION_CHARS = 20_000
-"""Longest question accepted, characters (a question is embedded and searched whole)."""
-
-FILTER_FIELDS: tuple[str, ...] = (
-    "chunk_index", "document_id", "end_char", "n_tokens", "path", "source_scope",
-    "start_char", "title",
-)
-"""The text-unit fields a query may filter on (equality, or any of a list)."""
-
-
-class RAGInput(BaseModel):
-    """One request to the chain.
-
-    Attributes:
-        question: the question (must not be blank).
-        strategy: the strategy (default ``query.strategy``).
-        filters: equality filters on text-unit fields (``path``, ``document_id`` ...); a list
-            value means "any of these".
-        conversation_id: keeps the turns of one conversation; a follow-up is rewritten as a
-            standalone question from them. None: no memory.
-        user_id: whose conversation it is (two users never share one).
-        overrides: further `QueryConfig` fields for this request (``top_k``, ``search_mode``...).
-    """
-
-    question: str
-    strategy: str | None = None
-    filters: dict[str, MetadataValue | list[MetadataValue]] = Field(default_factory=dict)
-    conversation_id: str | None = None
-    user_id: str = "default"
-    overrides: dict[str, Any] = Field(default_factory=dict)
-
-
-class SearchOutput(BaseModel):
-    """Fused, ranked results before packing (`RAGChain.search`).
-
-    Attributes:
-        question: the question as asked.
-        standalone_question: the question retrieval used (rewritten follow-up, or the same).
-        strategy: the strategy that ran.
-        index: the index searched.
-        results: per section type (``text_unit``, ``entity``, ``relationship``, ``report``),
-            the candidates after rerank, MMR and quotas, best first (``n`` is the rank).
-        synthesized: sections the strategy wrote (global key points, DRIFT notes).
-        metadata: what the strategy and the chain report (``degraded`` sections, ``llm_calls``,
-            ``buckets``, ``rerank`` ...).
-        timings_ms: wall time per step, milliseconds.
-        usage: model usage of the search.
-    """
-
-    question: str
-    standalone_question: str
-    strategy: str
-    index: str
-    results: dict[str, list[Source]] = Field(default_factory=dict)
-    synthesized: list[Source] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    timings_ms: dict[str, float] = Field(default_factory=dict)
-    usage: TokenUsage = Field(default_factory=TokenUsage)
-
-
-class RetrievalOutput(BaseModel):
-    """Retrieval without the answer step: the packed sources and timings.
-
-    Attributes:
-        question: the question as asked.
-        standalone_question: the question retrieval used.
-        strategy: the strategy used.
-        index: the index searched.
-        sources: the packed sources, in context order (citation order).
-        candidates: how many candidates survived fusion, rerank, MMR and quotas.
-        context_tokens: tokens of the packed context (headers included).
-        metadata: as in `SearchOutput`, plus ``answer_style`` and ``cannot_answer``.
-        timings_ms: wall time per step (``rewrite``, ``route``, ``retrieve``, ``fuse``,
-            ``pack``), milliseconds.
-        usage: model usage of the retrieval (query embedding, and LLM calls of richer strategies).
-    """
-
-    question: str
-    standalone_question: str = ""
-    strategy: str
-    index: str
-    sources: list[Source] = Field(default_factory=list)
-    candidates: int = 0
-    context_tokens: int = 0
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    timings_ms: dict[str, float] = Field(default_factory=dict)
-    usage: TokenUsage = Field(default_factory=TokenUsage)
-
 
 @dataclass
 class _Prepared:
@@ -232,12 +146,10 @@ class RAGChain:
             strategy=prep.strategy,
             index=self._stores.name,
             results={
-                k: [Source(n=i, **_fields(c)) for i, c in enumerate(v, start=1)]
+                k: [to_source(c, i) for i, c in enumerate(v, start=1)]
                 for k, v in prep.groups.items()
             },
-            synthesized=[
-                Source(n=i, **_fields(c)) for i, c in enumerate(prep.result.synthesized, 1)
-            ],
+            synthesized=[to_source(c, i) for i, c in enumerate(prep.result.synthesized, 1)],
             metadata=dict(prep.ctx.metadata),
             timings_ms=prep.timings,
             usage=usage,
@@ -394,7 +306,7 @@ class RAGChain:
         held = await self._check_index()
         if cfg.strategy != "auto":  # refused before any model call, the rewrite's included
             explicit = STRATEGIES.get(cfg.strategy)
-            self._check_servable(explicit.name, explicit.methodology, held)
+            explicit.require(held, self._stores.name)
         metadata: dict[str, object] = {}
         memory = None
         standalone = question
@@ -412,7 +324,7 @@ class RAGChain:
         name = await self._resolve_strategy(cfg, held, standalone, metadata)
         timings["route"] = _ms(t0)
         spec = STRATEGIES.get(name)
-        self._check_servable(spec.name, spec.methodology, held)
+        spec.require(held, self._stores.name)
         ctx = QueryContext(
             question=standalone, stores=self._stores, embedder=self._embedder,
             chat_model=self._chat, config=cfg, filters=dict(inp.filters), held=held,
@@ -437,10 +349,7 @@ class RAGChain:
         if cfg.strategy != "auto":
             return cfg.strategy
         if self._chat is not None and cfg.llm_router and cfg.search_mode != "lexical":
-            servable = [
-                STRATEGIES.get(n) for n in ROUTABLE
-                if n in STRATEGIES.names() and _servable(STRATEGIES.get(n).methodology, held)
-            ]  # fmt: skip
+            servable = routable_candidates(held)
             if servable:
                 name, reason = await route_with_llm(self._chat, question, servable)
                 metadata["route"] = reason
@@ -562,33 +471,6 @@ class RAGChain:
         return parse_methodologies(
             await self._stores.records.get(INDEX_NAMESPACE, METHODOLOGIES_KEY)
         )
-
-    def _check_servable(
-        self, strategy: str, methodology: str | tuple[str, ...] | None, held: tuple[str, ...]
-    ) -> None:
-        if _servable(methodology, held):
-            return
-        assert methodology is not None
-        needs = (methodology,) if isinstance(methodology, str) else methodology
-        name = self._stores.name
-        raise MethodologyNotIndexedError(
-            f"strategy {strategy!r} needs the {' or '.join(repr(m) for m in needs)} "
-            f"methodology, which index {name!r} does not hold (it holds: "
-            f"{', '.join(held) or 'text units only'})",
-            index=name,
-            held=held,
-        )
-
-
-def _servable(methodology: str | tuple[str, ...] | None, held: tuple[str, ...]) -> bool:
-    if methodology is None:
-        return True
-    needs = (methodology,) if isinstance(methodology, str) else methodology
-    return any(m in held for m in needs)
-
-
-def _fields(c: Candidate) -> dict[str, Any]:
-    return dataclasses.asdict(c)
 
 
 def _ms(start: float, end: float | None = None) -> float:

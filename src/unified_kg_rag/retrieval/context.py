@@ -28,7 +28,15 @@ from unified_kg_rag.retrieval.strategies.base import (
     is_fatal,
 )
 
-__all__ = ["MMR_POOL", "fuse", "pack_context", "quota_of", "rerank_and_diversify"]
+__all__ = [
+    "MMR_POOL",
+    "fuse",
+    "pack_context",
+    "quota_of",
+    "rerank_and_diversify",
+    "section_title",
+    "to_source",
+]
 
 MMR_POOL = 200
 """Best candidates of a type that MMR reorders (the rest keep their order behind them)."""
@@ -117,7 +125,8 @@ def section_title(c: Candidate) -> str | None:
     return None
 
 
-def _draft(c: Candidate, n: int) -> Source:
+def to_source(c: Candidate, n: int) -> Source:
+    """Return candidate ``c`` as source number ``n``, titled by `section_title`."""
     fields = dataclasses.asdict(c)
     fields["title"] = section_title(c)
     return Source(n=n, **fields)
@@ -188,7 +197,7 @@ def pack_context(
     sources: list[Source] = []
     for kind in order:
         for cand, text, truncated in chosen.get(kind, []):
-            src = _draft(cand, len(sources) + 1)
+            src = to_source(cand, len(sources) + 1)
             if truncated:
                 update: dict[str, object] = {"text": text, "truncated": True}
                 if src.start_char is not None:

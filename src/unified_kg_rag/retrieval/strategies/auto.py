@@ -84,13 +84,6 @@ def choose_strategy(held: Sequence[str], search_mode: str = "hybrid", question: 
     return "naive"
 
 
-def _serves(spec: StrategySpec, held: Sequence[str]) -> bool:
-    needs = spec.methodology
-    if needs is None:
-        return True
-    return any(m in held for m in ((needs,) if isinstance(needs, str) else needs))
-
-
 def routable_candidates(
     held: Sequence[str], routable: Sequence[str] = ROUTABLE
 ) -> list[StrategySpec]:
@@ -101,7 +94,7 @@ def routable_candidates(
     return [
         STRATEGIES.get(name)
         for name in routable
-        if name in STRATEGIES and _serves(STRATEGIES.get(name), held)
+        if name in STRATEGIES and STRATEGIES.get(name).serves(held)
     ]
 
 

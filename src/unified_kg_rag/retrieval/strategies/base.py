@@ -309,6 +309,32 @@ class StrategySpec:
     factory: Callable[[], Strategy]
     description: str
 
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """The methodologies any one of which lets it serve (empty: every index)."""
+        m = self.methodology
+        return () if m is None else (m,) if isinstance(m, str) else m
+
+    def serves(self, held: Sequence[str]) -> bool:
+        """True when an index holding ``held`` methodologies can serve this strategy."""
+        return not self.needs or any(m in held for m in self.needs)
+
+    def require(self, held: Sequence[str], index: str) -> None:
+        """Check that index ``index`` (holding ``held``) can serve this strategy.
+
+        Raises:
+            MethodologyNotIndexedError: it cannot; the message names what the index holds.
+        """
+        if self.serves(held):
+            return
+        raise MethodologyNotIndexedError(
+            f"strategy {self.name!r} needs the {' or '.join(repr(m) for m in self.needs)} "
+            f"methodology, which index {index!r} does not hold (it holds: "
+            f"{', '.join(held) or 'text units only'})",
+            index=index,
+            held=tuple(held),
+        )
+
 
 STRATEGIES: Registry[StrategySpec] = Registry("strategy", field="query.strategy")
 

@@ -1,0 +1,118 @@
+"""What goes into and comes out of `RAGChain`: the request, the search and retrieval outputs.
+
+`RAGOutput` (the answer) is a domain model (`domain.models`); these are the chain's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from unified_kg_rag.domain.models import MetadataValue, Source, TokenUsage
+
+__all__ = [
+    "CANNOT_ANSWER",
+    "DECLINED",
+    "FILTER_FIELDS",
+    "MAX_QUESTION_CHARS",
+    "FilterMap",
+    "RAGInput",
+    "RetrievalOutput",
+    "SearchOutput",
+]
+
+CANNOT_ANSWER = "I cannot answer: no passage in the index matches the question."
+DECLINED = "The sources do not answer the question."
+"""The answer shown when the model declined with the bare marker and no reason."""
+
+FilterMap = Mapping[str, MetadataValue | Sequence[MetadataValue]]
+
+MAX_QUESTION_CHARS = 20_000
+"""Longest question accepted, characters (a question is embedded and searched whole)."""
+
+FILTER_FIELDS: tuple[str, ...] = (
+    "chunk_index", "document_id", "end_char", "n_tokens", "path", "source_scope",
+    "start_char", "title",
+)
+"""The text-unit fields a query may filter on (equality, or any of a list)."""
+
+
+class RAGInput(BaseModel):
+    """One request to the chain.
+
+    Attributes:
+        question: the question (must not be blank).
+        strategy: the strategy (default ``query.strategy``).
+        filters: equality filters on text-unit fields (``path``, ``document_id`` ...); a list
+            value means "any of these".
+        conversation_id: keeps the turns of one conversation; a follow-up is rewritten as a
+            standalone question from them. None: no memory.
+        user_id: whose conversation it is (two users never share one).
+        overrides: further `QueryConfig` fields for this request (``top_k``, ``search_mode``...).
+    """
+
+    question: str
+    strategy: str | None = None
+    filters: dict[str, MetadataValue | list[MetadataValue]] = Field(default_factory=dict)
+    conversation_id: str | None = None
+    user_id: str = "default"
+    overrides: dict[str, Any] = Field(default_factory=dict)
+
+
+class SearchOutput(BaseModel):
+    """Fused, ranked results before packing (`RAGChain.search`).
+
+    Attributes:
+        question: the question as asked.
+        standalone_question: the question retrieval used (rewritten follow-up, or the same).
+        strategy: the strategy that ran.
+        index: the index searched.
+        results: per section type (``text_unit``, ``entity``, ``relationship``, ``report``),
+            the candidates after rerank, MMR and quotas, best first (``n`` is the rank).
+        synthesized: sections the strategy wrote (global key points, DRIFT notes).
+        metadata: what the strategy and the chain report (``degraded`` sections, ``llm_calls``,
+            ``buckets``, ``rerank`` ...).
+        timings_ms: wall time per step, milliseconds.
+        usage: model usage of the search.
+    """
+
+    question: str
+    standalone_question: str
+    strategy: str
+    index: str
+    results: dict[str, list[Source]] = Field(default_factory=dict)
+    synthesized: list[Source] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+
+
+class RetrievalOutput(BaseModel):
+    """Retrieval without the answer step: the packed sources and timings.
+
+    Attributes:
+        question: the question as asked.
+        standalone_question: the question retrieval used.
+        strategy: the strategy used.
+        index: the index searched.
+        sources: the packed sources, in context order (citation order).
+        candidates: how many candidates survived fusion, rerank, MMR and quotas.
+        context_tokens: tokens of the packed context (headers included).
+        metadata: as in `SearchOutput`, plus ``answer_style`` and ``cannot_answer``.
+        timings_ms: wall time per step (``rewrite``, ``route``, ``retrieve``, ``fuse``,
+            ``pack``), milliseconds.
+        usage: model usage of the retrieval (query embedding, and LLM calls of richer strategies).
+    """
+
+    question: str
+    standalone_question: str = ""
+    strategy: str
+    index: str
+    sources: list[Source] = Field(default_factory=list)
+    candidates: int = 0
+    context_tokens: int = 0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    usage: TokenUsage = Field(default_factory=TokenUsage)
