@@ -81,6 +81,7 @@ _EXPORTS: dict[str, str] = {
     "PARSERS": "unified_kg_rag.adapters.registry",
     # errors
     "UkrError": "unified_kg_rag.util.errors",
+    "BuildInProgress": "unified_kg_rag.util.errors",
     "ConfigurationError": "unified_kg_rag.util.errors",
     "UsageError": "unified_kg_rag.util.errors",
     "InputError": "unified_kg_rag.util.errors",
@@ -96,6 +97,7 @@ __all__ = [
     "STORE_BACKENDS",
     "STRATEGIES",
     "App",
+    "BuildInProgress",
     "ChatModel",
     "Community",
     "CommunityReport",
@@ -197,6 +199,7 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
     from unified_kg_rag.retrieval.chain import RAGChain, RAGInput, RetrievalOutput, SearchOutput
     from unified_kg_rag.retrieval.strategies import STRATEGIES, register_strategy
     from unified_kg_rag.util.errors import (
+        BuildInProgress,
         ConfigurationError,
         InputError,
         MethodologyNotIndexedError,

@@ -21,6 +21,7 @@ from unified_kg_rag.adapters.registry import (
     CHUNK_TOKENIZERS,
     EMBEDDERS,
     KEYPHRASE_EXTRACTORS,
+    MESSAGE_SOURCES,
     PARSERS,
     RERANKERS,
     STORE_BACKENDS,
@@ -33,6 +34,7 @@ from unified_kg_rag.ports import (
     Embedder,
     IndexStores,
     KeyphraseExtractor,
+    MessageSource,
     Reranker,
     StoreBackend,
     TokenCounter,
@@ -84,6 +86,8 @@ class App:
             (``graph.lazy.extractor``; loads its library on first use).
         reranker: the reranker of ``query.rerank``, or None when its kind is ``none``
             (a local model loads on first use).
+        message_sources: the message-archive sources, in dispatch order (iMessage, JSON
+            Lines ...).
     """
 
     config: UkrConfig
@@ -96,6 +100,7 @@ class App:
     parsers: dict[str, DocumentParser] = field(default_factory=dict)
     keyphrase_extractor: KeyphraseExtractor | None = None
     reranker: Reranker | None = None
+    message_sources: list[MessageSource] = field(default_factory=list)
 
     def index(self, name: str | None = None) -> IndexStores:
         """Return the store ports of index ``name`` (default: ``query.index``).
@@ -173,4 +178,5 @@ def build_app(config: UkrConfig, project_dir: Path) -> App:
             config.graph.lazy
         ),
         reranker=RERANKERS.get(config.query.rerank.kind)(config.query.rerank),
+        message_sources=[MESSAGE_SOURCES.get(name)() for name in MESSAGE_SOURCES.in_order()],
     )

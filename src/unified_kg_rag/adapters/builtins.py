@@ -14,6 +14,7 @@ def register_all() -> None:
         embeddings,
         keyphrases,
         llm,
+        messages,
         parsers,
         postgres,
         rerank,

@@ -24,6 +24,7 @@ from unified_kg_rag.ports import (
     DocumentParser,
     Embedder,
     KeyphraseExtractor,
+    MessageSource,
     Reranker,
     StoreBackend,
     TokenCounter,
@@ -35,6 +36,7 @@ __all__ = [
     "CHUNK_TOKENIZERS",
     "EMBEDDERS",
     "KEYPHRASE_EXTRACTORS",
+    "MESSAGE_SOURCES",
     "PARSERS",
     "RERANKERS",
     "STORE_BACKENDS",
@@ -42,6 +44,7 @@ __all__ = [
     "ChunkTokenizerLoader",
     "EmbedderLoader",
     "KeyphraseExtractorLoader",
+    "MessageSourceLoader",
     "ParserLoader",
     "RerankerLoader",
     "StoreBackendLoader",
@@ -83,3 +86,10 @@ RerankerLoader = Callable[[RerankConfig], Reranker | None]
 """Builds the `Reranker` from ``query.rerank``; kind ``none`` gives None."""
 
 RERANKERS: Registry[RerankerLoader] = Registry("reranker", field="query.rerank.kind")
+
+MessageSourceLoader = Callable[[], MessageSource]
+"""Builds a `MessageSource` (iMessage ``chat.db``, generic JSON Lines). Sources are tried in
+registration order (`Registry.in_order`): the first whose ``matches`` accepts a file parses it;
+``--source NAME`` forces one."""
+
+MESSAGE_SOURCES: Registry[MessageSourceLoader] = Registry("message source", field="--source")

@@ -22,6 +22,14 @@ from unified_kg_rag.cli.common import (
     run,
 )
 from unified_kg_rag.cli.delete import YesOpt
+from unified_kg_rag.cli.messages import (
+    HandlesOpt,
+    LimitOpt,
+    OwnerOpt,
+    SinceOpt,
+    SourceOpt,
+    message_run,
+)
 from unified_kg_rag.cli.progress import RichProgress
 from unified_kg_rag.ingestion.graph.estimate import CostEstimate
 from unified_kg_rag.ingestion.graph.report import GraphBuildReport
@@ -132,6 +140,8 @@ def render_report(report: IndexReport) -> None:
         table.add_row("not found, file skipped (kept)", str(report.documents_kept_on_disk))
     if report.documents_missing:
         table.add_row("documents not found (kept)", str(report.documents_missing))
+    if report.messages is not None:
+        _message_rows(table, report)
     table.add_row("time", f"{report.elapsed_s:.1f} s")
     out_console.print(table)
     if report.deletion_note:
@@ -152,6 +162,20 @@ def render_report(report: IndexReport) -> None:
             )
     if report.graph is not None:
         render_graph(report.graph)
+
+
+def _message_rows(table: Table, report: IndexReport) -> None:
+    m = report.messages
+    assert m is not None
+    table.add_row("message archives", f"{m.archives} read, {m.messages} messages "
+                  f"({m.duplicates} in several archives, {m.skipped} rows without text skipped, "
+                  f"{m.tapbacks_folded} reactions folded)")
+    window = " (bounded: out-of-window transcripts kept)" if m.bounded else ""
+    table.add_row("  transcripts", f"{m.transcripts} rendered{window}: {m.new} new, "
+                  f"{m.changed} changed, {m.unchanged} unchanged, {m.removed} no longer "
+                  f"rendered ({m.kept_out_of_window} kept)")
+    for path in m.archives_missing:
+        table.add_row("  archive gone (its messages left)", escape(path))
 
 
 def index_command(
@@ -191,6 +215,11 @@ def index_command(
         ),
     ] = False,
     yes: YesOpt = False,
+    source: SourceOpt = None,
+    handles: HandlesOpt = None,
+    owner: OwnerOpt = None,
+    since: SinceOpt = None,
+    message_limit: LimitOpt = None,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -206,6 +235,11 @@ def index_command(
     whole index without taking it offline (see the incremental guide). Exit status 3 when any
     document, extraction or report failed (the others are indexed; the next run retries what
     failed).
+
+    Message archives (an iMessage `chat.db`/`sms.db`, a JSON Lines export) are recognised by
+    their content, or read with `--source`: their messages become thread-day transcripts, and
+    every answer over them names the exact messages it rests on (see the message archives
+    guide).
     """
     if estimate:
         _estimate(paths, index, project, stores, config_file, json_out, verbose)
@@ -216,6 +250,8 @@ def index_command(
         from unified_kg_rag.ingestion.pipeline import IndexPipeline
 
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
+        messages = message_run(config, project_dir, source=source, handles=handles,
+                               owner=owner, since=since, limit=message_limit)
         async with build_app(config, project_dir) as app:
             index_stores = app.index(index)
             with RichProgress(err_console, enabled=not (quiet or json_out)) as progress:
@@ -231,8 +267,11 @@ def index_command(
                     project_dir=project_dir,
                     force_rebuild=force_rebuild,
                     keyphrase_extractor=app.keyphrase_extractor,
+                    message_sources=app.message_sources,
                 )
-                return await pipeline.run(paths, confirm_deletions=yes, reset=reset)
+                return await pipeline.run(
+                    paths, confirm_deletions=yes, reset=reset, messages=messages
+                )
 
     report = run(
         main,

@@ -19,7 +19,7 @@ from unified_kg_rag.cli.common import (
     printable,
     run,
 )
-from unified_kg_rag.domain.models import RAGOutput, Source
+from unified_kg_rag.domain.models import MessageRef, RAGOutput, Source
 
 __all__ = ["parse_filters", "query_command", "render_answer", "render_context"]
 
@@ -104,6 +104,10 @@ def _render_sources(output: RAGOutput) -> None:
         return
     out_console.print(f"\n[dim]Retrieved by strategy {escape(output.strategy)} "
                       f"({_STRATEGY_NOTES.get(output.strategy, 'see the strategies guide')})[/]")
+    if output.evidence:
+        out_console.print("\n[bold]Messages the answer rests on[/]")
+        for m in output.evidence:
+            out_console.print(f"  {_message_line(m)}", soft_wrap=True)
     cited = [s for s in output.sources if s.n in output.cited]
     other = [s for s in output.sources if s.n not in output.cited]
     if cited:
@@ -126,10 +130,27 @@ def _shown_path(s: Source) -> str:
     return s.path or s.id[:12]
 
 
+def _message_line(m: MessageRef) -> str:
+    """``[2.3] 2019-05-01 18:22 · Bob · Family: text`` (escaped for rich)."""
+    when = m.timestamp[:16].replace("T", " ") if m.timestamp else "undated"
+    body = printable(" ".join(m.text.split(": ", 1)[-1].split()))
+    if len(body) > _PREVIEW_CHARS:
+        body = body[:_PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"
+    label = f"[{m.label}] " if m.label else ""
+    head = f"{label}{when} · {printable(m.sender_name)} · {printable(m.thread_name)}"
+    return f"{escape(head)}: [dim]{escape(body)}[/] [dim]({escape(m.guid)})[/]"
+
+
 def _print_source(s: Source, *, preview: bool) -> None:
     label = printable(s.title or s.path or s.id[:12])
     span = f" chars {s.start_char}-{s.end_char}" if s.start_char is not None else ""
     where = printable(_shown_path(s)) + span
+    if s.messages and s.kind == "text_unit":
+        first, last = s.messages[0], s.messages[-1]
+        senders = ", ".join(dict.fromkeys(m.sender_name for m in s.messages))
+        where = (f"{len(s.messages)} message(s) from {senders}, "
+                 f"{first.timestamp[:16].replace('T', ' ')} to "
+                 f"{last.timestamp[:16].replace('T', ' ')}")
     if s.kind in _KIND_LABELS:
         docs = len(set(s.document_ids) or ({s.document_id} if s.document_id else set()))
         where = _KIND_LABELS[s.kind] + (f", from {docs} document(s)" if docs else "")
@@ -141,6 +162,9 @@ def _print_source(s: Source, *, preview: bool) -> None:
             text = text[:_PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"
         line += f"\n      [dim]{escape(text)}[/]"
     out_console.print(line, soft_wrap=True)
+    if preview and s.messages and s.kind != "text_unit":
+        for m in s.messages:
+            out_console.print(f"      {_message_line(m)}", soft_wrap=True)
 
 
 def query_command(

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from unified_kg_rag.config.graph import GraphConfig
+from unified_kg_rag.config.messages import MessagesConfig
 from unified_kg_rag.config.query import QueryConfig
 from unified_kg_rag.config.stores import PostgresConfig, SqliteConfig, StoresConfig
 
@@ -27,6 +28,7 @@ __all__ = [
     "LLMConfig",
     "LocalEmbeddingsConfig",
     "LoggingConfig",
+    "MessagesConfig",
     "OpenAIChatConfig",
     "OpenAIEmbeddingsConfig",
     "ParsingConfig",
@@ -367,6 +369,9 @@ class UkrConfig(BaseSettings):
     indexing: IndexingConfig = Field(default_factory=IndexingConfig, description="`ukr index`.")
     graph: GraphConfig = Field(
         default_factory=GraphConfig, description="LLM knowledge-graph indexing."
+    )
+    messages: MessagesConfig = Field(
+        default_factory=MessagesConfig, description="Message archives (iMessage, JSON Lines)."
     )
 
     def methodologies(self) -> list[str]:

@@ -9,7 +9,7 @@ one transaction (row lock or write lock), with their own clock.
 from __future__ import annotations
 
 from unified_kg_rag.domain.models import Lease
-from unified_kg_rag.util.errors import IndexBusyError, LeaseLostError
+from unified_kg_rag.util.errors import BuildInProgress, LeaseLostError
 
 __all__ = ["next_lease", "renewed_lease"]
 
@@ -29,14 +29,14 @@ def next_lease(index: str, current: Lease | None, holder: str, now: float, ttl_s
 
     Raises:
         ValueError: ``ttl_s`` is not positive or ``holder`` is empty.
-        IndexBusyError: ``current`` belongs to another holder and has not lapsed.
+        BuildInProgress: ``current`` belongs to another holder and has not lapsed.
     """
     if ttl_s <= 0:
         raise ValueError("ttl_s must be positive")
     if not holder:
         raise ValueError("holder must not be empty")
     if current is not None and current.holder != holder and current.expires_at > now:
-        raise IndexBusyError(index, current.holder, current.expires_at - now)
+        raise BuildInProgress(index, current.holder, current.expires_at - now)
     renewing = current is not None and current.holder == holder
     acquired = current.acquired_at if renewing and current is not None else now
     return Lease(holder=holder, acquired_at=acquired, expires_at=now + ttl_s)

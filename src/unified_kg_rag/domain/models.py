@@ -26,6 +26,7 @@ __all__ = [
     "IndexRecord",
     "Lease",
     "Message",
+    "MessageRef",
     "MetadataValue",
     "ParsedDocument",
     "RAGOutput",
@@ -398,6 +399,32 @@ class Completion(_Model):
     cached: bool = False
 
 
+class MessageRef(_Model):
+    """One message of a message archive, as a source or the evidence of an answer names it.
+
+    Attributes:
+        guid: the message's stable id (iMessage ``message.guid``).
+        thread_id: its thread.
+        thread_name: the thread's display name.
+        sender_name: who sent it (the owner label for the owner).
+        sender_handle: the sender's raw handle (``""`` for the owner).
+        is_from_me: the owner sent it.
+        timestamp: ISO 8601 UTC send time, ``""`` when unknown.
+        text: the message as rendered in its transcript (time, sender, body, reactions).
+        label: its citation label in the answer context (``3.2``: message 2 of source 3).
+    """
+
+    guid: str
+    thread_id: str
+    thread_name: str
+    sender_name: str
+    sender_handle: str = ""
+    is_from_me: bool = False
+    timestamp: str = ""
+    text: str = ""
+    label: str = ""
+
+
 class Source(_Model):
     """One section the answer model saw, with its provenance.
 
@@ -419,6 +446,9 @@ class Source(_Model):
         document_ids: the documents of ``text_unit_ids``, for graph items (entities,
             relationships, reports), first seen first.
         metadata: further provenance (a report's level, a message's sender and time ...).
+        messages: for a message archive, the messages the section holds (a passage: every
+            message in it; an entity or relationship: the messages of its text units that
+            name it), in transcript order.
     """
 
     n: int
@@ -436,6 +466,7 @@ class Source(_Model):
     truncated: bool = False
     document_ids: tuple[str, ...] = ()
     metadata: dict[str, MetadataValue] = Field(default_factory=dict)
+    messages: tuple[MessageRef, ...] = ()
 
 
 class RAGOutput(_Model):
@@ -457,6 +488,9 @@ class RAGOutput(_Model):
         metadata: what the strategy and the chain report: ``degraded`` sections and their
             errors, ``llm_calls``, ``buckets``, ``rerank``, ``route``, ``rewrite``,
             ``answer_style``, ``context_tokens``, ``abstained`` ...
+        evidence: over a message archive, the messages the answer rests on: those it cites as
+            ``[n.m]``, and for a plain ``[n]`` the messages of source ``n`` whose words the
+            citing sentence shares (not the whole passage).
     """
 
     question: str
@@ -469,3 +503,4 @@ class RAGOutput(_Model):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    evidence: tuple[MessageRef, ...] = ()

@@ -13,7 +13,7 @@ import fnmatch
 import logging
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +42,8 @@ class CorpusFile:
         document_id: `domain.identity.document_id(source_scope, relative_path)`.
         explicit: True when the user named the file itself (an unsupported extension then fails
             instead of being skipped).
+        message_source: the message source that reads the file (a message archive), or None
+            for a document.
     """
 
     path: Path
@@ -50,6 +52,7 @@ class CorpusFile:
     relative_path: str
     document_id: str
     explicit: bool
+    message_source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ def discover(
     *,
     parsing: ParsingConfig,
     extensions: Sequence[str],
+    claim: Callable[[Path, bool], str | None] | None = None,
 ) -> tuple[list[CorpusFile], list[SkippedFile]]:
     """Find the files to index under ``paths``.
 
@@ -78,6 +82,9 @@ def discover(
         paths: files and folders as the user gave them.
         parsing: ``exclude`` globs and the optional fixed ``source_scope``.
         extensions: the extensions a parser is registered for (``.txt`` ...).
+        claim: ``claim(file, explicit)`` names the message source of a message archive, or
+            returns None for other files; asked before the extension check (an archive needs
+            no document parser).
 
     Returns:
         ``(files, skipped)``: files in a stable order (sorted within each path), and what
@@ -110,7 +117,8 @@ def discover(
             if not explicit and any(fnmatch.fnmatch(rel, pat) for pat in parsing.exclude):
                 skipped.append(SkippedFile(shown, "excluded by parsing.exclude"))
                 continue
-            if not explicit and file.suffix.lower() not in supported:
+            source = claim(file, explicit) if claim is not None else None
+            if source is None and not explicit and file.suffix.lower() not in supported:
                 skipped.append(SkippedFile(shown, f"unsupported extension {file.suffix!r}"))
                 continue
             scope = parsing.source_scope or base.as_posix()
@@ -119,7 +127,9 @@ def discover(
                 continue
             seen.add(doc_id)
             clean_scope, clean_rel = replace_surrogates(scope), replace_surrogates(rel)
-            files.append(CorpusFile(file, shown, clean_scope, clean_rel, doc_id, explicit))
+            files.append(
+                CorpusFile(file, shown, clean_scope, clean_rel, doc_id, explicit, source)
+            )
     return files, skipped
 
 

@@ -128,7 +128,7 @@ async def held_lease(
         holder: the holder name (default: `new_holder`).
 
     Raises:
-        IndexBusyError: another run holds the lease (raised before the body starts).
+        BuildInProgress: another run holds the lease (raised before the body starts).
         LeaseLostError: the lease was lost; the body was cancelled or its write refused.
     """
     holder = holder or new_holder()

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
-from unified_kg_rag.domain.chunking import CHUNKING_VERSION, build_text_units, chunk_text
-from unified_kg_rag.domain.embedding_input import EMBEDDING_INPUT_VERSION, embedding_input
+from unified_kg_rag.domain.embedding_input import embedding_input
+from unified_kg_rag.domain.messages import MESSAGE_SCOPE, TranscriptDoc
 from unified_kg_rag.domain.models import (
     Collection,
     DocRecord,
@@ -36,7 +36,7 @@ from unified_kg_rag.domain.models import (
     TokenUsage,
 )
 from unified_kg_rag.domain.usage import usage_scope
-from unified_kg_rag.ingestion.corpus import CorpusFile, discover, parse_file, read_file
+from unified_kg_rag.ingestion.corpus import CorpusFile, discover, read_file
 from unified_kg_rag.ingestion.deletion import (
     delete_documents,
     remove_documents,
@@ -48,22 +48,30 @@ from unified_kg_rag.ingestion.derived import DerivedStages
 from unified_kg_rag.ingestion.graph.build import needs_llm
 from unified_kg_rag.ingestion.graph.estimate import CostEstimate, estimate_graph_cost
 from unified_kg_rag.ingestion.lease import fenced, held_lease
+from unified_kg_rag.ingestion.messages import MessagePlan, MessageRun, find_source, plan_messages
+from unified_kg_rag.ingestion.prepare import fingerprint, parse_and_chunk
 from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ingestion.report import DeleteReport, FailedDocument, IndexReport
 from unified_kg_rag.ingestion.reset import check_reset, sweep_orphan_units
-from unified_kg_rag.ingestion.units import UnitText, text_unit_record, unit_title, unit_union
+from unified_kg_rag.ingestion.units import (
+    UnitText,
+    text_unit_record,
+    unit_title,
+    unit_union,
+    units_to_embed,
+)
 from unified_kg_rag.ports import (
     ChatModel,
     DocumentParser,
     Embedder,
     IndexStores,
     KeyphraseExtractor,
+    MessageSource,
     ProgressReporter,
     TokenCounter,
 )
 from unified_kg_rag.util.aio import map_bounded
 from unified_kg_rag.util.errors import InputError, UkrError, UsageError
-from unified_kg_rag.util.hashing import sha256_json
 
 __all__ = ["IndexPipeline", "text_unit_record"]
 
@@ -76,6 +84,7 @@ _IO_CONCURRENCY = 4
 class _Hashed:
     file: CorpusFile
     content_hash: str
+    transcript: TranscriptDoc | None = None
 
 
 class IndexPipeline:
@@ -95,6 +104,7 @@ class IndexPipeline:
         force_rebuild: ask the LLM again for every extraction record and rebuild the graph
             (with ``run(reset=True)``: a reset that re-extracts everything too).
         keyphrase_extractor: the `lazy` concept graph's extractor (default: YAKE).
+        message_sources: the message sources, in dispatch order (`ingestion.messages`).
     """
 
     def __init__(
@@ -111,8 +121,10 @@ class IndexPipeline:
         project_dir: Path | None = None,
         force_rebuild: bool = False,
         keyphrase_extractor: KeyphraseExtractor | None = None,
+        message_sources: Sequence[MessageSource] = (),
     ) -> None:
         self._stores = stores
+        self._sources = list(message_sources)
         self._chat = chat_model
         self._budget_tokenizer = budget_tokenizer or chunk_tokenizer
         self._embedder = embedder
@@ -128,7 +140,12 @@ class IndexPipeline:
         )
 
     async def run(
-        self, paths: Sequence[Path], *, confirm_deletions: bool = False, reset: bool = False
+        self,
+        paths: Sequence[Path],
+        *,
+        confirm_deletions: bool = False,
+        reset: bool = False,
+        messages: MessageRun | None = None,
     ) -> IndexReport:
         """Index the files under ``paths``; only new, changed and previously failed ones work.
 
@@ -147,6 +164,9 @@ class IndexPipeline:
             paths: files and folders.
             confirm_deletions: delete even when the mass-deletion guard would ask (``--yes``).
             reset: rebuild the whole index in place (``--reset``).
+            messages: options of the message archives among ``paths`` (`ingestion.messages`:
+                archives are found by their source's probe, or all named files with
+                ``--source``; their transcripts are the documents indexed).
 
         Returns:
             The run's `IndexReport`; ``report.exit_code`` is 3 when any document, extraction
@@ -160,7 +180,7 @@ class IndexPipeline:
                 ``indexing.max_delete_share`` of its documents (before anything is written).
             ConfigurationError: ``reset`` on an index holding an LLM graph that this
                 configuration cannot rebuild (before anything is written).
-            IndexBusyError: another run is writing this index (before anything is written).
+            BuildInProgress: another run is writing this index (before anything is written).
             StoreError: a store failed (what was committed stays committed).
             EmbeddingModelError: the embedding model failed or differs from the index's.
             asyncio.CancelledError: the run was interrupted; the next run resumes it.
@@ -168,12 +188,19 @@ class IndexPipeline:
         started = time.perf_counter()
         report = IndexReport(index=self._stores.name, reset=reset)
         self._removed_texts = []
-        files, skipped = discover(
-            paths, parsing=self._config.parsing, extensions=sorted(self._parsers)
+        run = messages or MessageRun()
+        found, skipped = discover(
+            paths, parsing=self._config.parsing, extensions=sorted(self._parsers),
+            claim=lambda p, explicit: (
+                run.source if explicit and run.source else find_source(p, self._sources, run.source)
+            ),
         )
+        files = [f for f in found if f.message_source is None]
+        archives = [f for f in found if f.message_source is not None]
         report.skipped = [FailedDocument(path=s.display_path, reason=s.reason) for s in skipped]
         report.documents_found = len(files)
         roots = walked_scopes(paths, self._config.parsing)
+        share = self._config.indexing.max_delete_share
         async with self._writing() as usage:
             rebuilds = self._derived.rebuilds_graph
             if reset:
@@ -182,17 +209,30 @@ class IndexPipeline:
             todo = await self._diff(hashed, report, reset=reset)
             doomed = await walk_deletions(
                 self._stores, files, roots, report, rebuilds=rebuilds,
-                share=self._config.indexing.max_delete_share, confirm=confirm_deletions,
-            )  # the guard refuses above: nothing is written before this line
+                share=share, confirm=confirm_deletions,
+            )
+            plan = MessagePlan()
+            if archives:
+                plan = await plan_messages(
+                    self._stores, archives, self._sources, run, report,
+                    fingerprint=lambda h: fingerprint(self._config, h, transcript=True),
+                    reset=reset, rebuilds=rebuilds, share=share, confirm=confirm_deletions,
+                )
+                todo += [_Hashed(f, h, doc) for f, h, doc in plan.todo]
+            # the guards refuse above: nothing is written before this line
             for file, error in unread:
                 await self._record_failure(file, "", error, report)
             removal = await remove_documents(
-                self._stores, doomed, found={h.file.document_id for h in todo}
+                self._stores, [*doomed, *plan.doomed], found={h.file.document_id for h in todo}
             )
             report.documents_deleted = len(removal.documents)
             report.text_units_deleted = removal.text_units_removed
+            if archives:
+                await plan.write_spans(self._stores.records)
             if todo:
                 await self._process(todo, report)
+            if archives:
+                await plan.commit(self._stores.records, [r.document_id for r in plan.doomed])
             if reset:
                 report.text_units_orphaned = await sweep_orphan_units(
                     self._stores, self._removed_texts
@@ -219,7 +259,7 @@ class IndexPipeline:
         Raises:
             ConfirmationRequiredError: more than the share without ``confirm``.
             ConfigurationError: the index's LLM graph cannot be rebuilt by this configuration.
-            IndexBusyError: another run is writing this index.
+            BuildInProgress: another run is writing this index.
             StoreError: a store failed (the next run finishes the removal).
         """
         started = time.perf_counter()
@@ -300,21 +340,7 @@ class IndexPipeline:
         return hashed, [(r.item, r.error) for r in results if r.value is None]
 
     def _fingerprint(self, content_hash: str) -> str:
-        """Return what the registry compares for a document.
-
-        The bytes' hash and every setting that shapes the text units and their vectors, so
-        changing one re-indexes the corpus.
-        """
-        chunking = self._config.chunking
-        return sha256_json(
-            {
-                "bytes": content_hash,
-                "size_tokens": chunking.size_tokens,
-                "overlap_tokens": chunking.overlap_tokens,
-                "chunking": CHUNKING_VERSION,
-                "embedding_input": EMBEDDING_INPUT_VERSION,
-            }
-        )
+        return fingerprint(self._config, content_hash)
 
     async def _diff(
         self, hashed: list[_Hashed], report: IndexReport, *, reset: bool
@@ -362,19 +388,10 @@ class IndexPipeline:
         return await asyncio.to_thread(self._parse_and_chunk_sync, item)
 
     def _parse_and_chunk_sync(self, item: _Hashed) -> tuple[Document, list[TextUnit]]:
-        data, digest = read_file(item.file, parsing=self._config.parsing)
-        doc = parse_file(item.file, data, digest, self._parsers)
-        spans = self._tokenizer.token_spans(doc.text)
-        chunks = chunk_text(
-            doc.text,
-            spans,
-            size_tokens=self._config.chunking.size_tokens,
-            overlap_tokens=self._config.chunking.overlap_tokens,
+        return parse_and_chunk(
+            item.file, item.transcript, config=self._config,
+            tokenizer=self._tokenizer, parsers=self._parsers,
         )
-        units = build_text_units(doc, chunks)
-        if not units:
-            raise InputError(item.file.display_path, "empty document (no text)")
-        return doc, units
 
     async def _write(
         self, ready: list[tuple[_Hashed, Document, list[TextUnit]]], report: IndexReport
@@ -395,7 +412,7 @@ class IndexPipeline:
             ]
         )
         units = [u for _, _, doc_units in ready for u in doc_units]
-        fresh = await self._units_to_embed(units)
+        fresh = await units_to_embed(search, units)
         if fresh:
             started = time.perf_counter()
             vectors = await self._embedder.embed_documents(
@@ -445,27 +462,12 @@ class IndexPipeline:
             document_id=file.document_id,
             path=file.relative_path,
             source_scope=file.source_scope,
-            content_hash=self._fingerprint(doc.content_hash) if doc is not None else fingerprint,
+            content_hash=fingerprint if doc is None else _fingerprint_of(self._config, doc),
             status=status,
             text_unit_ids=unit_ids,
             error=error,
             updated_at=time.time(),
         )
-
-    async def _units_to_embed(self, units: list[TextUnit]) -> list[TextUnit]:
-        """Return the units not already stored with a vector made from the same input.
-
-        A unit id covers its document, offset and text; the title (part of the embedding
-        input) is compared with the stored record's, so a retitled document is re-embedded.
-        """
-        search = self._stores.search
-        ids = [u.id for u in units]
-        with_vector = await search.existing_ids(Collection.TEXT_UNITS, ids)
-        stored = {r.id: r for r in await search.get(Collection.TEXT_UNITS, sorted(with_vector))}
-        return [
-            u for u in units
-            if u.id not in stored or stored[u.id].fields.get("title") != unit_title(u)
-        ]
 
     async def _record_failure(
         self,
@@ -494,3 +496,9 @@ class IndexPipeline:
                 )
             ]
         )
+
+
+def _fingerprint_of(config: UkrConfig, doc: Document) -> str:
+    """The registry fingerprint of a parsed document or rendered transcript."""
+    transcript = doc.metadata.get("source_scope") == MESSAGE_SCOPE
+    return fingerprint(config, doc.content_hash, transcript=transcript)

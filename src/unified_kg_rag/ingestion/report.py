@@ -8,7 +8,7 @@ from unified_kg_rag.domain.models import TokenUsage
 from unified_kg_rag.ingestion.graph.report import GraphBuildReport
 from unified_kg_rag.ingestion.lazy import LazyBuildReport
 
-__all__ = ["DeleteReport", "DeletedDocument", "FailedDocument", "IndexReport"]
+__all__ = ["DeleteReport", "DeletedDocument", "FailedDocument", "IndexReport", "MessageReport"]
 
 
 class FailedDocument(BaseModel):
@@ -16,6 +16,41 @@ class FailedDocument(BaseModel):
 
     path: str
     reason: str
+
+
+class MessageReport(BaseModel):
+    """What a run did with message archives (part of `IndexReport`).
+
+    Attributes:
+        archives: archive files read (named now or before).
+        archives_missing: archives named before that are gone from disk (their messages left).
+        messages: distinct messages after the guid merge.
+        messages_rendered: of which in this run's window (all of them unless bounded).
+        duplicates: messages found in more than one archive (merged by guid).
+        skipped: rows without recoverable text, or bad lines.
+        tapbacks_folded: reactions folded onto their messages.
+        transcripts: transcripts rendered.
+        new, changed, unchanged, removed: the manifest diff, in transcripts.
+        kept_out_of_window: removed transcripts a bounded build kept (out of its window).
+        bounded: the run was bounded (``--since``/``--message-limit``, or an archive failed).
+        problems: notes of the sources on skipped rows (first few).
+    """
+
+    archives: int = 0
+    archives_missing: list[str] = Field(default_factory=list)
+    messages: int = 0
+    messages_rendered: int = 0
+    duplicates: int = 0
+    skipped: int = 0
+    tapbacks_folded: int = 0
+    transcripts: int = 0
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    kept_out_of_window: int = 0
+    bounded: bool = False
+    problems: list[str] = Field(default_factory=list)
 
 
 class IndexReport(BaseModel):
@@ -54,6 +89,7 @@ class IndexReport(BaseModel):
         usage: model usage of the run.
         graph: the LLM knowledge-graph build (None when no graph methodology was selected).
         lazy: the concept-graph build (None when ``lazy`` was not selected).
+        messages: what the run did with message archives (None when it named none).
     """
 
     index: str
@@ -82,6 +118,7 @@ class IndexReport(BaseModel):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     graph: GraphBuildReport | None = None
     lazy: LazyBuildReport | None = None
+    messages: MessageReport | None = None
 
     @property
     def exit_code(self) -> int:

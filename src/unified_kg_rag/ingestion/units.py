@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from unified_kg_rag.domain.models import Collection, DocRecord, DocStatus, IndexRecord, TextUnit
-from unified_kg_rag.ports import IndexStores
+from unified_kg_rag.ports import IndexStores, SearchIndex
 
 __all__ = ["UnitText", "load_units", "processed_unit_paths", "text_unit_record", "unit_title",
-           "unit_union"]
+           "unit_union", "units_to_embed"]
 
 _READ_BATCH = 2000
 
@@ -78,3 +78,18 @@ def unit_title(unit: TextUnit) -> str | None:
     """Return the title of a unit's document (part of its embedding input), if any."""
     title = unit.metadata.get("title")
     return title if isinstance(title, str) else None
+
+
+async def units_to_embed(search: SearchIndex, units: list[TextUnit]) -> list[TextUnit]:
+    """Return the units not already stored with a vector made from the same input.
+
+    A unit id covers its document, offset and text; the title (part of the embedding input)
+    is compared with the stored record's, so a retitled document is re-embedded.
+    """
+    ids = [u.id for u in units]
+    with_vector = await search.existing_ids(Collection.TEXT_UNITS, ids)
+    stored = {r.id: r for r in await search.get(Collection.TEXT_UNITS, sorted(with_vector))}
+    return [
+        u for u in units
+        if u.id not in stored or stored[u.id].fields.get("title") != unit_title(u)
+    ]

@@ -14,6 +14,7 @@ from unified_kg_rag.ports.models import (
     DocumentParser,
     Embedder,
     KeyphraseExtractor,
+    MessageSource,
     Reranker,
     TokenCounter,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "GraphStore",
     "IndexStores",
     "KeyphraseExtractor",
+    "MessageSource",
     "ProgressReporter",
     "RecordStore",
     "Reranker",

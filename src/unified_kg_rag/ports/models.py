@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
+from unified_kg_rag.domain.messages import MessageSourceOptions, ParsedArchive
 from unified_kg_rag.domain.models import Completion, Message, ParsedDocument
 
 __all__ = [
@@ -15,6 +17,7 @@ __all__ = [
     "DocumentParser",
     "Embedder",
     "KeyphraseExtractor",
+    "MessageSource",
     "Reranker",
     "TokenCounter",
 ]
@@ -142,6 +145,36 @@ class TokenCounter(Protocol):
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         """Return the ``(start, end)`` character offsets of each token of ``text``, in order."""
+        ...
+
+
+class MessageSource(Protocol):
+    """Reads one message-archive format into normalized messages (seed 001 ``MessageSource``).
+
+    Sources are chosen by structural dispatch: the first registered source whose `matches`
+    accepts a file parses it. Parsing is blocking (SQLite, file reads); callers run it in a
+    worker thread.
+    """
+
+    @property
+    def name(self) -> str:
+        """The registered name (``imessage``, ``jsonl``)."""
+        ...
+
+    def matches(self, path: Path) -> bool:
+        """Return True when ``path`` is this source's format (a cheap probe); never raises."""
+        ...
+
+    def parse(self, path: Path, options: MessageSourceOptions) -> ParsedArchive:
+        """Read every recoverable message of ``path``, oldest first.
+
+        Rows without recoverable text are counted in `ParsedArchive.skipped`, never emitted.
+        The file is never written.
+
+        Raises:
+            InputError: the file cannot be read as this format (locked, corrupt, not this
+                source's schema); one line naming the file and the reason.
+        """
         ...
 
 

@@ -235,7 +235,7 @@ class DocRegistry(Protocol):
         file (SQLite), where it waits at most for one write transaction to commit.
 
         Raises:
-            IndexBusyError: another holder's lease has not lapsed (names the holder).
+            BuildInProgress: another holder's lease has not lapsed (names the holder).
             ValueError: ``ttl_s`` is not positive.
         """
         ...

@@ -20,6 +20,7 @@ from unified_kg_rag.domain.abstention import (
     detect_abstention,
 )
 from unified_kg_rag.domain.extractive import select_sentences, term_coverage
+from unified_kg_rag.domain.message_evidence import MESSAGE_CITATION_INSTRUCTIONS, labelled_text
 from unified_kg_rag.domain.models import Message, Source
 from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.domain.text import lexical_query_terms, lexical_terms, sentence_spans
@@ -56,8 +57,12 @@ def source_header(source: Source) -> str:
 
 
 def render_source(source: Source) -> str:
-    """Return a source as placed in the context: its header line, then its text."""
-    return f"{source_header(source)}\n{source.text}"
+    """Return a source as placed in the context: its header line, then its text.
+
+    A passage of a message transcript shows each message with its ``[n.m]`` label
+    (`domain.message_evidence.labelled_text`).
+    """
+    return f"{source_header(source)}\n{labelled_text(source)}"
 
 
 def answer_messages(
@@ -76,6 +81,8 @@ def answer_messages(
     )
     if abstention:
         system += ABSTENTION_INSTRUCTIONS
+    if any(s.messages and s.kind == "text_unit" for s in sources):
+        system += MESSAGE_CITATION_INSTRUCTIONS
     user = load_prompt("answer_user.v1").format(
         sources="\n\n".join(render_source(s) for s in sources), question=question
     )
@@ -241,9 +248,17 @@ async def extractive_answer(
         The answer text: `EXTRACTIVE_HEADER`, then one quoted sentence per line with its
         ``[n]`` citation.
     """
-    candidates: list[tuple[str, int]] = []
+    candidates: list[tuple[str, str]] = []
     seen: set[str] = set()
     for source in sources[:_MAX_SENTENCE_SOURCES]:
+        if source.messages and source.kind == "text_unit":
+            # a transcript passage: whole messages are the candidates, cited by [n.m] label
+            for message in source.messages:
+                line = " ".join(message.text.split())
+                if len(line) >= 12 and line.casefold() not in seen:
+                    seen.add(line.casefold())
+                    candidates.append((_clip(line), message.label or str(source.n)))
+            continue
         spans = sentence_spans(source.text)
         if source.truncated and len(spans) > 1:
             spans = spans[:-1]  # the budget cut the last sentence short
@@ -252,9 +267,7 @@ async def extractive_answer(
             if len(sentence) < 12 or sentence.startswith("#") or sentence.casefold() in seen:
                 continue
             seen.add(sentence.casefold())
-            if len(sentence) > _MAX_SENTENCE_CHARS:
-                sentence = sentence[:_MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
-            candidates.append((sentence, source.n))
+            candidates.append((_clip(sentence), str(source.n)))
             if len(candidates) >= _MAX_SENTENCES:
                 break
     if not candidates:
@@ -274,3 +287,9 @@ async def extractive_answer(
         for i, (row, _) in enumerate(picked, start=1)
     ]
     return EXTRACTIVE_HEADER + "\n\n" + "\n".join(lines)
+
+
+def _clip(sentence: str) -> str:
+    if len(sentence) > _MAX_SENTENCE_CHARS:
+        return sentence[:_MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
+    return sentence

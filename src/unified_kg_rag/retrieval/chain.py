@@ -28,6 +28,7 @@ from unified_kg_rag.domain.index_meta import (
     METHODOLOGIES_KEY,
     parse_methodologies,
 )
+from unified_kg_rag.domain.message_evidence import evidence_from_answer
 from unified_kg_rag.domain.models import (
     Collection,
     RAGOutput,
@@ -44,6 +45,7 @@ from unified_kg_rag.retrieval.answer import (
 )
 from unified_kg_rag.retrieval.context import fuse, pack_context, rerank_and_diversify, to_source
 from unified_kg_rag.retrieval.memory import ConversationMemory, Turn
+from unified_kg_rag.retrieval.message_sources import attach_messages
 from unified_kg_rag.retrieval.models import (
     CANNOT_ANSWER,
     DECLINED,
@@ -170,7 +172,7 @@ class RAGChain:
         """
         with usage_scope() as usage:
             prep = await self._prepare(self._input(question, filters, overrides))
-            out = self._pack(prep)
+            out = await self._pack(prep)
         out.usage = usage
         return out
 
@@ -185,7 +187,7 @@ class RAGChain:
         started = time.perf_counter()
         with usage_scope() as usage:
             prep = await self._prepare(self._input(question, filters, overrides))
-            retrieval = self._pack(prep)
+            retrieval = await self._pack(prep)
             t0 = time.perf_counter()
             answer, kind = await self._answer(prep, retrieval)
         return await self._finish(prep, retrieval, answer, kind, usage, t0, started)
@@ -221,7 +223,7 @@ class RAGChain:
         started = time.perf_counter()
         with usage_scope() as usage:
             prep = await self._prepare(self._input(question, filters, overrides))
-            retrieval = self._pack(prep)
+            retrieval = await self._pack(prep)
             t0 = time.perf_counter()
             cfg = prep.ctx.config
             if self._chat is None or not retrieval.sources or prep.strategy == "lazy" or (
@@ -358,10 +360,11 @@ class RAGChain:
         metadata["route"] = "rule"
         return name
 
-    def _pack(self, prep: _Prepared) -> RetrievalOutput:
+    async def _pack(self, prep: _Prepared) -> RetrievalOutput:
         t0 = time.perf_counter()
         cfg = prep.ctx.config
         sources = pack_context(prep.result, prep.groups, cfg, self._counter)
+        sources = await attach_messages(self._stores, sources)
         tokens = sum(self._counter.count(render_source(s)) for s in sources)
         timings = dict(prep.timings)
         timings["pack"] = _ms(t0)
@@ -448,6 +451,7 @@ class RAGChain:
             index=self._stores.name,
             sources=tuple(retrieval.sources),
             cited=cited_numbers(answer, {s.n for s in retrieval.sources}),
+            evidence=evidence_from_answer(answer, retrieval.sources),
             usage=usage,
             timings_ms=timings,
             metadata=metadata,

@@ -24,6 +24,7 @@ Nothing else belongs here: no I/O, no formatting of output.
 from __future__ import annotations
 
 __all__ = [
+    "BuildInProgress",
     "ConfigurationError",
     "ConfirmationRequiredError",
     "EmbeddingMismatchError",
@@ -216,8 +217,12 @@ class MethodologyNotIndexedError(UkrError):
         self.held = held
 
 
-class IndexBusyError(UkrError):
+class BuildInProgress(UkrError):  # noqa: N818 (the issue's name for it)
     """Another run holds the index's single-writer lease (a second concurrent ``ukr index``).
+
+    Raised at once, before anything is read or written, so a caller (a CLI, a service route)
+    refuses the second build instead of queueing it behind a build that may take hours.
+    Queries take no lease and are answered while a build runs.
 
     Attributes:
         index: the index.
@@ -236,6 +241,10 @@ class IndexBusyError(UkrError):
         self.index = index
         self.holder = holder
         self.expires_in_s = expires_in_s
+
+
+IndexBusyError = BuildInProgress
+"""The former name of `BuildInProgress` (kept for callers written against it)."""
 
 
 class IndexingInterruptedError(UkrError):

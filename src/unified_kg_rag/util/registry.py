@@ -73,3 +73,10 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         """Return the registered names, sorted."""
         return sorted(self._items)
+
+    def in_order(self) -> list[str]:
+        """Return the registered names in registration order (for first-match dispatch).
+
+        Re-registering a name with ``replace=True`` keeps its original position.
+        """
+        return list(self._items)

@@ -113,7 +113,7 @@ class PgDocRegistry:
         run fails at once.
 
         Raises:
-            IndexBusyError: another holder's lease has not lapsed.
+            BuildInProgress: another holder's lease has not lapsed.
             ValueError: ``ttl_s`` is not positive.
         """
         return await self._db.write_index(

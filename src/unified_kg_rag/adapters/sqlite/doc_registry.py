@@ -117,7 +117,7 @@ class SqliteDocRegistry:
         so the call waits at most for one batch commit of another process.
 
         Raises:
-            IndexBusyError: another holder's lease has not lapsed.
+            BuildInProgress: another holder's lease has not lapsed.
             ValueError: ``ttl_s`` is not positive.
         """
         return await self._db.write(lambda conn: self._take(conn, holder, ttl_s, renew=False))

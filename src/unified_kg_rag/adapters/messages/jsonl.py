@@ -1,0 +1,307 @@
+"""The ``jsonl`` message source: a documented generic format any exporter can write.
+
+WhatsApp, Slack, Signal (or any other) exports are fed without code by converting them to
+this format: a UTF-8 text file named ``*.jsonl`` or ``*.ndjson`` holding one JSON object per
+line (blank lines are ignored)::
+
+    {"thread_id": "family", "thread_name": "Family", "sender": "+15551234567",
+     "timestamp": "2024-03-01T18:04:00Z", "text": "Dinner at 7?",
+     "reactions": [{"kind": "liked", "sender": "Alice"}]}
+    {"thread_id": "family", "is_from_me": true, "timestamp": 1709316300, "text": "Yes!"}
+
+=================  ========  ===============================================================
+field              required  meaning
+=================  ========  ===============================================================
+``thread_id``      yes       stable thread identity (string or integer)
+``text``           yes       the body; must hold non-whitespace text
+``guid``           no        stable message identity; when absent: the SHA-256 of
+                             (thread_id, sender, sender_handle, is_from_me, timestamp, text),
+                             so re-exports of the same message merge
+``thread_name``    no        display name of the thread (default: ``thread_id``)
+``sender``         (1)       display name or raw handle; mapped through ``handle_names``
+``sender_handle``  (1)       raw handle (phone, e-mail, user id); mapped through
+                             ``handle_names``, kept as the message's ``sender_handle``
+``is_from_me``     no        true: the archive owner sent it (named ``owner_label``); default
+                             false
+``timestamp``      no        ISO 8601 string (no offset means UTC; ``Z`` allowed) or a number
+                             of seconds since 1970-01-01 UTC; absent/null: undated
+``reactions``      no        list of ``{"kind": K, "sender": S}`` (``"is_from_me": true``
+                             instead of ``sender`` for the owner); K is one of ``loved liked
+                             disliked laughed emphasized questioned emoji sticker``
+=================  ========  ===============================================================
+
+(1) a message not from the owner needs ``sender`` or ``sender_handle``. Other fields are
+ignored. A line that is not a JSON object, lacks a required field or has a bad value is
+skipped, counted in ``skipped`` and described (with its line number) in ``problems``; it
+never fails the file. A bad reaction is dropped with a problem line (its message is kept). A
+repeated ``guid`` keeps the first line. A file that is not UTF-8 fails (`InputError`).
+
+`JsonLinesSource.matches` accepts a ``.jsonl``/``.ndjson`` file whose first non-blank line is
+a JSON object holding ``thread_id`` and ``text``, so ordinary JSON Lines documents still go
+to the document parser.
+
+Source: the issue's message-source section (format designed here); seed 001's
+``MessageSource`` contract.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import stat
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+from unified_kg_rag.adapters.messages.names import HandleNames, cap_problems
+from unified_kg_rag.domain.messages import (
+    TAPBACK_KINDS,
+    MessageSourceOptions,
+    ParsedArchive,
+    SourceMessage,
+    Tapback,
+)
+from unified_kg_rag.util.errors import InputError
+from unified_kg_rag.util.hashing import sha256_text
+
+__all__ = ["SUFFIXES", "JsonLinesSource"]
+
+logger = logging.getLogger(__name__)
+
+SUFFIXES = (".jsonl", ".ndjson")
+"""File name endings `JsonLinesSource.matches` considers (case-insensitive)."""
+
+_PROBE_BYTES = 1 << 20  # matches() reads at most this much looking for the first line
+
+
+class _BadLineError(ValueError):
+    """One line cannot be a message; the text is the problem description."""
+
+
+class JsonLinesSource:
+    """Reads the generic JSON Lines message format described in this module."""
+
+    @property
+    def name(self) -> str:
+        """``jsonl``."""
+        return "jsonl"
+
+    def matches(self, path: Path) -> bool:
+        """Return True for a ``.jsonl``/``.ndjson`` file whose first record is a message.
+
+        The first non-blank line must be a JSON object holding ``thread_id`` and ``text``.
+        Reads at most 1 MiB; never raises.
+        """
+        try:
+            if Path(path).suffix.lower() not in SUFFIXES:
+                return False
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                return False
+            with open(path, "rb") as handle:
+                head = handle.read(_PROBE_BYTES)
+            for raw in head.splitlines():
+                line = raw.decode("utf-8-sig").strip()
+                if line:
+                    record = json.loads(line)
+                    return isinstance(record, dict) and "thread_id" in record and "text" in record
+        except (OSError, ValueError, RecursionError):
+            return False
+        return False
+
+    def parse(self, path: Path, options: MessageSourceOptions) -> ParsedArchive:
+        """Read every valid line of the file, oldest first.
+
+        Args:
+            path: the ``.jsonl``/``.ndjson`` file.
+            options: handle → name map and the owner's label.
+
+        Returns:
+            The messages (undated first, then by timestamp, then guid); bad lines counted in
+            ``skipped`` and described in ``problems`` (at most 20 listed).
+
+        Raises:
+            InputError: the file cannot be read or is not UTF-8 text.
+        """
+        where = str(path)
+        try:
+            data = Path(path).read_bytes()
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise InputError(where, f"cannot read: {reason}") from exc
+        try:
+            content = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise InputError(where, f"not UTF-8 text (bad byte at offset {exc.start})") from exc
+        names = HandleNames(options.handle_names)
+        messages: dict[str, SourceMessage] = {}
+        problems: list[str] = []
+        skipped = 0
+        folded = 0
+        for number, line in enumerate(content.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                message, notes = _message(line, names, options.owner_label)
+                if message.guid in messages:
+                    raise _BadLineError(f"duplicate guid {message.guid!r}")
+            except _BadLineError as exc:
+                skipped += 1
+                problems.append(f"line {number}: {exc}")
+                continue
+            problems.extend(f"line {number}: {note}" for note in notes)
+            messages[message.guid] = message
+            folded += len(message.tapbacks)
+        ordered = sorted(messages.values(), key=_message_order)
+        logger.info(
+            "jsonl %s: %d message(s), %d line(s) skipped", path, len(ordered), skipped
+        )
+        return ParsedArchive(
+            source=self.name,
+            messages=tuple(ordered),
+            skipped=skipped,
+            tapbacks_folded=folded,
+            problems=cap_problems(problems),
+        )
+
+
+def _message(
+    line: str, names: HandleNames, owner_label: str
+) -> tuple[SourceMessage, list[str]]:
+    """Build the message of one line, plus notes on dropped reactions.
+
+    Raises:
+        _BadLineError: the line is not a valid message record.
+    """
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        raise _BadLineError(f"not JSON ({_short(exc)})") from None
+    if not isinstance(record, dict):
+        raise _BadLineError("not a JSON object")
+    thread_id = record.get("thread_id")
+    if isinstance(thread_id, int) and not isinstance(thread_id, bool):
+        thread_id = str(thread_id)
+    if not isinstance(thread_id, str) or not thread_id.strip():
+        raise _BadLineError("missing or empty 'thread_id'")
+    text = record.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise _BadLineError("missing or empty 'text'")
+    thread_name = _optional_str(record, "thread_name") or thread_id
+    sender = _optional_str(record, "sender")
+    sender_handle = _optional_str(record, "sender_handle")
+    is_from_me = record.get("is_from_me", False)
+    if not isinstance(is_from_me, bool):
+        raise _BadLineError("'is_from_me' must be true or false")
+    timestamp = _timestamp(record.get("timestamp"))
+    person = owner_label if is_from_me else _person(names, sender, sender_handle)
+    if person is None:
+        raise _BadLineError("missing 'sender' (or 'sender_handle')")
+    guid = record.get("guid")
+    if guid is None:
+        stamp = timestamp.isoformat() if timestamp else ""
+        guid = sha256_text(
+            thread_id, sender, sender_handle, "me" if is_from_me else "", stamp, text
+        )
+    elif not isinstance(guid, str) or not guid.strip():
+        raise _BadLineError("'guid' must be a non-empty string")
+    tapbacks, notes = _reactions(record.get("reactions"), names, owner_label)
+    message = SourceMessage(
+        guid=guid,
+        thread_id=thread_id,
+        thread_name=thread_name,
+        sender_handle="" if is_from_me else sender_handle,
+        sender_name=person,
+        is_from_me=is_from_me,
+        timestamp=timestamp,
+        text=text,
+        tapbacks=tapbacks,
+    )
+    return message, notes
+
+
+def _optional_str(record: Mapping[str, object], key: str) -> str:
+    value = record.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _BadLineError(f"{key!r} must be a string")
+    return value.strip()
+
+
+def _person(names: HandleNames, sender: str, sender_handle: str) -> str | None:
+    """Display name of a sender: a mapped handle first, then the given name or handle."""
+    for candidate in (sender_handle, sender):
+        if candidate:
+            mapped = names.get(candidate)
+            if mapped is not None:
+                return mapped
+    return sender or sender_handle or None
+
+
+def _timestamp(value: object) -> datetime | None:
+    """Parse an ISO 8601 string (naive = UTC) or epoch seconds; None/absent is undated.
+
+    Raises:
+        _BadLineError: any other value.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise _BadLineError("'timestamp' must be ISO 8601 text or epoch seconds")
+    if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise _BadLineError(f"bad 'timestamp' {value!r}")
+        try:
+            return datetime.fromtimestamp(value, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            raise _BadLineError(f"'timestamp' {value!r} is out of range") from None
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise _BadLineError(f"bad 'timestamp' {value[:40]!r} (want ISO 8601)") from None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        return parsed.astimezone(UTC)
+    raise _BadLineError("'timestamp' must be ISO 8601 text or epoch seconds")
+
+
+def _reactions(
+    value: object, names: HandleNames, owner_label: str
+) -> tuple[tuple[Tapback, ...], list[str]]:
+    """Valid reactions (deduplicated, sorted) and one note per dropped one."""
+    if value is None:
+        return (), []
+    if not isinstance(value, list):
+        return (), ["'reactions' is not a list; ignored"]
+    kept: set[tuple[str, str]] = set()
+    notes: list[str] = []
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            notes.append(f"reaction {index}: not an object; dropped")
+            continue
+        kind = item.get("kind")
+        if kind not in TAPBACK_KINDS:
+            notes.append(f"reaction {index}: unknown kind {kind!r}; dropped")
+            continue
+        if item.get("is_from_me") is True:
+            who: str | None = owner_label
+        else:
+            sender = item.get("sender")
+            who = names.name(sender.strip()) if isinstance(sender, str) and sender.strip() else None
+        if who is None:
+            notes.append(f"reaction {index}: missing 'sender'; dropped")
+            continue
+        kept.add((str(kind), who))
+    return tuple(Tapback(kind=k, sender_name=s) for k, s in sorted(kept)), notes
+
+
+def _short(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:80]
+
+
+def _message_order(message: SourceMessage) -> tuple[bool, datetime, str]:
+    stamp = message.timestamp or datetime.min.replace(tzinfo=UTC)
+    return (message.timestamp is not None, stamp, message.guid)

@@ -1,0 +1,124 @@
+"""The message-archive options of ``ukr index`` and the handles file they read."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+
+from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.messages import MessageSourceOptions
+from unified_kg_rag.ingestion.messages import MessageRun
+from unified_kg_rag.util.errors import InputError, UsageError
+
+__all__ = [
+    "HandlesOpt",
+    "LimitOpt",
+    "OwnerOpt",
+    "SinceOpt",
+    "SourceOpt",
+    "load_handles",
+    "message_run",
+]
+
+SourceOpt = Annotated[
+    str | None,
+    typer.Option("--source", help="Read the files named with this message source "
+                 "(imessage, jsonl) instead of recognising archives by their content."),
+]
+HandlesOpt = Annotated[
+    Path | None,
+    typer.Option("--handles", help="YAML file naming people: `+15551234567: Bob`, or "
+                 "`Bob: [+15551234567, bob@example.com]`. [default: messages.handles_file]"),
+]
+OwnerOpt = Annotated[
+    str | None,
+    typer.Option("--owner", help="Display name of the archive's owner. "
+                 "[default: messages.owner_label]"),
+]
+SinceOpt = Annotated[
+    str | None,
+    typer.Option("--since", help="Bounded build: only messages from this day on (YYYY-MM-DD). "
+                 "Transcripts outside the window are kept."),
+]
+LimitOpt = Annotated[
+    int | None,
+    typer.Option("--message-limit", min=1, help="Bounded build: only the N most recent "
+                 "messages. Transcripts outside the window are kept."),
+]
+
+
+def load_handles(path: Path) -> dict[str, str]:
+    """Read a handles file: ``handle: name`` entries, or ``name: [handle, ...]`` entries.
+
+    Raises:
+        InputError: the file cannot be read, is not YAML, or is not such a mapping.
+    """
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise InputError(str(path), f"not a YAML file: {' '.join(str(exc).split())}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise InputError(str(path), "expected a mapping of handles to names")
+    names: dict[str, str] = {}
+    for key, value in data.items():
+        if isinstance(value, list):
+            for handle in value:
+                if not isinstance(handle, (str, int)) or not str(handle).strip():
+                    raise InputError(str(path), f"{key}: handles must be strings")
+                names[str(handle).strip()] = str(key).strip()
+        elif isinstance(value, (str, int)) and str(value).strip():
+            names[str(key).strip()] = str(value).strip()
+        else:
+            raise InputError(str(path), f"{key}: expected a name or a list of handles")
+    return names
+
+
+def message_run(
+    config: UkrConfig,
+    project_dir: Path,
+    *,
+    source: str | None,
+    handles: Path | None,
+    owner: str | None,
+    since: str | None,
+    limit: int | None,
+) -> MessageRun:
+    """Return the message options of one ``ukr index`` run (config overridden by options).
+
+    Raises:
+        UsageError: ``--since`` is not a date.
+        InputError: the handles file is unreadable or malformed.
+    """
+    messages = config.messages
+    names = dict(messages.handle_names)
+    path = handles
+    if path is None and messages.handles_file:
+        path = Path(messages.handles_file)
+        if not path.is_absolute():
+            path = project_dir / path
+    if path is not None:
+        names.update(load_handles(path))
+    day: date | None = None
+    if since is not None:
+        try:
+            day = date.fromisoformat(since)
+        except ValueError:
+            raise UsageError(f"--since {since!r}: expected a date YYYY-MM-DD",
+                             field="--since") from None
+    return MessageRun(
+        options=MessageSourceOptions(handle_names=names,
+                                     owner_label=owner or messages.owner_label),
+        source=source.lower() if source else None,
+        since=day,
+        limit=limit,
+        max_chars=messages.transcript_max_chars,
+        timezone=messages.timezone,
+    )

@@ -1,0 +1,629 @@
+"""Message archives as documents: normalized messages, thread-day transcripts, manifest diff.
+
+A message source (iMessage ``chat.db``, the generic JSON Lines format) yields `SourceMessage`
+records. They are merged by guid across files (`merge_messages`: overlapping exports never
+duplicate a message), rendered into thread-day transcripts (`render_transcripts`), and the
+transcripts are the documents an index holds. Rendering is pure: identical thread-days render
+to an identical ``doc_key`` and text, which is what the manifest diff (`diff_manifest`) rests
+on. Each transcript remembers where each of its messages sits (`MessageSpan`), so every text
+unit cut from it can name the exact messages it contains (per-message provenance).
+
+Source: seed 001 (message-graph module reference: ``SourceMessage``, ``merge_batches``,
+``thread_transcripts``, ``WorkdirManifest.diff``/``respanned``) and seed 004 (ADR-017: the
+8,000-character transcript cap, the ``{thread_id}::{day-span}`` key, the 2026-08-10
+amendment on bounded builds pruning their re-span casualties).
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, tzinfo
+from zoneinfo import ZoneInfo
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from unified_kg_rag.domain.chunking import ChunkSpan, chunk_text
+from unified_kg_rag.domain.models import MessageRef
+from unified_kg_rag.util.hashing import sha256_text
+
+__all__ = [
+    "MESSAGE_SCOPE",
+    "SPANS_NAMESPACE",
+    "TAPBACK_KINDS",
+    "TRANSCRIPT_MAX_CHARS",
+    "UNTHREADED_ID",
+    "UNTHREADED_NAME",
+    "ManifestDiff",
+    "ManifestEntry",
+    "MessageSourceOptions",
+    "MessageSpan",
+    "ParsedArchive",
+    "SourceMessage",
+    "StoredTranscript",
+    "Tapback",
+    "TranscriptDoc",
+    "bound_messages",
+    "chunk_transcript",
+    "diff_manifest",
+    "merge_messages",
+    "message_line_spans",
+    "message_ref",
+    "messages_in_span",
+    "parse_spans_record",
+    "render_transcripts",
+    "respanned",
+    "spans_record",
+    "transcript_hash",
+]
+
+MESSAGE_SCOPE = "messages:"
+"""Source scope of transcript documents in an index (their path is the ``doc_key``)."""
+
+SPANS_NAMESPACE = "message_spans"
+"""Record store namespace: document id → `spans_record` of its transcript."""
+
+TRANSCRIPT_MAX_CHARS = 8000
+"""Default size target of one transcript document, in characters (seed 004's measured cap)."""
+
+UNTHREADED_ID = "unthreaded"
+"""Thread id of messages joined to no chat (kept, never dropped)."""
+
+UNTHREADED_NAME = "Unthreaded messages"
+"""Thread name of `UNTHREADED_ID`."""
+
+TAPBACK_KINDS: tuple[str, ...] = (
+    "loved", "liked", "disliked", "laughed", "emphasized", "questioned", "emoji", "sticker",
+)
+"""Reaction kinds by offset from associated_message_type 2000 (add) / 3000 (remove)."""
+
+_CONTINUATION = "    "
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Tapback(_Model):
+    """One reaction folded onto the message it reacts to (never a message of its own).
+
+    Attributes:
+        kind: one of `TAPBACK_KINDS`.
+        sender_name: who reacted (the owner label for the owner's own reactions).
+    """
+
+    kind: str
+    sender_name: str
+
+
+class SourceMessage(_Model):
+    """One normalized message from any message source.
+
+    Attributes:
+        guid: stable per-message identity (iMessage ``message.guid``, never the ROWID).
+        thread_id: stable thread identity (iMessage ``chat.guid``; `UNTHREADED_ID` when none).
+        thread_name: the chat's display name, else its sorted participant names.
+        sender_handle: raw handle (phone number or e-mail); ``""`` for the owner.
+        sender_name: mapped display name, else the raw handle; the owner label when
+            ``is_from_me``.
+        is_from_me: the owner sent it.
+        timestamp: send time, timezone-aware UTC; None when the source has none (0/NULL).
+        text: the body; never empty (rows without recoverable text are skipped by sources).
+        tapbacks: reactions folded onto this message, sorted.
+    """
+
+    guid: str = Field(min_length=1)
+    thread_id: str
+    thread_name: str
+    sender_handle: str = ""
+    sender_name: str
+    is_from_me: bool = False
+    timestamp: datetime | None
+    text: str = Field(min_length=1)
+    tapbacks: tuple[Tapback, ...] = ()
+
+    @field_validator("timestamp")
+    @classmethod
+    def _aware_utc(cls, value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("timestamp must be timezone-aware")
+        return value.astimezone(UTC)
+
+
+class ParsedArchive(_Model):
+    """What a message source read from one file.
+
+    Attributes:
+        source: the source's registered name (``imessage``, ``jsonl``).
+        messages: every recoverable message, oldest first (undated ones first).
+        skipped: rows without recoverable text (counted, never emitted blank).
+        tapbacks_folded: reactions folded onto a message of this file.
+        tapbacks_orphaned: reactions whose target is not in this file (dropped).
+        problems: one-line notes on rows that were skipped for another reason.
+    """
+
+    source: str
+    messages: tuple[SourceMessage, ...] = ()
+    skipped: int = 0
+    tapbacks_folded: int = 0
+    tapbacks_orphaned: int = 0
+    problems: tuple[str, ...] = ()
+
+
+class MessageSourceOptions(_Model):
+    """How sources name people.
+
+    Attributes:
+        handle_names: raw handle → display name (e.g. ``+15551234567`` → ``Bob``); several
+            handles may map to one name.
+        owner_label: the display name of the archive's owner (``is_from_me`` messages).
+    """
+
+    handle_names: dict[str, str] = Field(default_factory=dict)
+    owner_label: str = "Me"
+
+
+class MessageSpan(_Model):
+    """Where one message sits in a transcript, with the provenance a source reports.
+
+    Attributes:
+        guid: the message's guid.
+        start: offset of its first line in the transcript text (code points).
+        end: offset one past its last line (tapback line included).
+        sender_name: display name of the sender.
+        sender_handle: raw handle (``""`` for the owner).
+        is_from_me: the owner sent it.
+        timestamp: ISO 8601 UTC send time, or ``""`` when unknown.
+    """
+
+    guid: str
+    start: int
+    end: int
+    sender_name: str
+    sender_handle: str = ""
+    is_from_me: bool = False
+    timestamp: str = ""
+
+
+class TranscriptDoc(_Model):
+    """One rendered thread transcript: the document an index holds for a thread's day span.
+
+    Attributes:
+        doc_key: ``{thread_id}::{day}`` or ``{thread_id}::{first}..{last}`` (days in the
+            render time zone); stable: the same thread-days render to the same key.
+        thread_id: the thread.
+        thread_name: its display name.
+        span: the day span part of the key.
+        text: a ``Thread:`` header line, then one ``[YYYY-MM-DD HH:MM] Sender: text`` block
+            per message (continuation lines and reactions indented).
+        messages: the messages in transcript order, with their offsets in ``text``.
+    """
+
+    doc_key: str
+    thread_id: str
+    thread_name: str
+    span: str
+    text: str
+    messages: tuple[MessageSpan, ...]
+
+    @property
+    def message_guids(self) -> tuple[str, ...]:
+        """The guids of `messages`, in transcript order."""
+        return tuple(m.guid for m in self.messages)
+
+    @property
+    def title(self) -> str:
+        """``{thread_name} ({span})``: the transcript's display title."""
+        return f"{self.thread_name} ({self.span})"
+
+
+def merge_messages(archives: Iterable[Sequence[SourceMessage]]) -> list[SourceMessage]:
+    """Merge messages of several files by guid; the first occurrence wins.
+
+    Args:
+        archives: each file's messages, in the caller's (stable) file order.
+
+    Returns:
+        Every distinct message, sorted by (timestamp, guid); undated messages first.
+    """
+    merged: dict[str, SourceMessage] = {}
+    for messages in archives:
+        for message in messages:
+            merged.setdefault(message.guid, message)
+    return sorted(merged.values(), key=_order)
+
+
+def bound_messages(
+    messages: Sequence[SourceMessage], *, since: date | None = None, limit: int | None = None,
+    tz: str = "UTC",
+) -> list[SourceMessage]:
+    """Return the window of a bounded build: messages on or after ``since``, the last ``limit``.
+
+    Undated messages are outside any ``since`` window.
+
+    Args:
+        messages: merged messages, sorted (`merge_messages`).
+        since: first day kept, in time zone ``tz``.
+        limit: keep only the ``limit`` most recent messages (after ``since``).
+        tz: IANA time zone name days are counted in.
+
+    Raises:
+        ValueError: ``limit`` is below 1, or ``tz`` is unknown.
+    """
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be at least 1; got {limit}")
+    zone = _zone(tz)
+    kept = [
+        m for m in messages
+        if since is None
+        or (m.timestamp is not None and m.timestamp.astimezone(zone).date() >= since)
+    ]
+    if limit is not None:
+        kept = kept[-limit:]
+    return kept
+
+
+def render_transcripts(
+    messages: Sequence[SourceMessage], *, max_chars: int = TRANSCRIPT_MAX_CHARS, tz: str = "UTC"
+) -> list[TranscriptDoc]:
+    """Render messages into per-thread transcripts packed greedily by whole days.
+
+    Consecutive days of one thread are packed into one transcript until the next day would
+    take its message lines past ``max_chars``; a day is never split, so a single day longer
+    than the cap becomes one oversized transcript (the chunker cuts it into text units).
+
+    Args:
+        messages: merged messages (any order; sorted here by (timestamp, guid)).
+        max_chars: size target per transcript in characters of message lines (the header
+            line comes on top).
+        tz: IANA time zone name for the rendered times and the day boundaries.
+
+    Returns:
+        Transcripts, threads in order of first message, days in order within a thread.
+
+    Raises:
+        ValueError: ``max_chars`` is not positive, or ``tz`` is unknown.
+    """
+    if max_chars <= 0:
+        raise ValueError(f"max_chars must be positive; got {max_chars}")
+    zone = _zone(tz)
+    threads: dict[str, list[SourceMessage]] = {}
+    for message in sorted(messages, key=_order):
+        threads.setdefault(message.thread_id, []).append(message)
+    docs: list[TranscriptDoc] = []
+    for thread_id, thread_messages in threads.items():
+        days: dict[str, list[SourceMessage]] = {}
+        for message in thread_messages:
+            days.setdefault(_day(message, zone), []).append(message)
+        packed: list[tuple[str, list[SourceMessage]]] = []
+        size = 0
+        for day, day_messages in days.items():
+            block = sum(len(_render_message(m, zone)) + 1 for m in day_messages)
+            if packed and size + block > max_chars:
+                docs.append(_transcript(thread_id, packed, zone))
+                packed, size = [], 0
+            packed.append((day, day_messages))
+            size += block
+        if packed:
+            docs.append(_transcript(thread_id, packed, zone))
+    return docs
+
+
+def transcript_hash(doc: TranscriptDoc) -> str:
+    """Return the content hash of a transcript (SHA-256 of its text)."""
+    return sha256_text(doc.text)
+
+
+def message_line_spans(doc: TranscriptDoc) -> list[tuple[int, int]]:
+    """Return the ``(start, end)`` offsets of each message block of ``doc``, in order.
+
+    The header line is attached to the first block, so the spans tile the whole text.
+    """
+    spans = [(m.start, m.end) for m in doc.messages]
+    if spans:
+        spans[0] = (0, spans[0][1])
+    return spans
+
+
+def messages_in_span(
+    messages: Sequence[MessageSpan], start: int, end: int
+) -> list[MessageSpan]:
+    """Return the messages whose text overlaps ``[start, end)`` of their transcript."""
+    return [m for m in messages if m.start < end and m.end > start]
+
+
+def chunk_transcript(
+    doc: TranscriptDoc, token_spans: Sequence[tuple[int, int]], *, size_tokens: int
+) -> list[ChunkSpan]:
+    """Cut a transcript into text units of whole messages, at most ``size_tokens`` each.
+
+    Message blocks (`message_line_spans`) are packed greedily; a block longer than the window
+    is cut alone by `domain.chunking.chunk_text` (no overlap). Units never cut a message
+    otherwise, so each names exactly the messages it holds.
+
+    Args:
+        doc: the transcript.
+        token_spans: ``(start, end)`` character offsets of every token of ``doc.text``.
+        size_tokens: the window size, tokens.
+
+    Returns:
+        Chunks tiling the messages of ``doc`` in order (trailing whitespace excluded).
+
+    Raises:
+        ValueError: ``size_tokens`` is below 1.
+    """
+    if size_tokens < 1:
+        raise ValueError(f"size_tokens must be at least 1; got {size_tokens}")
+    starts = [s for s, _ in token_spans]
+    chunks: list[ChunkSpan] = []
+    first = last = -1
+    tokens = 0
+
+    def flush() -> None:
+        if first >= 0:
+            chunks.append(ChunkSpan(first, last, tokens))
+
+    for start, end in message_line_spans(doc):
+        n = bisect_left(starts, end) - bisect_left(starts, start)
+        if n > size_tokens:
+            flush()
+            first, tokens = -1, 0
+            inner = [(a - start, b - start) for a, b in token_spans if a >= start and b <= end]
+            for piece in chunk_text(doc.text[start:end], inner, size_tokens=size_tokens,
+                                    overlap_tokens=0):
+                chunks.append(ChunkSpan(start + piece.start_char, start + piece.end_char,
+                                        piece.n_tokens))
+            continue
+        # tokens between the previous block and this one (a tokenizer's newline token)
+        gap = bisect_left(starts, start) - bisect_left(starts, last) if first >= 0 else 0
+        if first >= 0 and tokens + gap + n > size_tokens:
+            flush()
+            first, tokens, gap = -1, 0, 0
+        if first < 0:
+            first = start
+        last, tokens = end, tokens + gap + n
+    flush()
+    return chunks
+
+
+class ManifestEntry(_Model):
+    """What an index holds for one transcript.
+
+    Attributes:
+        doc_key: the transcript's key.
+        document_id: its document id in the index.
+        content_hash: `transcript_hash` of the indexed text.
+        message_guids: its messages, in transcript order (empty when unknown).
+    """
+
+    doc_key: str
+    document_id: str
+    content_hash: str
+    message_guids: tuple[str, ...] = ()
+
+
+class ManifestDiff(_Model):
+    """How a fresh render differs from what an index holds.
+
+    Attributes:
+        new: keys the index has never held, in render order.
+        changed: keys whose rendered text hashes differently (their old text units go).
+        unchanged: keys whose text is identical (no work).
+        removed: keys the index holds that the render does not mention, sorted.
+    """
+
+    new: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+
+def diff_manifest(
+    indexed: Mapping[str, ManifestEntry],
+    rendered: Sequence[TranscriptDoc],
+    *,
+    hash_of: Callable[[TranscriptDoc], str] = transcript_hash,
+) -> ManifestDiff:
+    """Classify a render against the manifest by content hash (seed 001 ``diff``).
+
+    Args:
+        indexed: doc_key → what the index holds.
+        rendered: the fresh transcripts.
+        hash_of: the hash compared with `ManifestEntry.content_hash` (an index may fold its
+            chunking settings into it, so a settings change reads as a change).
+
+    Returns:
+        The four-way split.
+    """
+    new: list[str] = []
+    changed: list[str] = []
+    unchanged: list[str] = []
+    seen: set[str] = set()
+    for doc in rendered:
+        seen.add(doc.doc_key)
+        known = indexed.get(doc.doc_key)
+        if known is None:
+            new.append(doc.doc_key)
+        elif known.content_hash == hash_of(doc):
+            unchanged.append(doc.doc_key)
+        else:
+            changed.append(doc.doc_key)
+    removed = sorted(k for k in indexed if k not in seen)
+    return ManifestDiff(
+        new=tuple(new), changed=tuple(changed), unchanged=tuple(unchanged), removed=tuple(removed)
+    )
+
+
+def respanned(
+    indexed: Mapping[str, ManifestEntry], removed: Sequence[str], rendered: Sequence[TranscriptDoc]
+) -> list[str]:
+    """Return the removed keys a bounded build may delete: its re-span casualties.
+
+    Greedy day packing makes keys window-relative: moving a bounded window shifts pack
+    boundaries and re-keys transcripts whose messages did not change. A removed key whose
+    every message is in this render is re-indexed under a new key by this very build, so
+    deleting it loses nothing; partial or unknown coverage reads as out-of-window content and
+    is kept (seed 004, amendment of 2026-08-10).
+
+    Args:
+        indexed: doc_key → what the index holds.
+        removed: `ManifestDiff.removed` of the same render.
+        rendered: the bounded build's transcripts.
+
+    Returns:
+        The keys of ``removed`` that are fully covered, in input order.
+    """
+    covered = {guid for doc in rendered for guid in doc.message_guids}
+    out: list[str] = []
+    for key in removed:
+        known = indexed.get(key)
+        if known is not None and known.message_guids and covered.issuperset(known.message_guids):
+            out.append(key)
+    return out
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def _order(message: SourceMessage) -> tuple[bool, datetime, str]:
+    stamp = message.timestamp or datetime.min.replace(tzinfo=UTC)
+    return (message.timestamp is not None, stamp, message.guid)
+
+
+def _zone(tz: str) -> tzinfo:
+    if tz.upper() == "UTC":
+        return UTC
+    try:
+        return ZoneInfo(tz)
+    except (KeyError, ValueError, OSError) as exc:  # not found: KeyError; "America": OSError
+        raise ValueError(f"unknown time zone {tz!r}") from exc
+
+
+def _day(message: SourceMessage, zone: tzinfo) -> str:
+    if message.timestamp is None:
+        return "undated"
+    return message.timestamp.astimezone(zone).date().isoformat()
+
+
+def _stamp(message: SourceMessage, zone: tzinfo) -> str:
+    if message.timestamp is None:
+        return "[undated]"
+    return message.timestamp.astimezone(zone).strftime("[%Y-%m-%d %H:%M]")
+
+
+def _render_message(message: SourceMessage, zone: tzinfo) -> str:
+    """One message block: the head line, continuation lines, then a reactions line."""
+    lines = [line.rstrip() for line in message.text.strip().splitlines() or [""]]
+    head = f"{_stamp(message, zone)} {message.sender_name}: {lines[0]}"
+    rest = [f"{_CONTINUATION}{line}" if line else _CONTINUATION.rstrip() for line in lines[1:]]
+    if message.tapbacks:
+        reactions = ", ".join(
+            f"{t.kind} by {t.sender_name}" for t in sorted(message.tapbacks, key=_tapback_key)
+        )
+        rest.append(f"{_CONTINUATION}(reactions: {reactions})")
+    return "\n".join([head, *rest])
+
+
+def _tapback_key(tapback: Tapback) -> tuple[str, str]:
+    return (tapback.kind, tapback.sender_name)
+
+
+def _transcript(
+    thread_id: str, packed: list[tuple[str, list[SourceMessage]]], zone: tzinfo
+) -> TranscriptDoc:
+    first, last = packed[0][0], packed[-1][0]
+    span = first if first == last else f"{first}..{last}"
+    messages = [m for _, day in packed for m in day]
+    name = messages[-1].thread_name or thread_id
+    text = f"Thread: {name}\n"
+    spans: list[MessageSpan] = []
+    for message in messages:
+        block = _render_message(message, zone)
+        start = len(text)
+        text += block + "\n"
+        spans.append(
+            MessageSpan(
+                guid=message.guid,
+                start=start,
+                end=start + len(block),
+                sender_name=message.sender_name,
+                sender_handle=message.sender_handle,
+                is_from_me=message.is_from_me,
+                timestamp=message.timestamp.isoformat() if message.timestamp else "",
+            )
+        )
+    return TranscriptDoc(
+        doc_key=f"{thread_id}::{span}",
+        thread_id=thread_id,
+        thread_name=name,
+        span=span,
+        text=text,
+        messages=tuple(spans),
+    )
+
+
+# ----------------------------------------------------------------------------- provenance
+
+
+@dataclass(frozen=True)
+class StoredTranscript:
+    """What an index keeps of a transcript besides its text: where each message sits.
+
+    Attributes:
+        doc_key: the transcript's key.
+        thread_id: its thread.
+        thread_name: the thread's display name.
+        messages: the message spans, in transcript order.
+    """
+
+    doc_key: str
+    thread_id: str
+    thread_name: str
+    messages: tuple[MessageSpan, ...]
+
+
+def spans_record(doc: TranscriptDoc) -> str:
+    """Return the JSON record an index stores for ``doc`` (see `parse_spans_record`)."""
+    return json.dumps(
+        {
+            "doc_key": doc.doc_key,
+            "thread_id": doc.thread_id,
+            "thread_name": doc.thread_name,
+            "messages": [m.model_dump() for m in doc.messages],
+        },
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def parse_spans_record(raw: str) -> StoredTranscript:
+    """Read a `spans_record`.
+
+    Raises:
+        ValueError: the record is not one (malformed JSON or fields).
+    """
+    try:
+        value = json.loads(raw)
+        return StoredTranscript(
+            doc_key=str(value["doc_key"]),
+            thread_id=str(value["thread_id"]),
+            thread_name=str(value["thread_name"]),
+            messages=tuple(MessageSpan.model_validate(m) for m in value["messages"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"not a message spans record: {exc}") from exc
+
+
+def message_ref(
+    stored: StoredTranscript, span: MessageSpan, text: str, label: str = ""
+) -> MessageRef:
+    """Return the `MessageRef` of one message (``text``: its rendered block)."""
+    return MessageRef(
+        guid=span.guid, thread_id=stored.thread_id, thread_name=stored.thread_name,
+        sender_name=span.sender_name, sender_handle=span.sender_handle,
+        is_from_me=span.is_from_me, timestamp=span.timestamp, text=text, label=label,
+    )

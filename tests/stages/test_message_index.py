@@ -1,0 +1,307 @@
+"""Message archives through the real pipeline: transcripts, manifest diff, bounded builds, provenance.
+
+Real SQLite stores, the bundled embedding model and real JSON Lines archives read by the
+`jsonl` source; no LLM (`lazy` indexing, extractive answers). What is checked is what the
+stores hold afterwards (registry records, text units, message spans) and what a query returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.openai_server import FakeOpenAIServer
+from unified_kg_rag.adapters.messages.jsonl import JsonLinesSource
+from unified_kg_rag.adapters.registry import EMBEDDERS
+from unified_kg_rag.bootstrap import App, build_app
+from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.messages import MESSAGE_SCOPE, SPANS_NAMESPACE, parse_spans_record
+from unified_kg_rag.domain.models import Collection, DocStatus, RAGOutput
+from unified_kg_rag.ingestion.lease import held_lease
+from unified_kg_rag.ingestion.messages import MessageRun
+from unified_kg_rag.ingestion.pipeline import IndexPipeline
+from unified_kg_rag.ingestion.report import IndexReport
+from unified_kg_rag.ports import Embedder
+from unified_kg_rag.retrieval.chain import RAGChain, RAGInput
+from unified_kg_rag.util.errors import BuildInProgress, ConfirmationRequiredError
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    """The bundled all-MiniLM-L6-v2 model, loaded once for the module."""
+    return EMBEDDERS.get("local")(UkrConfig().embeddings)
+
+
+def _msg(guid: str, thread: str, day: int, text: str, *, sender: str = "Bob",
+         hour: int = 10) -> dict[str, Any]:
+    return {"guid": guid, "thread_id": thread, "thread_name": thread.title(), "sender": sender,
+            "timestamp": f"2020-01-{day:02d}T{hour:02d}:00:00Z", "text": text}
+
+
+def _write(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+BASE = [
+    _msg("m1", "family", 1, "Happy birthday to Dana, she turns thirty today!", sender="Carol"),
+    _msg("m2", "family", 1, "Thanks for the reminder, I almost forgot", sender="Ed"),
+    _msg("m3", "bob", 2, "Computers are overrated, I prefer my old typewriter"),
+    _msg("m4", "bob", 3, "Fine, the new laptop is great for photo editing"),
+    _msg("m5", "jane", 4, "Just got back from Lisbon, the custard tarts were amazing",
+         sender="Jane"),
+]
+
+
+def _config(**messages: Any) -> UkrConfig:
+    return UkrConfig(indexing={"methodologies": ["lazy"]},
+                     messages=messages)  # type: ignore[arg-type]
+
+
+async def _index(app: App, embedder: Embedder, paths: Sequence[Path], *, yes: bool = False,
+                 since: Any = None, limit: int | None = None) -> IndexReport:
+    pipeline = IndexPipeline(
+        app.index(), embedder=embedder, chunk_tokenizer=app.chunk_tokenizer,
+        parsers=app.parsers, config=app.config, keyphrase_extractor=app.keyphrase_extractor,
+        message_sources=[JsonLinesSource()],
+    )
+    run = MessageRun(since=since, limit=limit, max_chars=app.config.messages.transcript_max_chars)
+    return await pipeline.run(paths, confirm_deletions=yes, messages=run)
+
+
+async def _transcripts(app: App) -> dict[str, list[str]]:
+    """doc_key → message guids, for every processed transcript (read back from the stores)."""
+    stores = app.index()
+    records = [r for r in await stores.registry.list_records(MESSAGE_SCOPE)
+               if r.status is DocStatus.PROCESSED]
+    raw = await stores.records.get_many(SPANS_NAMESPACE, [r.document_id for r in records])
+    return {r.path: [m.guid for m in parse_spans_record(raw[r.document_id]).messages]
+            for r in records}
+
+
+async def _unit_texts(app: App) -> list[str]:
+    stores = app.index()
+    ids = await stores.search.ids(Collection.TEXT_UNITS)
+    return [r.text for r in await stores.search.get(Collection.TEXT_UNITS, ids)]
+
+
+async def _ask(app: App, embedder: Embedder, question: str) -> RAGOutput:
+    chain = RAGChain(app.index(), embedder=embedder, chat_model=None,
+                     budget_tokenizer=app.budget_tokenizer, config=app.config.query)
+    return await chain.ainvoke(RAGInput(question=question, strategy="naive"))
+
+
+def test_transcripts_are_indexed_with_per_message_provenance(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    archive = _write(tmp_path / "a.jsonl", BASE)
+
+    async def main() -> tuple[IndexReport, dict[str, list[str]], RAGOutput]:
+        async with build_app(_config(), tmp_path / "p") as app:
+            report = await _index(app, embedder, [archive])
+            out = await _ask(app, embedder, "Who told me it was Dana's birthday?")
+            return report, await _transcripts(app), out
+
+    report, transcripts, out = asyncio.run(main())
+    assert report.messages is not None and report.messages.messages == 5
+    assert transcripts == {"family::2020-01-01": ["m1", "m2"],
+                           "bob::2020-01-02..2020-01-03": ["m3", "m4"],
+                           "jane::2020-01-04": ["m5"]}
+    top = out.sources[0]
+    assert top.title == "Family (2020-01-01)"
+    assert [(m.guid, m.sender_name, m.timestamp, m.thread_name) for m in top.messages] == [
+        ("m1", "Carol", "2020-01-01T10:00:00+00:00", "Family"),
+        ("m2", "Ed", "2020-01-01T10:00:00+00:00", "Family"),
+    ]
+    # the evidence is the message that says it, not the whole thread-day
+    assert [m.guid for m in out.evidence] == ["m1"]
+    assert out.evidence[0].label == "1.1" and "[1.1]" in out.answer
+
+
+def test_overlapping_exports_in_two_runs_never_duplicate_a_message(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    first = _write(tmp_path / "old.jsonl", BASE[:4])
+    second = _write(tmp_path / "new.jsonl",
+                    [*BASE[2:], _msg("m6", "jane", 5, "Booked Porto next")])
+
+    async def main() -> tuple[IndexReport, dict[str, list[str]]]:
+        async with build_app(_config(), tmp_path / "p") as app:
+            await _index(app, embedder, [first])
+            report = await _index(app, embedder, [second])
+            return report, await _transcripts(app)
+
+    report, transcripts = asyncio.run(main())
+    guids = [g for keys in transcripts.values() for g in keys]
+    assert sorted(guids) == ["m1", "m2", "m3", "m4", "m5", "m6"]  # each exactly once
+    assert report.messages is not None
+    assert report.messages.archives == 2 and report.messages.duplicates == 2
+    assert (report.messages.new, report.messages.unchanged, report.messages.removed) == (1, 2, 0)
+
+
+def test_grown_and_edited_archive_changes_only_its_thread_days(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    archive = _write(tmp_path / "a.jsonl", BASE)
+
+    async def main() -> tuple[IndexReport, list[str], dict[str, list[str]]]:
+        async with build_app(_config(), tmp_path / "p") as app:
+            await _index(app, embedder, [archive])
+            edited = [dict(r) for r in BASE]
+            edited[2]["text"] = "Computers are wonderful now, I sold the typewriter"
+            _write(archive, [*edited, _msg("m7", "family", 9, "Dinner on Sunday?")])
+            report = await _index(app, embedder, [archive])
+            return report, await _unit_texts(app), await _transcripts(app)
+
+    report, texts, transcripts = asyncio.run(main())
+    m = report.messages
+    # bob's transcript changed; jane's is untouched; family's grew a day, which re-keys its
+    # last transcript (greedy packing): the old key goes, the wider one comes
+    assert m is not None and (m.new, m.changed, m.unchanged, m.removed) == (1, 1, 1, 1)
+    assert report.documents_deleted == 1
+    assert not any("old typewriter" in t for t in texts)  # the stale text unit is gone
+    assert any("sold the typewriter" in t for t in texts)
+    assert transcripts["family::2020-01-01..2020-01-09"] == ["m1", "m2", "m7"]
+    assert "family::2020-01-01" not in transcripts
+
+
+def test_messages_gone_from_the_archive_are_deleted_behind_the_guard(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    archive = _write(tmp_path / "a.jsonl", BASE)
+
+    async def main() -> tuple[dict[str, list[str]], dict[str, list[str]], IndexReport]:
+        async with build_app(_config(), tmp_path / "p") as app:
+            await _index(app, embedder, [archive])
+            _write(archive, BASE[:1])  # keeps one of three transcripts' messages
+            with pytest.raises(ConfirmationRequiredError):
+                await _index(app, embedder, [archive])
+            kept = await _transcripts(app)  # the refused run wrote nothing
+            report = await _index(app, embedder, [archive], yes=True)
+            return kept, await _transcripts(app), report
+
+    kept, after, report = asyncio.run(main())
+    assert len(kept) == 3
+    assert after == {"family::2020-01-01": ["m1"]}
+    assert report.documents_deleted == 2
+
+
+def _days(n: int, thread: str = "t") -> list[dict[str, Any]]:
+    # one ~80-character message line per day; with a 200-character cap two days pack together
+    return [_msg(f"d{i}", thread, i, f"note number {i} about the garden shed and the old apple tree") for i in
+            range(1, n + 1)]
+
+
+def test_bounded_build_keeps_out_of_window_transcripts_and_prunes_respan_casualties(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    archive = _write(tmp_path / "a.jsonl", _days(6))
+
+    async def main() -> tuple[dict[str, list[str]], dict[str, list[str]], IndexReport]:
+        async with build_app(_config(transcript_max_chars=200), tmp_path / "p") as app:
+            await _index(app, embedder, [archive])
+            full = await _transcripts(app)
+            report = await _index(app, embedder, [archive], limit=3)
+            return full, await _transcripts(app), report
+
+    full, bounded, report = asyncio.run(main())
+    assert sorted(full) == ["t::2020-01-01..2020-01-02", "t::2020-01-03..2020-01-04",
+                            "t::2020-01-05..2020-01-06"]
+    # the window (d4..d6) re-keys: d4..d5 and d6 are new; 05..06 is fully covered by the
+    # render, so it is a re-span casualty and goes; 03..04 straddles the window: kept, as is
+    # 01..02 (out of the window)
+    assert sorted(bounded) == ["t::2020-01-01..2020-01-02", "t::2020-01-03..2020-01-04",
+                               "t::2020-01-04..2020-01-05", "t::2020-01-06"]
+    m = report.messages
+    assert m is not None and m.bounded and m.removed == 3 and m.kept_out_of_window == 2
+    assert report.documents_deleted == 1
+
+
+def test_an_unreadable_archive_deletes_nothing_of_its_messages(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    good = _write(tmp_path / "a.jsonl", BASE[:2])
+    other = _write(tmp_path / "b.jsonl", BASE[2:])
+
+    async def main() -> tuple[IndexReport, dict[str, list[str]]]:
+        async with build_app(_config(), tmp_path / "p") as app:
+            await _index(app, embedder, [good, other])
+            other.write_bytes(b'{"thread_id": "x", "text": "\xff\xfe broken"}\n')
+            report = await _index(app, embedder, [good, other])
+            return report, await _transcripts(app)
+
+    report, transcripts = asyncio.run(main())
+    assert [f.path for f in report.failed] == [str(other)]
+    assert report.exit_code == 3
+    assert sorted(transcripts) == ["bob::2020-01-02..2020-01-03", "family::2020-01-01",
+                                   "jane::2020-01-04"]
+    assert report.messages is not None and report.messages.bounded
+
+
+def test_a_second_build_is_refused_at_once_and_queries_are_answered_meanwhile(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    archive = _write(tmp_path / "a.jsonl", BASE)
+
+    async def main() -> RAGOutput:
+        async with build_app(_config(), tmp_path / "p") as app:
+            await _index(app, embedder, [archive])
+            stores = app.index()
+            async with held_lease(stores.registry, stores.name, ttl_s=60):
+                # another writer holds the index: a second build fails before any work
+                with pytest.raises(BuildInProgress) as info:
+                    await _index(app, embedder, [archive])
+                assert info.value.index == stores.name
+                return await _ask(app, embedder, "What does Bob think about computers?")
+
+    out = asyncio.run(main())
+    assert out.sources and out.evidence[0].guid == "m3"
+
+
+def test_generative_answer_cites_messages_and_evidence_is_the_cited_messages(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """A real HTTP model server: the prompt labels every message, the answer's labels pick them."""
+    archive = _write(tmp_path / "a.jsonl", BASE)
+
+    def reply(body: dict[str, Any]) -> str:
+        prompt = body["messages"][-1]["content"]
+        # find the labels the context gave the two messages the answer rests on
+        birthday = re.search(r"\[(\d+\.\d+)\] \[[^]]+\] Carol: Happy birthday", prompt)
+        lisbon = re.search(r"\[(\d+)\.\d+\] \[[^]]+\] Jane: Just got back", prompt)
+        assert birthday is not None and lisbon is not None, prompt
+        birthday, n = birthday.group(1), lisbon.group(1)
+        return (f"Carol told you it was Dana's birthday [{birthday}]. "
+                f"Jane was in Lisbon [{n}].")
+
+    with FakeOpenAIServer(reply=reply) as server:
+        config = UkrConfig(
+            indexing={"methodologies": ["lazy"]},
+            llm={"kind": "openai", "openai": {"base_url": server.base_url, "api_key": "k"}},
+        )  # type: ignore[arg-type]
+
+        async def main() -> RAGOutput:
+            async with build_app(config, tmp_path / "p") as app:
+                await _index(app, embedder, [archive])
+                chain = RAGChain(app.index(), embedder=embedder, chat_model=app.chat_model,
+                                 budget_tokenizer=app.budget_tokenizer, config=config.query)
+                return await chain.ainvoke(RAGInput(
+                    question="Who told me about Dana's birthday, and who went to Lisbon?",
+                    strategy="naive"))
+
+        out = asyncio.run(main())
+        system = server.requests[-1].body["messages"][0]["content"]
+    assert "[2.3]" in system  # the label instruction reaches the model
+    by_guid = {m.guid: m for m in out.evidence}
+    # [n.m] names m1 exactly; the plain [n] of Jane's source adds her Lisbon message only
+    assert list(by_guid) == ["m1", "m5"]
+    assert by_guid["m1"].sender_name == "Carol" and by_guid["m5"].sender_name == "Jane"
+    assert len(out.cited) == 2

@@ -1,0 +1,225 @@
+"""The jsonl message source: the generic one-JSON-message-per-line format."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from unified_kg_rag.adapters.messages import JsonLinesSource
+from unified_kg_rag.domain.messages import MessageSourceOptions, Tapback
+from unified_kg_rag.util.errors import InputError
+from unified_kg_rag.util.hashing import sha256_text
+
+pytestmark = pytest.mark.unit
+
+SOURCE = JsonLinesSource()
+OPTIONS = MessageSourceOptions(
+    handle_names={"+15551230001": "Ann", "ann@example.com": "Ann", "U024BE7LH": "Bob"},
+    owner_label="Owner",
+)
+
+
+def _write(path: Path, records: list[object]) -> Path:
+    lines = [r if isinstance(r, str) else json.dumps(r, ensure_ascii=False) for r in records]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_good_file(tmp_path: Path) -> None:
+    path = _write(tmp_path / "export.jsonl", [
+        {"guid": "w1", "thread_id": "family", "thread_name": "Family", "sender": "+15551230001",
+         "timestamp": "2024-03-01T18:04:00Z", "text": "Dinner at 7?",
+         "reactions": [{"kind": "liked", "sender": "ann@example.com"},
+                       {"kind": "loved", "is_from_me": True},
+                       {"kind": "liked", "sender": "+15551230001"}]},
+        {"guid": "w2", "thread_id": "family", "is_from_me": True, "timestamp": 1709316300,
+         "text": "Yes!"},
+        {"guid": "s1", "thread_id": 42, "sender_handle": "U024BE7LH", "sender": "bob.smith",
+         "timestamp": "2024-03-01T20:00:00+02:00", "text": "from Slack"},
+        {"guid": "s2", "thread_id": "42", "sender": "Dana", "timestamp": "2024-03-01T17:00:00",
+         "text": "naive means UTC"},
+        {"guid": "u1", "thread_id": "family", "sender": "Eve", "text": "undated"},
+        {"guid": "u0", "thread_id": "family", "sender": "Eve", "timestamp": None,
+         "text": "also undated", "extra": {"ignored": True}},
+        {"guid": "f1", "thread_id": "family", "sender": "Eve", "timestamp": 1709316000.25,
+         "text": "float epoch"},
+    ])
+    assert SOURCE.matches(path)
+    archive = SOURCE.parse(path, OPTIONS)
+    assert archive.source == "jsonl"
+    assert (archive.skipped, archive.problems) == (0, ())
+    assert [m.guid for m in archive.messages] == ["u0", "u1", "s2", "s1", "f1", "w1", "w2"]
+    got = {m.guid: m for m in archive.messages}
+
+    w1 = got["w1"]
+    assert (w1.thread_id, w1.thread_name) == ("family", "Family")
+    assert (w1.sender_name, w1.sender_handle, w1.is_from_me) == ("Ann", "", False)
+    assert w1.timestamp == datetime(2024, 3, 1, 18, 4, tzinfo=UTC)
+    # Ann's two handles give one reaction; the owner's reaction is named by owner_label.
+    assert w1.tapbacks == (
+        Tapback(kind="liked", sender_name="Ann"),
+        Tapback(kind="loved", sender_name="Owner"),
+    )
+    assert archive.tapbacks_folded == 2
+    w2 = got["w2"]
+    assert (w2.sender_name, w2.sender_handle, w2.is_from_me) == ("Owner", "", True)
+    assert w2.timestamp == datetime(2024, 3, 1, 18, 5, tzinfo=UTC)
+    s1 = got["s1"]
+    assert (s1.thread_id, s1.thread_name) == ("42", "42")
+    assert (s1.sender_name, s1.sender_handle) == ("Bob", "U024BE7LH")  # mapped handle wins
+    assert s1.timestamp == datetime(2024, 3, 1, 18, 0, tzinfo=UTC)
+    assert got["s2"].timestamp == datetime(2024, 3, 1, 17, 0, tzinfo=UTC)
+    assert got["s2"].sender_name == "Dana"
+    assert got["u1"].timestamp is None and got["u0"].timestamp is None
+    assert got["f1"].timestamp == datetime(2024, 3, 1, 18, 0, 0, 250000, tzinfo=UTC)
+    assert all(m.timestamp is None or m.timestamp.tzinfo is not None for m in archive.messages)
+
+
+def test_derived_guid_is_stable_and_content_based(tmp_path: Path) -> None:
+    line = {"thread_id": "t", "sender": "Ann", "timestamp": "2024-01-01T10:00:00+00:00",
+            "text": "hello"}
+    same_instant = {**line, "timestamp": "2024-01-01T12:00:00+02:00"}
+    other_text = {**line, "text": "hello!"}
+    first = SOURCE.parse(_write(tmp_path / "a.jsonl", [line, other_text]), OPTIONS)
+    second = SOURCE.parse(_write(tmp_path / "b.jsonl", [other_text, same_instant]), OPTIONS)
+    assert {m.guid for m in first.messages} == {m.guid for m in second.messages}
+    guids = {m.text: m.guid for m in first.messages}
+    assert guids["hello"] != guids["hello!"]
+    assert guids["hello"] == sha256_text(
+        "t", "Ann", "", "", datetime(2024, 1, 1, 10, tzinfo=UTC).isoformat(), "hello"
+    )
+    # A repeated message (same derived guid) keeps the first line only.
+    again = SOURCE.parse(_write(tmp_path / "c.jsonl", [line, same_instant]), OPTIONS)
+    assert len(again.messages) == 1 and again.skipped == 1
+    assert again.problems[0].startswith("line 2: duplicate guid")
+
+
+def test_bad_lines_are_counted_and_described(tmp_path: Path) -> None:
+    good = {"thread_id": "t", "sender": "Ann", "text": "fine", "guid": "g-ok"}
+    path = _write(tmp_path / "mixed.jsonl", [
+        good,                                                        # line 1
+        "{not json",                                                 # 2
+        "[1, 2, 3]",                                                 # 3
+        {"sender": "Ann", "text": "no thread"},                      # 4
+        {"thread_id": "t", "sender": "Ann"},                         # 5
+        {"thread_id": "t", "sender": "Ann", "text": "   "},          # 6
+        {"thread_id": "t", "sender": "Ann", "text": "x", "timestamp": "yesterday"},  # 7
+        {"thread_id": "t", "sender": "Ann", "text": "x", "is_from_me": "yes"},       # 8
+        {"thread_id": "t", "text": "who sent this"},                 # 9
+        {"thread_id": "t", "sender": "Ann", "text": "x", "timestamp": True},         # 10
+        {"thread_id": "t", "sender": "Ann", "text": "x", "timestamp": 1e300},        # 11
+        {"thread_id": "t", "sender": "Ann", "text": "x", "guid": ""},                # 12
+        "",                                                          # 13 blank: ignored
+        {"thread_id": "t", "sender": "Ann", "text": "kept", "guid": "g-2",
+         "reactions": [{"kind": "hugged", "sender": "Bob"}, {"kind": "liked"}, "x"]},  # 14
+    ])
+    archive = SOURCE.parse(path, OPTIONS)
+    assert [m.guid for m in archive.messages] == ["g-2", "g-ok"]
+    assert archive.messages[0].tapbacks == ()
+    assert archive.skipped == 11
+    problems = list(archive.problems)
+    assert [p.split(":")[0] for p in problems] == [
+        "line 2", "line 3", "line 4", "line 5", "line 6", "line 7", "line 8", "line 9",
+        "line 10", "line 11", "line 12", "line 14", "line 14", "line 14",
+    ]
+    assert "not JSON" in problems[0]
+    assert "not a JSON object" in problems[1]
+    assert "thread_id" in problems[2]
+    assert "'text'" in problems[3] and "'text'" in problems[4]
+    assert "timestamp" in problems[5]
+    assert "is_from_me" in problems[6]
+    assert "sender" in problems[7]
+    assert "unknown kind 'hugged'" in problems[11]
+    assert all("\n" not in p for p in problems)
+
+
+def test_problem_list_is_capped(tmp_path: Path) -> None:
+    path = _write(tmp_path / "bad.jsonl", [{"thread_id": "t", "text": "ok", "sender": "A"}]
+                  + ["garbage"] * 30)
+    archive = SOURCE.parse(path, OPTIONS)
+    assert archive.skipped == 30
+    assert len(archive.problems) == 21
+    assert archive.problems[19].startswith("line 21:")
+    assert archive.problems[20] == "... and 10 more problem(s) not listed"
+
+
+def test_not_utf8_raises_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "latin.jsonl"
+    path.write_bytes('{"thread_id": "t", "sender": "A", "text": "café"}\n'.encode("latin-1"))
+    with pytest.raises(InputError, match="not UTF-8") as info:
+        SOURCE.parse(path, OPTIONS)
+    assert info.value.path == str(path)
+    assert "\n" not in str(info.value)
+
+
+def test_unreadable_paths_raise_input_error(tmp_path: Path) -> None:
+    for path in (tmp_path / "gone.jsonl", tmp_path, Path("nul\x00.jsonl")):
+        with pytest.raises(InputError) as info:
+            SOURCE.parse(path, OPTIONS)
+        assert info.value.path == str(path)
+        assert "\n" not in str(info.value)
+
+
+def test_bom_and_crlf_are_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "bom.ndjson"
+    body = '{"thread_id": "t", "sender": "A", "text": "one", "guid": "1"}\r\n' \
+           '{"thread_id": "t", "sender": "A", "text": "two", "guid": "2"}\r\n'
+    path.write_bytes(b"\xef\xbb\xbf" + body.encode("utf-8"))
+    assert SOURCE.matches(path)
+    assert [m.text for m in SOURCE.parse(path, OPTIONS).messages] == ["one", "two"]
+
+
+def test_offset_timestamps_are_converted_to_utc(tmp_path: Path) -> None:
+    path = _write(tmp_path / "tz.jsonl", [
+        {"guid": "a", "thread_id": "t", "sender": "A", "text": "x",
+         "timestamp": "2024-06-30T23:30:00-05:00"},
+    ])
+    stamp = SOURCE.parse(path, OPTIONS).messages[0].timestamp
+    assert stamp == datetime(2024, 6, 30, 23, 30, tzinfo=timezone(timedelta(hours=-5)))
+    assert stamp is not None and stamp.utcoffset() == timedelta(0)
+    assert (stamp.day, stamp.hour) == (1, 4)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("chat.jsonl", '{"thread_id": "t", "text": "hi"}\n', True),
+        ("chat.ndjson", '{"thread_id": "t", "text": "hi"}\n', True),
+        ("CHAT.JSONL", '{"thread_id": "t", "text": "hi"}\n', True),
+        ("lead.jsonl", '\n   \n{"thread_id": "t", "text": "hi"}\n', True),
+        ("docs.jsonl", '{"title": "t", "text": "a document"}\n', False),
+        ("half.jsonl", '{"thread_id": "t"}\n{"thread_id": "t", "text": "hi"}\n', False),
+        ("array.jsonl", '[{"thread_id": "t", "text": "hi"}]\n', False),
+        ("broken.jsonl", '{"thread_id": "t", "text": \n', False),
+        ("empty.jsonl", "", False),
+        ("blank.jsonl", "\n\n  \n", False),
+        ("chat.json", '{"thread_id": "t", "text": "hi"}\n', False),
+        ("chat.txt", '{"thread_id": "t", "text": "hi"}\n', False),
+    ],
+)
+def test_matches(tmp_path: Path, name: str, content: str, expected: bool) -> None:
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    assert SOURCE.matches(path) is expected
+
+
+def test_matches_never_raises(tmp_path: Path) -> None:
+    folder = tmp_path / "folder.jsonl"
+    folder.mkdir()
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(bytes(range(256)) * 8)
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    paths = [folder, binary, deep, tmp_path / "missing.jsonl", Path("nul\x00.jsonl")]
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "pipe.jsonl")
+        paths.append(tmp_path / "pipe.jsonl")
+    if Path("/proc/self/mem").exists():
+        (tmp_path / "mem.jsonl").symlink_to("/proc/self/mem")
+        paths.append(tmp_path / "mem.jsonl")
+    for path in paths:
+        assert SOURCE.matches(path) is False, path
