@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from datetime import date
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,12 @@ from unified_kg_rag.adapters.messages.jsonl import JsonLinesSource
 from unified_kg_rag.adapters.registry import EMBEDDERS
 from unified_kg_rag.bootstrap import App, build_app
 from unified_kg_rag.config.models import UkrConfig
-from unified_kg_rag.domain.messages import MESSAGE_SCOPE, SPANS_NAMESPACE, parse_spans_record
+from unified_kg_rag.domain.messages import (
+    MESSAGE_SCOPE,
+    SPANS_NAMESPACE,
+    MessageSourceOptions,
+    parse_spans_record,
+)
 from unified_kg_rag.domain.models import Collection, DocStatus, RAGOutput
 from unified_kg_rag.ingestion.lease import held_lease
 from unified_kg_rag.ingestion.messages import MessageRun
@@ -305,3 +311,105 @@ def test_generative_answer_cites_messages_and_evidence_is_the_cited_messages(
     assert list(by_guid) == ["m1", "m5"]
     assert by_guid["m1"].sender_name == "Carol" and by_guid["m5"].sender_name == "Jane"
     assert len(out.cited) == 2
+
+
+def test_names_persist_across_runs_and_an_archive_can_be_dropped(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """A run without --handles keeps the last run's names; `delete ARCHIVE` drops its messages."""
+    first = _write(tmp_path / "a.jsonl", [dict(BASE[0], sender="+15550001")])
+    second = _write(tmp_path / "b.jsonl", BASE[2:4])
+
+    async def main() -> tuple[IndexReport, list[str], Any, dict[str, list[str]]]:
+        async with build_app(_config(), tmp_path / "p") as app:
+            pipeline = IndexPipeline(
+                app.index(), embedder=embedder, chunk_tokenizer=app.chunk_tokenizer,
+                parsers=app.parsers, config=app.config,
+                keyphrase_extractor=app.keyphrase_extractor, message_sources=[JsonLinesSource()])
+            named = MessageSourceOptions(handle_names={"+15550001": "Carol"})
+            await pipeline.run([first], messages=MessageRun(options=named))
+            # no --handles this time: the names the index was rendered with are kept
+            report = await pipeline.run([second], messages=MessageRun(
+                names_given=False, owner_given=False))
+            texts = await _unit_texts(app)
+            dropped = await pipeline.delete([str(second)], confirm=True)
+            return report, texts, dropped, await _transcripts(app)
+
+    report, texts, dropped, after = asyncio.run(main())
+    assert report.messages is not None and report.messages.unchanged == 1
+    assert any("Carol: Happy birthday" in t for t in texts)
+    assert dropped.archives is not None and dropped.archives.documents_deleted == 1
+    assert after == {"family::2020-01-01": ["m1"]}
+
+
+def test_a_grown_thread_is_rekeyed_without_asking_and_a_failed_archive_loses_nothing(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """Found by the docs run: the guard counted re-keys as deletions; a failed archive's
+    messages vanished from transcripts shared with another archive."""
+    first = _write(tmp_path / "a.jsonl", BASE[:1])
+    second = _write(tmp_path / "b.jsonl", [BASE[1]])
+
+    async def main() -> tuple[IndexReport, IndexReport, dict[str, list[str]]]:
+        async with build_app(_config(), tmp_path / "p") as app:
+            await _index(app, embedder, [first])
+            # one thread, one transcript: the day it grows re-keys the transcript; all of its
+            # messages are still indexed, so no confirmation is needed
+            _write(first, [BASE[0], _msg("m8", "family", 2, "Cake was lovely")])
+            grown = await _index(app, embedder, [first])
+            await _index(app, embedder, [second])  # m2 joins family::2020-01-01..
+            first.write_bytes(b"\xff\xfe not utf-8")
+            failed = await _index(app, embedder, [second])
+            return grown, failed, await _transcripts(app)
+
+    grown, failed, transcripts = asyncio.run(main())
+    assert grown.messages is not None and grown.messages.removed == 1
+    assert grown.documents_deleted == 1
+    assert failed.messages is not None and "failed to read" in failed.messages.held_reason
+    assert (failed.documents_deleted, failed.text_units_written) == (0, 0)
+    assert [f.path for f in failed.failed] == [str(first)]
+    assert transcripts == {"family::2020-01-01..2020-01-02": ["m1", "m2", "m8"]}
+
+
+def test_a_bounded_build_keeps_a_transcript_its_render_would_shrink(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    rows = [*_days(4), _msg("x3", "t", 3, "short one", hour=11)]
+    archive = _write(tmp_path / "a.jsonl", rows)
+
+    async def main() -> tuple[dict[str, list[str]], IndexReport, dict[str, list[str]]]:
+        async with build_app(_config(transcript_max_chars=250), tmp_path / "p") as app:
+            await _index(app, embedder, [archive])
+            before = await _transcripts(app)
+            # x3 is gone from this export; a bounded build must not drop it from the index
+            _write(archive, [r for r in rows if r["guid"] != "x3"])
+            report = await _index(app, embedder, [archive], since=date(2020, 1, 3))
+            return before, report, await _transcripts(app)
+
+    before, report, after = asyncio.run(main())
+    assert before["t::2020-01-03..2020-01-04"] == ["d3", "x3", "d4"]
+    assert report.messages is not None and report.messages.bounded
+    assert report.messages.kept_partial == 1
+    assert after == before
+
+
+def test_estimate_renders_and_chunks_the_archives_it_is_given(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    archive = _write(tmp_path / "a.jsonl", BASE)
+    config = UkrConfig(
+        indexing={"methodologies": ["lightrag"]},
+        llm={"kind": "openai", "openai": {"base_url": "http://127.0.0.1:9/v1", "api_key": "k"}},
+    )  # type: ignore[arg-type]
+
+    async def main() -> Any:
+        async with build_app(config, tmp_path / "p") as app:
+            pipeline = IndexPipeline(
+                app.index(), embedder=embedder, chunk_tokenizer=app.chunk_tokenizer,
+                parsers=app.parsers, config=config, chat_model=app.chat_model,
+                message_sources=[JsonLinesSource()])
+            return await pipeline.estimate([archive], messages=MessageRun())
+
+    est = asyncio.run(main())
+    assert est.units == 3 and est.units_to_extract == 3  # one unit per transcript
+    assert est.calls_min >= 3

@@ -335,8 +335,11 @@ def test_bound_messages_since_limit_and_undated() -> None:
     assert [
         m.guid for m in bound_messages(messages, since=date(2024, 5, 2), tz="America/New_York")
     ] == ["c", "d"]
-    assert [m.guid for m in bound_messages(messages, limit=2)] == ["c", "d"]
-    assert [m.guid for m in bound_messages(messages, limit=99)] == ["u", "a", "b", "c", "d"]
+    # a limit window is widened to whole days: c's day (UTC) also holds b
+    assert [m.guid for m in bound_messages(messages, limit=2)] == ["b", "c", "d"]
+    assert [m.guid for m in bound_messages(messages, limit=1)] == ["d"]
+    # an undated message is outside any window
+    assert [m.guid for m in bound_messages(messages, limit=99)] == ["a", "b", "c", "d"]
     assert [m.guid for m in bound_messages(messages, since=date(2024, 5, 1), limit=10)] == [
         "a", "b", "c", "d",
     ]
@@ -535,7 +538,10 @@ def test_respanned_keeps_a_transcript_a_message_limit_cuts_through() -> None:
     full = render_transcripts(archive, max_chars=1)  # one transcript per day, 3 messages each
     indexed = _manifest(full)
 
-    window = bound_messages(archive, limit=5)  # g4..g8: cuts day 2 after g3
+    # bound_messages widens a limit to whole days (g3..g8); a window cut inside a day
+    # (here by hand, g4..g8) must still keep the transcript it cuts
+    assert [m.guid for m in bound_messages(archive, limit=5)][0] == "g3"
+    window = archive[4:]
     docs = render_transcripts(window, max_chars=10_000)
     diff = diff_manifest(indexed, docs)
 

@@ -43,8 +43,8 @@ __all__ = [
 
 T = TypeVar("T")
 
-out_console = Console(soft_wrap=True, highlight=False)
-err_console = Console(stderr=True, highlight=False)
+out_console = Console(soft_wrap=True, highlight=False, emoji=False)
+err_console = Console(stderr=True, highlight=False, emoji=False)
 
 ProjectOpt = Annotated[
     Path | None,

@@ -42,6 +42,13 @@ def render_delete(report: DeleteReport) -> None:
     """Print what a deletion did on stdout, and the unknown targets on stderr."""
     from unified_kg_rag.cli.index import render_graph
 
+    if report.archives is not None:
+        from unified_kg_rag.cli.index import render_report
+
+        out_console.print("Message archives dropped; the others rendered again:")
+        render_report(report.archives)
+        if not report.deleted and not report.unknown:
+            return
     table = Table(title=f"Index '{report.index}'", show_header=False, box=None)
     table.add_row("documents deleted", str(len(report.deleted)))
     table.add_row("  text units removed", str(report.text_units_removed))
@@ -71,7 +78,8 @@ def delete_command(
         list[str],
         typer.Argument(
             help="Document ids, file paths, or paths relative to the indexed "
-            "folder when only one document has it.",
+            "folder when only one document has it; the path of a message archive drops it "
+            "from the index's message corpus.",
             show_default=False,
         ),
     ],
@@ -95,7 +103,8 @@ def delete_command(
     document whose file is still in a folder you index comes back on the next `ukr index`:
     delete or exclude the file too. Deleting more than `indexing.max_delete_share` of the
     index asks for `--yes`. Exit status 3 when a target named no document (the others are
-    deleted).
+    deleted). Naming a message archive (a `chat.db` indexed before) drops it: the other
+    archives are read again and the transcripts they no longer render are deleted.
     """
 
     async def main() -> DeleteReport:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -174,8 +174,12 @@ def _message_rows(table: Table, report: IndexReport) -> None:
     table.add_row("  transcripts", f"{m.transcripts} rendered{window}: {m.new} new, "
                   f"{m.changed} changed, {m.unchanged} unchanged, {m.removed} no longer "
                   f"rendered ({m.kept_out_of_window} kept)")
+    if m.kept_partial:
+        table.add_row("  kept as indexed (would lose messages)", str(m.kept_partial))
     for path in m.archives_missing:
         table.add_row("  archive gone (its messages left)", escape(path))
+    if m.held_reason:
+        table.add_row("  [yellow]held[/]", escape(m.held_reason))
 
 
 def index_command(
@@ -242,7 +246,9 @@ def index_command(
     guide).
     """
     if estimate:
-        _estimate(paths, index, project, stores, config_file, json_out, verbose)
+        options = {"source": source, "handles": handles, "owner": owner, "since": since,
+                   "limit": message_limit}
+        _estimate(paths, index, project, stores, config_file, json_out, verbose, options)
         return
 
     async def main() -> IndexReport:
@@ -294,12 +300,14 @@ def _estimate(
     config_file: Path | None,
     json_out: bool,
     verbose: bool,
+    options: dict[str, Any],
 ) -> None:
     async def main() -> CostEstimate:
         from unified_kg_rag.bootstrap import build_app
         from unified_kg_rag.ingestion.pipeline import IndexPipeline
 
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
+        messages = message_run(config, project_dir, **options)
         async with build_app(config, project_dir) as app:
             pipeline = IndexPipeline(
                 app.index(index),
@@ -310,8 +318,9 @@ def _estimate(
                 chat_model=app.chat_model,
                 budget_tokenizer=app.budget_tokenizer,
                 project_dir=project_dir,
+                message_sources=app.message_sources,
             )
-            return await pipeline.estimate(paths)
+            return await pipeline.estimate(paths, messages=messages)
 
     est = run(main, verbose=verbose, interrupted="Interrupted.")
     if json_out:

@@ -121,4 +121,6 @@ def message_run(
         limit=limit,
         max_chars=messages.transcript_max_chars,
         timezone=messages.timezone,
+        names_given=path is not None or "handle_names" in messages.model_fields_set,
+        owner_given=owner is not None or "owner_label" in messages.model_fields_set,
     )

@@ -241,14 +241,16 @@ def bound_messages(
     messages: Sequence[SourceMessage], *, since: date | None = None, limit: int | None = None,
     tz: str = "UTC",
 ) -> list[SourceMessage]:
-    """Return the window of a bounded build: messages on or after ``since``, the last ``limit``.
+    """Return the window of a bounded build: messages from ``since`` on, the last ``limit``.
 
-    Undated messages are outside any ``since`` window.
+    The ``limit`` window is widened back to the start of its first day, so a bounded build
+    never renders part of a day (a partial day would render as a changed transcript missing
+    messages). Undated messages are outside any window.
 
     Args:
         messages: merged messages, sorted (`merge_messages`).
         since: first day kept, in time zone ``tz``.
-        limit: keep only the ``limit`` most recent messages (after ``since``).
+        limit: keep the ``limit`` most recent messages (after ``since``), whole days.
         tz: IANA time zone name days are counted in.
 
     Raises:
@@ -257,13 +259,18 @@ def bound_messages(
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be at least 1; got {limit}")
     zone = _zone(tz)
+    bounded = since is not None or limit is not None
     kept = [
         m for m in messages
-        if since is None
-        or (m.timestamp is not None and m.timestamp.astimezone(zone).date() >= since)
+        if not bounded or (m.timestamp is not None
+                           and (since is None or m.timestamp.astimezone(zone).date() >= since))
     ]
-    if limit is not None:
-        kept = kept[-limit:]
+    if limit is not None and len(kept) > limit:
+        first_day = _day(kept[-limit], zone)
+        start = len(kept) - limit
+        while start > 0 and _day(kept[start - 1], zone) == first_day:
+            start -= 1
+        kept = kept[start:]
     return kept
 
 

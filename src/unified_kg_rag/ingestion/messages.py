@@ -14,14 +14,14 @@ changed one's stale text units are deleted, units with unchanged text keep their
 extraction records); removed ones are deleted. A bounded build (``--since``,
 ``--message-limit``) renders part of the corpus by construction, so it deletes only its
 re-span casualties: removed transcripts whose every message this render re-indexes under a
-new key (seed 004, amendment of 2026-08-10). A run where an archive failed to read counts as
-bounded too: its messages must not read as deleted.
+new key (seed 004, amendment of 2026-08-10), and keeps a changed transcript whose render would
+lose messages. A run where an archive failed to read changes no transcript at all: the render
+misses that archive's messages anywhere, so nothing it says can be trusted.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -29,6 +29,9 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from unified_kg_rag.config.messages import MessagesConfig
 from unified_kg_rag.domain.identity import document_id
 from unified_kg_rag.domain.messages import (
     MESSAGE_SCOPE,
@@ -56,11 +59,18 @@ from unified_kg_rag.util.errors import InputError, UsageError
 
 __all__ = [
     "FILES_NAMESPACE",
+    "ArchiveRecord",
     "MessagePlan",
     "MessageRun",
+    "archive_claim",
+    "archive_targets",
     "find_source",
+    "forget_run",
+    "load_archive_record",
     "load_transcripts",
     "plan_messages",
+    "preview_transcripts",
+    "transcript_entry",
 ]
 
 logger = logging.getLogger(__name__)
@@ -69,6 +79,22 @@ FILES_NAMESPACE = "message_files"
 """Record store namespace of the archive files an index was built from (key ``files``)."""
 
 _FILES_KEY = "files"
+
+
+class ArchiveRecord(BaseModel):
+    """What an index remembers of its message corpus (record ``message_files``/``files``).
+
+    Attributes:
+        archives: resolved archive path → the source that reads it.
+        handle_names: the handle → name map the last message run rendered with.
+        owner_label: the owner label it rendered with.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    archives: dict[str, str] = Field(default_factory=dict)
+    handle_names: dict[str, str] = Field(default_factory=dict)
+    owner_label: str = "Me"
 
 
 @dataclass(frozen=True)
@@ -82,6 +108,11 @@ class MessageRun:
         limit: most recent messages of a bounded build (``--message-limit``).
         max_chars: transcript size target, characters.
         timezone: IANA time zone of rendered times and day boundaries.
+        names_given: ``options.handle_names`` was given (``--handles``, configuration);
+            otherwise the names the index's last message run used are used again, so a run
+            without ``--handles`` does not rename every sender (and re-index everything).
+        owner_given: ``options.owner_label`` was given; otherwise the last run's is used.
+        forget: archive paths to drop from the index's message corpus (`ukr delete ARCHIVE`).
     """
 
     options: MessageSourceOptions = field(default_factory=MessageSourceOptions)
@@ -90,6 +121,9 @@ class MessageRun:
     limit: int | None = None
     max_chars: int = 8000
     timezone: str = "UTC"
+    names_given: bool = True
+    owner_given: bool = True
+    forget: tuple[str, ...] = ()
 
     @property
     def bounded(self) -> bool:
@@ -104,12 +138,12 @@ class MessagePlan:
     Attributes:
         todo: transcripts to process, with their corpus entry and registry fingerprint.
         doomed: registry records of transcripts to delete.
-        files: the archive record to save after the run (path → source name).
+        files: the archive record to save after the run.
     """
 
     todo: list[tuple[CorpusFile, str, TranscriptDoc]] = field(default_factory=list)
     doomed: list[DocRecord] = field(default_factory=list)
-    files: dict[str, str] = field(default_factory=dict)
+    files: ArchiveRecord = field(default_factory=lambda: ArchiveRecord())
 
     async def write_spans(self, records: RecordStore) -> None:
         """Store the message spans of the transcripts about to be processed."""
@@ -121,7 +155,42 @@ class MessagePlan:
         """Forget the spans of removed transcripts and save the archive record."""
         if removed_ids:
             await records.delete(SPANS_NAMESPACE, list(removed_ids))
-        await records.put(FILES_NAMESPACE, _FILES_KEY, json.dumps(self.files, sort_keys=True))
+        await records.put(FILES_NAMESPACE, _FILES_KEY, self.files.model_dump_json())
+
+
+def archive_claim(
+    sources: Sequence[MessageSource], run: MessageRun
+) -> Callable[[Path, bool], str | None]:
+    """Return discovery's archive probe: ``--source`` claims named files, else dispatch."""
+
+    def claim(path: Path, explicit: bool) -> str | None:
+        if explicit and run.source:
+            return run.source
+        return find_source(path, sources, run.source)
+
+    return claim
+
+
+async def archive_targets(records: RecordStore, targets: Sequence[str]) -> list[str]:
+    """Return the deletion targets that are paths of the index's message archives.
+
+    Raises:
+        StoreError: the record store failed.
+    """
+    known = (await load_archive_record(records)).archives
+    return [t for t in targets if _resolved(t) in known]
+
+
+def forget_run(config: MessagesConfig, targets: Sequence[str]) -> MessageRun:
+    """Return the message run that drops the archives ``targets`` and renders the rest."""
+    return MessageRun(
+        forget=tuple(_resolved(t) for t in targets), names_given=False, owner_given=False,
+        max_chars=config.transcript_max_chars, timezone=config.timezone,
+    )
+
+
+def _resolved(target: str) -> str:
+    return Path(target).expanduser().resolve().as_posix()
 
 
 def find_source(
@@ -187,7 +256,16 @@ async def plan_messages(
     mr = MessageReport(bounded=run.bounded)
     report.messages = mr
     plan = MessagePlan()
-    known = await _known_files(stores.records)
+    record = await load_archive_record(stores.records)
+    options = MessageSourceOptions(
+        handle_names=run.options.handle_names if run.names_given else record.handle_names,
+        owner_label=run.options.owner_label if run.owner_given else record.owner_label,
+    )
+    forget = set(run.forget)
+    for path in sorted(forget - set(record.archives)):
+        report.failed.append(FailedDocument(
+            path=path, reason="not a message archive of this index"))
+    known = {p: n for p, n in record.archives.items() if p not in forget}
     wanted = {
         f.path.resolve().as_posix(): (f.display_path, f.message_source or "") for f in archives
     }
@@ -198,9 +276,12 @@ async def plan_messages(
             wanted[path] = (path, name)
         else:
             mr.archives_missing.append(path)
-    parsed, failed = await _read_archives(wanted, by_name, run.options, report, mr)
+    parsed, failed = await _read_archives(wanted, by_name, options, report, mr)
     mr.archives = len(parsed)
-    plan.files = {p: n for p, (_, n) in wanted.items() if p in parsed or p in known}
+    plan.files = ArchiveRecord(
+        archives={p: n for p, (_, n) in wanted.items() if p in parsed or p in known},
+        handle_names=dict(options.handle_names), owner_label=options.owner_label,
+    )
     merged = merge_messages(parsed.values())
     mr.messages = len(merged)
     mr.duplicates = sum(len(v) for v in parsed.values()) - len(merged)
@@ -212,13 +293,25 @@ async def plan_messages(
     manifest, removed = await _diff(
         stores, docs, plan, mr, report, fingerprint=fingerprint, reset=reset
     )
+    if failed:
+        # the render misses an archive's messages in ways no window describes: change nothing
+        mr.held_reason = ("an archive failed to read: no transcript was changed or deleted; "
+                          "fix or `ukr delete` that archive and run again")
+        plan.todo, plan.doomed = [], []
+        return plan
+    rekeyed = set(respanned(manifest, removed, docs))
     if mr.bounded:
-        keep = set(removed) - set(respanned(manifest, removed, docs))
+        keep = set(removed) - rekeyed
         mr.kept_out_of_window = len(keep)
         plan.doomed = [r for r in plan.doomed if r.path not in keep]
     if plan.doomed:
-        await _check_removal(stores, plan, report, of=len(manifest), rendered=len(docs),
-                             rebuilds=rebuilds, share=share, confirm=confirm)
+        # a transcript whose every message this render indexes under another key (a thread
+        # grew and its last transcript was packed again) is re-keyed, not lost: the guard
+        # counts only transcripts whose messages are gone
+        lost = sum(1 for r in plan.doomed if r.path not in rekeyed)
+        await _check_removal(stores, plan, report, of=len(manifest), lost=lost,
+                             rendered=len(docs), rebuilds=rebuilds, share=share,
+                             confirm=confirm)
     return plan
 
 
@@ -285,16 +378,46 @@ async def _diff(
     report.documents_new += len(diff.new)
     report.documents_changed += len(diff.changed)
     report.documents_unchanged += len(diff.unchanged)
-    wanted = {*diff.new, *diff.changed, *(diff.unchanged if reset else ())}
-    anchor = Path(MESSAGE_SCOPE)
+    partial: set[str] = set()
+    if mr.bounded:
+        # a transcript that would lose messages in a partial render (a day cut by the window,
+        # an archive that failed to read) is kept as indexed until a full run renders it
+        rendered = {d.doc_key: d for d in docs}
+        partial = {k for k in diff.changed
+                   if not set(rendered[k].message_guids).issuperset(manifest[k].message_guids)}
+        mr.kept_partial = len(partial)
+    wanted = {*diff.new, *diff.changed, *(diff.unchanged if reset else ())} - partial
     for doc in docs:
-        if doc.doc_key not in wanted:
-            continue
-        doc_id = document_id(MESSAGE_SCOPE, doc.doc_key)
-        corpus = CorpusFile(anchor, doc.title, MESSAGE_SCOPE, doc.doc_key, doc_id, True)
-        plan.todo.append((corpus, fingerprint(transcript_hash(doc)), doc))
+        if doc.doc_key in wanted:
+            plan.todo.append((transcript_entry(doc), fingerprint(transcript_hash(doc)), doc))
     plan.doomed = [live[k] for k in diff.removed]
     return manifest, list(diff.removed)
+
+
+def transcript_entry(doc: TranscriptDoc) -> CorpusFile:
+    """Return the corpus entry of a transcript (scope `MESSAGE_SCOPE`, path its ``doc_key``)."""
+    doc_id = document_id(MESSAGE_SCOPE, doc.doc_key)
+    return CorpusFile(Path(MESSAGE_SCOPE), doc.title, MESSAGE_SCOPE, doc.doc_key, doc_id, True)
+
+
+async def preview_transcripts(
+    archives: Sequence[CorpusFile], sources: Sequence[MessageSource], run: MessageRun
+) -> list[TranscriptDoc]:
+    """Render the named archives alone (for a cost estimate); unreadable ones are left out.
+
+    Raises:
+        UsageError: ``--source`` names no registered source.
+    """
+    by_name = {s.name: s for s in sources}
+    if run.source is not None and run.source not in by_name:
+        raise UsageError(f"unknown message source {run.source!r}", field="--source")
+    wanted = {f.path.resolve().as_posix(): (f.display_path, f.message_source or "")
+              for f in archives}
+    parsed, _ = await _read_archives(wanted, by_name, run.options, IndexReport(index=""),
+                                     MessageReport())
+    window = bound_messages(merge_messages(parsed.values()), since=run.since, limit=run.limit,
+                            tz=run.timezone)
+    return render_transcripts(window, max_chars=run.max_chars, tz=run.timezone)
 
 
 async def _check_removal(
@@ -303,6 +426,7 @@ async def _check_removal(
     report: IndexReport,
     *,
     of: int,
+    lost: int,
     rendered: int,
     rebuilds: bool,
     share: float,
@@ -318,20 +442,28 @@ async def _check_removal(
         plan.doomed = []
         return
     if not confirm:
-        confirm_share(stores.name, doomed=len(plan.doomed), of=of, found=rendered,
+        confirm_share(stores.name, doomed=lost, of=of, found=rendered,
                       where="the message archives' transcripts", share=share)
 
 
-async def _known_files(records: RecordStore) -> dict[str, str]:
+async def load_archive_record(records: RecordStore) -> ArchiveRecord:
+    """Return what the index remembers of its message corpus (empty when nothing).
+
+    Raises:
+        StoreError: the record store failed.
+    """
     raw = await records.get(FILES_NAMESPACE, _FILES_KEY)
     if not raw:
-        return {}
+        return ArchiveRecord()
     try:
-        value = json.loads(raw)
-    except ValueError:
+        return ArchiveRecord.model_validate_json(raw)
+    except ValidationError:
+        pass
+    try:  # the first form of the record: a bare path → source mapping
+        return ArchiveRecord(archives=TypeAdapter(dict[str, str]).validate_json(raw))
+    except ValidationError:
         logger.warning("the index's message archive record is unreadable; ignoring it")
-        return {}
-    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+        return ArchiveRecord()
 
 
 async def load_transcripts(

@@ -26,10 +26,9 @@ from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.domain.embedding_input import embedding_input
-from unified_kg_rag.domain.messages import MESSAGE_SCOPE, TranscriptDoc
+from unified_kg_rag.domain.messages import TranscriptDoc
 from unified_kg_rag.domain.models import (
     Collection,
-    DocRecord,
     DocStatus,
     Document,
     TextUnit,
@@ -48,8 +47,22 @@ from unified_kg_rag.ingestion.derived import DerivedStages
 from unified_kg_rag.ingestion.graph.build import needs_llm
 from unified_kg_rag.ingestion.graph.estimate import CostEstimate, estimate_graph_cost
 from unified_kg_rag.ingestion.lease import fenced, held_lease
-from unified_kg_rag.ingestion.messages import MessagePlan, MessageRun, find_source, plan_messages
-from unified_kg_rag.ingestion.prepare import fingerprint, parse_and_chunk
+from unified_kg_rag.ingestion.messages import (
+    MessagePlan,
+    MessageRun,
+    archive_claim,
+    archive_targets,
+    forget_run,
+    plan_messages,
+    preview_transcripts,
+    transcript_entry,
+)
+from unified_kg_rag.ingestion.prepare import (
+    failure_reason,
+    fingerprint,
+    parse_and_chunk,
+    registry_record,
+)
 from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ingestion.report import DeleteReport, FailedDocument, IndexReport
 from unified_kg_rag.ingestion.reset import check_reset, sweep_orphan_units
@@ -71,7 +84,7 @@ from unified_kg_rag.ports import (
     TokenCounter,
 )
 from unified_kg_rag.util.aio import map_bounded
-from unified_kg_rag.util.errors import InputError, UkrError, UsageError
+from unified_kg_rag.util.errors import UsageError
 
 __all__ = ["IndexPipeline", "text_unit_record"]
 
@@ -191,9 +204,7 @@ class IndexPipeline:
         run = messages or MessageRun()
         found, skipped = discover(
             paths, parsing=self._config.parsing, extensions=sorted(self._parsers),
-            claim=lambda p, explicit: (
-                run.source if explicit and run.source else find_source(p, self._sources, run.source)
-            ),
+            claim=archive_claim(self._sources, run),
         )
         files = [f for f in found if f.message_source is None]
         archives = [f for f in found if f.message_source is not None]
@@ -212,7 +223,7 @@ class IndexPipeline:
                 share=share, confirm=confirm_deletions,
             )
             plan = MessagePlan()
-            if archives:
+            if archives or run.forget:
                 plan = await plan_messages(
                     self._stores, archives, self._sources, run, report,
                     fingerprint=lambda h: fingerprint(self._config, h, transcript=True),
@@ -227,11 +238,11 @@ class IndexPipeline:
             )
             report.documents_deleted = len(removal.documents)
             report.text_units_deleted = removal.text_units_removed
-            if archives:
+            if archives or run.forget:
                 await plan.write_spans(self._stores.records)
             if todo:
                 await self._process(todo, report)
-            if archives:
+            if archives or run.forget:
                 await plan.commit(self._stores.records, [r.document_id for r in plan.doomed])
             if reset:
                 report.text_units_orphaned = await sweep_orphan_units(
@@ -247,7 +258,10 @@ class IndexPipeline:
     async def delete(self, targets: Sequence[str], *, confirm: bool = False) -> DeleteReport:
         """Remove documents by id or path, then derive the graphs again without them.
 
-        See `ingestion.deletion.delete_documents` (targets, write-ahead, what is derived).
+        See `ingestion.deletion.delete_documents` (targets, write-ahead, what is derived). A
+        target naming a message archive of the index (its path) drops that archive from the
+        message corpus: the other archives are read and rendered again, and the transcripts no
+        longer rendered are deleted (`DeleteReport.archives`).
 
         Args:
             targets: document ids or paths.
@@ -263,20 +277,35 @@ class IndexPipeline:
             StoreError: a store failed (the next run finishes the removal).
         """
         started = time.perf_counter()
+        forget = await archive_targets(self._stores.records, targets)
+        archives = None
+        if forget:
+            archives = await self.run([], confirm_deletions=confirm,
+                                      messages=forget_run(self._config.messages, forget))
+            targets = [t for t in targets if t not in forget]
+        if not targets:
+            return DeleteReport(index=self._stores.name, archives=archives, usage=(
+                archives.usage if archives else TokenUsage()), elapsed_s=round(
+                time.perf_counter() - started, 3))
         async with self._writing() as usage:
             report = await delete_documents(
                 self._stores, targets, self._derived,
                 share=self._config.indexing.max_delete_share, confirm=confirm,
             )
+        report.archives = archives
         report.usage = usage
         report.elapsed_s = round(time.perf_counter() - started, 3)
         return report
 
-    async def estimate(self, paths: Sequence[Path]) -> CostEstimate:
+    async def estimate(
+        self, paths: Sequence[Path], *, messages: MessageRun | None = None
+    ) -> CostEstimate:
         """Return the model calls and tokens indexing ``paths`` would spend; no call, no write.
 
         Files are read, parsed and chunked; text units whose extraction record is stored
         count as free (see `ingestion.graph.estimate` for what is exact and what is rough).
+        Message archives among ``paths`` are rendered alone (without the archives the index
+        was built from before) and their transcripts chunked.
 
         Raises:
             UsageError: no LLM is configured, or a path does not exist.
@@ -287,10 +316,15 @@ class IndexPipeline:
                 "indexing.methodologies): without them indexing makes no model call",
                 field="llm.kind",
             )
-        files, _ = discover(paths, parsing=self._config.parsing, extensions=sorted(self._parsers))
-        parsed = await map_bounded(
-            [_Hashed(f, "") for f in files], self._parse_and_chunk, concurrency=_IO_CONCURRENCY
-        )
+        run = messages or MessageRun()
+        found, _ = discover(paths, parsing=self._config.parsing, extensions=sorted(self._parsers),
+                            claim=archive_claim(self._sources, run))
+        items = [_Hashed(f, "") for f in found if f.message_source is None]
+        archives = [f for f in found if f.message_source is not None]
+        if archives:
+            docs = await preview_transcripts(archives, self._sources, run)
+            items += [_Hashed(transcript_entry(d), "", d) for d in docs]
+        parsed = await map_bounded(items, self._parse_and_chunk, concurrency=_IO_CONCURRENCY)
         units = [
             UnitText(u.id, u.text, r.item.file.relative_path)
             for r in parsed if r.value is not None for u in r.value[1]
@@ -405,9 +439,8 @@ class IndexPipeline:
         # computed from that union).
         await registry.put(
             [
-                self._record(
-                    item.file, doc, DocStatus.PENDING, unit_union(previous.get(doc.id), units)
-                )
+                registry_record(self._config, item.file, doc, DocStatus.PENDING,
+                                unit_union(previous.get(doc.id), units))
                 for item, doc, units in ready
             ]
         )
@@ -438,35 +471,10 @@ class IndexPipeline:
             )
         await registry.put(
             [
-                self._record(item.file, doc, DocStatus.PROCESSED, tuple(u.id for u in units))
+                registry_record(self._config, item.file, doc, DocStatus.PROCESSED,
+                                tuple(u.id for u in units))
                 for item, doc, units in ready
             ]
-        )
-
-    def _record(
-        self,
-        file: CorpusFile,
-        doc: Document | None,
-        status: DocStatus,
-        unit_ids: tuple[str, ...],
-        *,
-        fingerprint: str = "",
-        error: str | None = None,
-    ) -> DocRecord:
-        """Build a registry record of ``file``.
-
-        A parsed document's fingerprint is taken from the bytes read now (the file may have
-        changed since it was hashed); without one, ``fingerprint`` is recorded.
-        """
-        return DocRecord(
-            document_id=file.document_id,
-            path=file.relative_path,
-            source_scope=file.source_scope,
-            content_hash=fingerprint if doc is None else _fingerprint_of(self._config, doc),
-            status=status,
-            text_unit_ids=unit_ids,
-            error=error,
-            updated_at=time.time(),
         )
 
     async def _record_failure(
@@ -476,29 +484,13 @@ class IndexPipeline:
         error: BaseException | None,
         report: IndexReport,
     ) -> None:
-        if isinstance(error, InputError):
-            reason = " ".join(error.reason.split())
-        elif isinstance(error, Exception) and not isinstance(error, UkrError):
-            # A parser bug or an odd file fails that document only; the traceback goes to DEBUG.
-            logger.debug("unexpected error on %s", file.display_path, exc_info=error)
-            reason = " ".join(f"{type(error).__name__}: {error}".split())
-        else:
-            raise error if error is not None else RuntimeError("failure without an error")
+        reason = failure_reason(file, error)
         report.failed.append(FailedDocument(path=file.display_path, reason=reason))
         self._progress.warn(f"{file.display_path}: {reason}")
         logger.info("failed to index %s: %s", file.display_path, reason)
         previous = (await self._stores.registry.get([file.document_id])).get(file.document_id)
         kept = previous.text_unit_ids if previous else ()
         await self._stores.registry.put(
-            [
-                self._record(
-                    file, None, DocStatus.FAILED, kept, fingerprint=content_hash, error=reason
-                )
-            ]
+            [registry_record(self._config, file, None, DocStatus.FAILED, kept,
+                             content_hash=content_hash, error=reason)]
         )
-
-
-def _fingerprint_of(config: UkrConfig, doc: Document) -> str:
-    """The registry fingerprint of a parsed document or rendered transcript."""
-    transcript = doc.metadata.get("source_scope") == MESSAGE_SCOPE
-    return fingerprint(config, doc.content_hash, transcript=transcript)

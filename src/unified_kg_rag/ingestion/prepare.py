@@ -8,6 +8,8 @@ messages it holds.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Mapping
 
 from unified_kg_rag.config.models import UkrConfig
@@ -19,13 +21,22 @@ from unified_kg_rag.domain.messages import (
     chunk_transcript,
     transcript_hash,
 )
-from unified_kg_rag.domain.models import Document, TextUnit
+from unified_kg_rag.domain.models import DocRecord, DocStatus, Document, TextUnit
 from unified_kg_rag.ingestion.corpus import CorpusFile, parse_file, read_file
 from unified_kg_rag.ports import DocumentParser, TokenCounter
-from unified_kg_rag.util.errors import InputError
+from unified_kg_rag.util.errors import InputError, UkrError
 from unified_kg_rag.util.hashing import sha256_json
 
-__all__ = ["TRANSCRIPT_CHUNKING", "fingerprint", "parse_and_chunk", "transcript_document"]
+__all__ = [
+    "TRANSCRIPT_CHUNKING",
+    "failure_reason",
+    "fingerprint",
+    "parse_and_chunk",
+    "registry_record",
+    "transcript_document",
+]
+
+logger = logging.getLogger(__name__)
 
 TRANSCRIPT_CHUNKING = 1
 """Version of the transcript chunking (whole messages per unit); bump when its units change."""
@@ -104,3 +115,52 @@ def parse_and_chunk(
     if not units:
         raise InputError(file.display_path, "empty document (no text)")
     return doc, units
+
+
+def registry_record(
+    config: UkrConfig,
+    file: CorpusFile,
+    doc: Document | None,
+    status: DocStatus,
+    unit_ids: tuple[str, ...],
+    *,
+    content_hash: str = "",
+    error: str | None = None,
+) -> DocRecord:
+    """Build the registry record of a corpus entry.
+
+    A parsed document's (or transcript's) fingerprint is taken from its content now (the
+    file may have changed since it was hashed); without one, ``content_hash`` (a
+    fingerprint) is recorded.
+    """
+    if doc is not None:
+        transcript = doc.metadata.get("source_scope") == MESSAGE_SCOPE
+        content_hash = fingerprint(config, doc.content_hash, transcript=transcript)
+    return DocRecord(
+        document_id=file.document_id,
+        path=file.relative_path,
+        source_scope=file.source_scope,
+        content_hash=content_hash,
+        status=status,
+        text_unit_ids=unit_ids,
+        error=error,
+        updated_at=time.time(),
+    )
+
+
+def failure_reason(file: CorpusFile, error: BaseException | None) -> str:
+    """Return the one-line reason a corpus entry failed, or re-raise a fatal error.
+
+    An `InputError` gives its reason; any other non-`UkrError` exception (a parser bug, an odd
+    file) fails that entry only, its traceback logged at DEBUG.
+
+    Raises:
+        UkrError: ``error`` itself when it is a project error other than `InputError` (a store
+            or model failure is never one document's problem).
+    """
+    if isinstance(error, InputError):
+        return " ".join(error.reason.split())
+    if isinstance(error, Exception) and not isinstance(error, UkrError):
+        logger.debug("unexpected error on %s", file.display_path, exc_info=error)
+        return " ".join(f"{type(error).__name__}: {error}".split())
+    raise error if error is not None else RuntimeError("failure without an error")

@@ -32,6 +32,10 @@ class MessageReport(BaseModel):
         transcripts: transcripts rendered.
         new, changed, unchanged, removed: the manifest diff, in transcripts.
         kept_out_of_window: removed transcripts a bounded build kept (out of its window).
+        kept_partial: changed transcripts a bounded build kept as indexed because its render
+            would drop some of their messages; the next full run renders them.
+        held_reason: why the run changed no transcript ("" when it did its work): an
+            archive failed to read.
         bounded: the run was bounded (``--since``/``--message-limit``, or an archive failed).
         problems: notes of the sources on skipped rows (first few).
     """
@@ -49,6 +53,8 @@ class MessageReport(BaseModel):
     unchanged: int = 0
     removed: int = 0
     kept_out_of_window: int = 0
+    kept_partial: int = 0
+    held_reason: str = ""
     bounded: bool = False
     problems: list[str] = Field(default_factory=list)
 
@@ -155,6 +161,8 @@ class DeleteReport(BaseModel):
         usage: model usage of the run (summaries and reports derived again).
         graph: the LLM graph build after the removal (None when none was needed).
         lazy: the concept-graph build after the removal (None when not selected).
+        archives: the run that dropped message archives from the index's message corpus and
+            rendered the rest again (None when no target was an archive).
     """
 
     index: str
@@ -166,10 +174,13 @@ class DeleteReport(BaseModel):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     graph: GraphBuildReport | None = None
     lazy: LazyBuildReport | None = None
+    archives: IndexReport | None = None
 
     @property
     def exit_code(self) -> int:
         """0 if done, 1 if the graph build stopped, 3 if a target was unknown or an item failed."""
+        if self.archives is not None and self.archives.exit_code:
+            return self.archives.exit_code
         if self.graph is not None and self.graph.error:
             return 1
         graph_failed = self.graph is not None and not self.graph.succeeded

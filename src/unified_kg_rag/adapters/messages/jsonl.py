@@ -17,7 +17,9 @@ field              required  meaning
 ``guid``           no        stable message identity; when absent: the SHA-256 of
                              (thread_id, sender, sender_handle, is_from_me, timestamp, text),
                              so re-exports of the same message merge
-``thread_name``    no        display name of the thread (default: ``thread_id``)
+``thread_name``    no        display name of the thread; given on any line, it names every
+                             message of the thread (the last one given wins); default:
+                             ``thread_id``
 ``sender``         (1)       display name or raw handle; mapped through ``handle_names``
 ``sender_handle``  (1)       raw handle (phone, e-mail, user id); mapped through
                              ``handle_names``, kept as the message's ``sender_handle``
@@ -153,7 +155,7 @@ class JsonLinesSource:
             problems.extend(f"line {number}: {note}" for note in notes)
             messages[message.guid] = message
             folded += len(message.tapbacks)
-        ordered = sorted(messages.values(), key=_message_order)
+        ordered = _carry_thread_names(sorted(messages.values(), key=_message_order), content)
         logger.info(
             "jsonl %s: %d message(s), %d line(s) skipped", path, len(ordered), skipped
         )
@@ -164,6 +166,31 @@ class JsonLinesSource:
             tapbacks_folded=folded,
             problems=cap_problems(problems),
         )
+
+
+def _carry_thread_names(
+    messages: list[SourceMessage], content: str
+) -> list[SourceMessage]:
+    """Give every message of a thread the thread's name, when any line of it names it.
+
+    The last ``thread_name`` given for a thread in the file wins (a renamed chat shows its
+    current name everywhere); a thread never named keeps its id as its name.
+    """
+    named: dict[str, str] = {}
+    for line in content.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("thread_name"), str):
+            name = record["thread_name"].strip()
+            if name and record.get("thread_id") is not None:
+                named[str(record["thread_id"])] = name
+    return [
+        m if named.get(m.thread_id, m.thread_name) == m.thread_name
+        else m.model_copy(update={"thread_name": named[m.thread_id]})
+        for m in messages
+    ]
 
 
 def _message(

@@ -1,0 +1,105 @@
+"""``ukr index chat.db --source imessage --handles`` and ``ukr query`` over a message archive.
+
+The archive is the synthetic iMessage corpus of `tests.support.chat_corpus` in its small
+profile (every scripted message and golden question, 600 messages in all), written into a real
+``chat.db`` (Apple's schema, its triggers installed so plain SQLite cannot write it). Real
+embedder, real SQLite store, no LLM. The last test is the regression guard of the provenance
+figures (`benchmarks/bench_messages.py` measures the full 10,000-message corpus).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from tests.support.chat_corpus import ChatCorpus, generate_chat_corpus, write_handles_yaml
+from tests.support.chatdb import schema_available
+from unified_kg_rag.cli.app import app
+
+pytestmark = pytest.mark.integration
+
+SCHEMA = "macos" if schema_available("macos") else "minimal"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[ChatCorpus, Path]:
+    """The small corpus, indexed once for the module through the CLI."""
+    work = tmp_path_factory.mktemp("chat")
+    corpus = generate_chat_corpus(work / "chat.db", messages=600, threads=12, schema=SCHEMA)
+    handles = write_handles_yaml(corpus, work / "handles.yaml")
+    before = (corpus.path.read_bytes(), corpus.path.stat().st_mtime_ns)
+    result = _ukr("index", str(corpus.path), "--source", "imessage", "--handles", str(handles),
+                  "-C", str(work / "p"), "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["messages"]["messages"] == corpus.messages
+    assert report["messages"]["transcripts"] == report["documents_new"] > 0
+    # the archive is read, never written
+    assert (corpus.path.read_bytes(), corpus.path.stat().st_mtime_ns) == before
+    return corpus, work / "p"
+
+
+def _ukr(*args: str) -> Result:
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("UKR_")}
+    return CliRunner(env=env).invoke(app, list(args))
+
+
+def test_query_shows_who_said_what_and_when(built: tuple[ChatCorpus, Path]) -> None:
+    corpus, project = built
+    result = _ukr("query", "Who told me it was Dana's birthday?", "-C", str(project),
+                  "-s", "naive")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Messages the answer rests on" in out
+    # the evidence line names the sender (mapped by --handles), the time and the thread
+    line = next(x for x in out.splitlines() if "Saturday is Dana's birthday" in x
+                and "·" in x)
+    assert "Priya Raman" in line and "2018-" in line
+
+
+def test_query_json_names_the_messages_of_every_source(built: tuple[ChatCorpus, Path]) -> None:
+    corpus, project = built
+    question = next(q for q in corpus.questions if q.id == "rel-dana-birthday")
+    result = _ukr("query", question.question, "-C", str(project), "-s", "naive", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["sources"] and all(s["messages"] for s in out["sources"])
+    for s in out["sources"]:
+        for m in s["messages"]:
+            assert m["guid"] and m["sender_name"] and m["thread_name"] and m["label"]
+    evidence = {m["guid"] for m in out["evidence"]}
+    assert set(question.required_guids) <= evidence
+    assert len(evidence) <= 4
+
+
+def test_a_second_index_run_of_the_unchanged_archive_does_nothing(
+    built: tuple[ChatCorpus, Path]
+) -> None:
+    corpus, project = built
+    # no --handles: the names the index was built with are kept (nothing is renamed)
+    result = _ukr("index", str(corpus.path), "-C", str(project), "--json")
+    assert result.exit_code == 0, result.output
+    m = json.loads(result.stdout)["messages"]
+    assert m["new"] == m["changed"] == m["removed"] == 0 and m["unchanged"] == m["transcripts"]
+
+
+def test_provenance_recall_and_cited_share_guard(built: tuple[ChatCorpus, Path]) -> None:
+    """Regression guard: evidence per answer is a few messages and finds most required ones."""
+    corpus, project = built
+    recalls: list[float] = []
+    shares: list[float] = []
+    for q in corpus.questions:
+        result = _ukr("query", q.question, "-C", str(project), "-s", "naive", "--json")
+        assert result.exit_code == 0, result.output
+        evidence = {m["guid"] for m in json.loads(result.stdout)["evidence"]}
+        recalls.append(len(evidence & set(q.required_guids)) / len(q.required_guids))
+        shares.append(len(evidence) / corpus.messages)
+    recall, share = sum(recalls) / len(recalls), sum(shares) / len(shares)
+    # measured 0.69 / 0.5% on this profile when written; the issue's bar is recall >= 0.5
+    # at under 2% of the corpus cited per answer
+    assert recall >= 0.5, recall
+    assert share < 0.02, share
