@@ -49,7 +49,7 @@ def _ukr(*args: str) -> Result:
 
 
 def test_query_shows_who_said_what_and_when(built: tuple[ChatCorpus, Path]) -> None:
-    corpus, project = built
+    _corpus, project = built
     result = _ukr("query", "Who told me it was Dana's birthday?", "-C", str(project),
                   "-s", "naive")
     assert result.exit_code == 0, result.output

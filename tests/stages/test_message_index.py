@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from datetime import date
 from collections.abc import Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.stages.test_graph_build import _xml
 from tests.support.openai_server import FakeOpenAIServer
 from unified_kg_rag.adapters.messages.jsonl import JsonLinesSource
 from unified_kg_rag.adapters.registry import EMBEDDERS
@@ -77,7 +78,8 @@ async def _index(app: App, embedder: Embedder, paths: Sequence[Path], *, yes: bo
     pipeline = IndexPipeline(
         app.index(), embedder=embedder, chunk_tokenizer=app.chunk_tokenizer,
         parsers=app.parsers, config=app.config, keyphrase_extractor=app.keyphrase_extractor,
-        message_sources=[JsonLinesSource()],
+        message_sources=[JsonLinesSource()], chat_model=app.chat_model,
+        budget_tokenizer=app.budget_tokenizer,
     )
     run = MessageRun(since=since, limit=limit, max_chars=app.config.messages.transcript_max_chars)
     return await pipeline.run(paths, confirm_deletions=yes, messages=run)
@@ -413,3 +415,52 @@ def test_estimate_renders_and_chunks_the_archives_it_is_given(
     est = asyncio.run(main())
     assert est.units == 3 and est.units_to_extract == 3  # one unit per transcript
     assert est.calls_min >= 3
+
+
+def _graph_reply(body: dict[str, Any]) -> str:
+    """A well-behaved extraction model for BASE's transcripts (reports and summaries too)."""
+    text = "\n".join(m.get("content", "") for m in body["messages"] if m.get("role") == "user")
+    if "<report_context>" in text:
+        return json.dumps({"title": "Family", "summary": "People and events.", "rating": 5,
+                           "rating_explanation": "r", "findings": []})
+    if "<descriptions>" in text or "<current_items>" in text:
+        return ("A merged summary." if "<descriptions>" in text
+                else "<entities>None</entities>\n<relationships>None</relationships>")
+    if "Happy birthday to Dana" in text:
+        return _xml([("Dana", "PERSON", "Turned thirty."), ("Carol", "PERSON", "A friend.")],
+                    [("Carol", "Dana", "WISHED_BIRTHDAY", 8)])
+    if "Computers are overrated" in text:
+        return _xml([("Bob", "PERSON", "Prefers a typewriter."),
+                     ("Typewriter", "PRODUCT", "Bob's old machine.")],
+                    [("Bob", "Typewriter", "PREFERS", 7)])
+    return "<entities>None</entities>\n<relationships>None</relationships>"
+
+
+def test_llm_graph_over_transcripts_points_entities_at_their_messages(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """The LLM pipeline extracts from transcripts; an entity source names the messages that
+    state it (not every message of its text units)."""
+    archive = _write(tmp_path / "a.jsonl", BASE)
+    with FakeOpenAIServer(reply=_graph_reply) as server:
+        config = UkrConfig(
+            indexing={"methodologies": ["lightrag", "graphrag"]},
+            graph={"communities": {"min_community_size": 2}},
+            llm={"kind": "openai", "openai": {"base_url": server.base_url, "api_key": "k"}},
+        )  # type: ignore[arg-type]
+
+        async def main() -> tuple[IndexReport, RAGOutput]:
+            async with build_app(config, tmp_path / "p") as app:
+                report = await _index(app, embedder, [archive])
+                chain = RAGChain(app.index(), embedder=embedder, chat_model=None,
+                                 budget_tokenizer=app.budget_tokenizer, config=config.query)
+                out = await chain.ainvoke(RAGInput(question="Who is Dana?", strategy="local"))
+                return report, out
+
+        report, out = asyncio.run(main())
+    assert report.graph is not None and report.graph.entities >= 4
+    dana = next(s for s in out.sources if s.kind == "entity" and (s.title or "").startswith("Dana"))
+    assert [m.guid for m in dana.messages] == ["m1"]  # not m2, though in the same text unit
+    assert dana.messages[0].sender_name == "Carol"
+    passages = [s for s in out.sources if s.kind == "text_unit"]
+    assert passages and all(s.messages for s in passages)
