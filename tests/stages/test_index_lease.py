@@ -139,7 +139,7 @@ def test_cli_index_refuses_a_held_index(tmp_path: Path, monkeypatch: pytest.Monk
     asyncio.run(hold())
     result = CliRunner().invoke(cli, ["index", str(tmp_path / "docs"), "-C", str(tmp_path)])
     assert result.exit_code == 2
-    assert result.stderr.startswith("IndexBusyError: index 'default' is being written by "
+    assert result.stderr.startswith("BuildInProgress: index 'default' is being written by "
                                     "buildbox:4242:cafe")
 
 

@@ -283,7 +283,7 @@ class IndexPipeline:
             archives = await self.run([], confirm_deletions=confirm,
                                       messages=forget_run(self._config.messages, forget))
             targets = [t for t in targets if t not in forget]
-        if not targets:
+        if forget and not targets:
             return DeleteReport(index=self._stores.name, archives=archives, usage=(
                 archives.usage if archives else TokenUsage()), elapsed_s=round(
                 time.perf_counter() - started, 3))
