@@ -464,3 +464,32 @@ def test_llm_graph_over_transcripts_points_entities_at_their_messages(
     assert dana.messages[0].sender_name == "Carol"
     passages = [s for s in out.sources if s.kind == "text_unit"]
     assert passages and all(s.messages for s in passages)
+
+
+@pytest.mark.postgres
+def test_message_archive_on_postgres(
+    tmp_path: Path, embedder: Embedder, postgres_url: str
+) -> None:
+    """The same transcripts, spans and evidence with PostgreSQL + pgvector stores."""
+    from tests.support.postgres import fresh_catalog
+
+    archive = _write(tmp_path / "a.jsonl", BASE)
+    config = UkrConfig.model_validate({
+        "indexing": {"methodologies": ["lazy"]},
+        "stores": {"kind": "postgres",
+                   "postgres": {"url": postgres_url, "schema_name": fresh_catalog()}},
+    })
+
+    async def main() -> tuple[dict[str, list[str]], RAGOutput, IndexReport]:
+        async with build_app(config, tmp_path / "p") as app:
+            await _index(app, embedder, [archive])
+            again = await _index(app, embedder, [archive])
+            out = await _ask(app, embedder, "Who told me it was Dana's birthday?")
+            return await _transcripts(app), out, again
+
+    transcripts, out, again = asyncio.run(main())
+    assert transcripts == {"family::2020-01-01": ["m1", "m2"],
+                           "bob::2020-01-02..2020-01-03": ["m3", "m4"],
+                           "jane::2020-01-04": ["m5"]}
+    assert again.messages is not None and again.messages.unchanged == 3
+    assert [m.guid for m in out.evidence] == ["m1"]
