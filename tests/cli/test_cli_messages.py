@@ -103,3 +103,28 @@ def test_provenance_recall_and_cited_share_guard(built: tuple[ChatCorpus, Path])
     # at under 2% of the corpus cited per answer
     assert recall >= 0.5, recall
     assert share < 0.02, share
+
+
+def test_delete_drops_one_archive_of_two_through_the_cli(tmp_path: Path) -> None:
+    """Found by the newcomer run: `ukr delete ARCHIVE` had no message sources to re-read the
+    other archives with."""
+    rows = [
+        {"guid": "a1", "thread_id": "t", "sender": "Ann", "timestamp": "2021-05-01T10:00:00Z",
+         "text": "The boat leaves at nine"},
+        {"guid": "b1", "thread_id": "u", "sender": "Ben", "timestamp": "2021-06-01T10:00:00Z",
+         "text": "Bring the blue tent"},
+    ]
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text(json.dumps(rows[0]) + "\n", encoding="utf-8")
+    second.write_text(json.dumps(rows[1]) + "\n", encoding="utf-8")
+    project = str(tmp_path / "p")
+    assert _ukr("index", str(first), str(second), "-C", project).exit_code == 0
+    dropped = _ukr("delete", str(second), "-C", project, "--yes", "--json")
+    assert dropped.exit_code == 0, dropped.output
+    report = json.loads(dropped.stdout)
+    assert report["archives"]["documents_deleted"] == 1
+    assert report["archives"]["messages"]["archives"] == 1
+    again = _ukr("index", str(first), "-C", project, "--json")
+    assert json.loads(again.stdout)["messages"]["unchanged"] == 1
+    out = json.loads(_ukr("query", "tent", "-C", project, "-s", "naive", "--json").stdout)
+    assert {m["guid"] for s in out["sources"] for m in s["messages"]} == {"a1"}

@@ -125,6 +125,7 @@ def delete_command(
                     budget_tokenizer=app.budget_tokenizer,
                     project_dir=project_dir,
                     keyphrase_extractor=app.keyphrase_extractor,
+                    message_sources=app.message_sources,
                 )
                 return await pipeline.delete(targets, confirm=yes)
 

@@ -168,8 +168,8 @@ def _message_rows(table: Table, report: IndexReport) -> None:
     m = report.messages
     assert m is not None
     table.add_row("message archives", f"{m.archives} read, {m.messages} messages "
-                  f"({m.duplicates} in several archives, {m.skipped} rows without text skipped, "
-                  f"{m.tapbacks_folded} reactions folded)")
+                  f"({m.duplicates} in several archives, {m.skipped} rows skipped for no text "
+                  f"or a bad line, {m.tapbacks_folded} reactions folded)")
     window = " (bounded: out-of-window transcripts kept)" if m.bounded else ""
     table.add_row("  transcripts", f"{m.transcripts} rendered{window}: {m.new} new, "
                   f"{m.changed} changed, {m.unchanged} unchanged, {m.removed} no longer "

@@ -146,11 +146,10 @@ def _print_source(s: Source, *, preview: bool) -> None:
     span = f" chars {s.start_char}-{s.end_char}" if s.start_char is not None else ""
     where = printable(_shown_path(s)) + span
     if s.messages and s.kind == "text_unit":
-        first, last = s.messages[0], s.messages[-1]
         senders = ", ".join(dict.fromkeys(m.sender_name for m in s.messages))
-        where = (f"{len(s.messages)} message(s) from {senders}, "
-                 f"{first.timestamp[:16].replace('T', ' ')} to "
-                 f"{last.timestamp[:16].replace('T', ' ')}")
+        dated = [m.timestamp[:16].replace("T", " ") for m in s.messages if m.timestamp]
+        when = f", {dated[0]} to {dated[-1]}" if dated else ", undated"
+        where = f"{len(s.messages)} message(s) from {senders}{when}"
     if s.kind in _KIND_LABELS:
         docs = len(set(s.document_ids) or ({s.document_id} if s.document_id else set()))
         where = _KIND_LABELS[s.kind] + (f", from {docs} document(s)" if docs else "")

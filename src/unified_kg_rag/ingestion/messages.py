@@ -289,14 +289,14 @@ async def plan_messages(
     mr.messages_rendered = len(window)
     docs = render_transcripts(window, max_chars=run.max_chars, tz=run.timezone)
     mr.transcripts = len(docs)
-    mr.bounded = run.bounded or failed
     manifest, removed = await _diff(
         stores, docs, plan, mr, report, fingerprint=fingerprint, reset=reset
     )
     if failed:
         # the render misses an archive's messages in ways no window describes: change nothing
         mr.held_reason = ("an archive failed to read: no transcript was changed or deleted; "
-                          "fix or `ukr delete` that archive and run again")
+                          "fix that archive, or leave it out (`ukr delete` it if the index "
+                          "was built from it), and run again")
         plan.todo, plan.doomed = [], []
         return plan
     rekeyed = set(respanned(manifest, removed, docs))
@@ -336,7 +336,7 @@ async def _read_archives(
             failed = True
             reason = " ".join(exc.reason.split())
             report.failed.append(FailedDocument(path=shown, reason=reason))
-            logger.warning("cannot read message archive %s: %s", shown, reason)
+            logger.info("cannot read message archive %s: %s", shown, reason)
             continue
         parsed[path] = list(archive.messages)
         mr.skipped += archive.skipped
@@ -380,8 +380,8 @@ async def _diff(
     report.documents_unchanged += len(diff.unchanged)
     partial: set[str] = set()
     if mr.bounded:
-        # a transcript that would lose messages in a partial render (a day cut by the window,
-        # an archive that failed to read) is kept as indexed until a full run renders it
+        # a transcript that would lose messages in a partial render (a message gone from this
+        # export inside the window) is kept as indexed until a full run renders it
         rendered = {d.doc_key: d for d in docs}
         partial = {k for k in diff.changed
                    if not set(rendered[k].message_guids).issuperset(manifest[k].message_guids)}
