@@ -128,3 +128,24 @@ def test_delete_drops_one_archive_of_two_through_the_cli(tmp_path: Path) -> None
     assert json.loads(again.stdout)["messages"]["unchanged"] == 1
     out = json.loads(_ukr("query", "tent", "-C", project, "-s", "naive", "--json").stdout)
     assert {m["guid"] for s in out["sources"] for m in s["messages"]} == {"a1"}
+
+
+def test_handles_file_reads_every_scalar_as_text(tmp_path: Path) -> None:
+    """Found by the break-it run: an unquoted +1555... lost its '+' (YAML integer) and a name
+    `yes` became "True"; a handle named twice was resolved silently."""
+    from unified_kg_rag.cli.messages import load_handles
+    from unified_kg_rag.util.errors import InputError
+
+    path = tmp_path / "handles.yaml"
+    path.write_text("+15551234567: Bob\n'+1555000': yes\nAlice: [+1666, alice@x.com]\n",
+                    encoding="utf-8")
+    assert load_handles(path) == {"+15551234567": "Bob", "+1555000": "yes",
+                                  "+1666": "Alice", "alice@x.com": "Alice"}
+    path.write_text("+1666: Bob\nAlice: [+1666]\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"\+1666 is named twice"):
+        load_handles(path)
+    path.write_text("- just\n- a list\n", encoding="utf-8")
+    with pytest.raises(InputError, match="mapping"):
+        load_handles(path)
+    bad = _ukr("index", str(tmp_path), "--handles", str(path), "-C", str(tmp_path / "p"))
+    assert bad.exit_code != 0 and "handles.yaml" in bad.output

@@ -494,3 +494,73 @@ def test_message_archive_on_postgres(
                            "jane::2020-01-04": ["m5"]}
     assert again.messages is not None and again.messages.unchanged == 3
     assert [m.guid for m in out.evidence] == ["m1"]
+
+
+def test_break_it_findings_on_updates(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the break-it run: (a) re-keyed transcripts were deleted before their
+    replacements were indexed; (b) an older export's copy of a message won the merge; (c) a
+    held `delete ARCHIVE` still forgot the archive; (d) a JSON Lines file indexed as a document
+    stayed one after it was read as an archive."""
+    import os
+
+    from unified_kg_rag.ingestion import messages as messages_module
+
+    older, newer = tmp_path / "2024-01.jsonl", tmp_path / "2024-06.jsonl"
+    _write(older, BASE[:1])
+    _write(newer, [dict(BASE[0], text="Happy birthday to Dana, thirty today!",
+                        reactions=[{"kind": "loved", "is_from_me": True}])])
+    os.utime(older, (1_700_000_000, 1_700_000_000))
+    os.utime(newer, (1_720_000_000, 1_720_000_000))
+    plain = tmp_path / "notes.jsonl"
+    plain.write_text('{"thread_id": "n", "sender": "Ann"}\n', encoding="utf-8")
+
+    async def main() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with build_app(_config(), tmp_path / "p") as app:
+            await _index(app, embedder, [older, newer])
+            seen["merged"] = await _unit_texts(app)
+            # (a) the deletion of the old key fails after the new one was processed
+            _write(newer, [dict(BASE[0], reactions=[{"kind": "loved", "is_from_me": True}]),
+                           _msg("m9", "family", 2, "Cake was lovely")])
+            original = messages_module.remove_documents
+
+            async def failing(*args: Any, **kwargs: Any) -> Any:
+                raise RuntimeError("injected")
+
+            monkeypatch.setattr(messages_module, "remove_documents", failing)
+            with pytest.raises(RuntimeError, match="injected"):
+                await _index(app, embedder, [older, newer])
+            seen["interrupted"] = await _transcripts(app)
+            monkeypatch.setattr(messages_module, "remove_documents", original)
+            await _index(app, embedder, [older, newer])
+            seen["finished"] = await _transcripts(app)
+            # (c) another archive fails to read: the delete is held and nothing is forgotten
+            older.write_bytes(b"\xff\xfe")
+            pipeline = IndexPipeline(
+                app.index(), embedder=embedder, chunk_tokenizer=app.chunk_tokenizer,
+                parsers=app.parsers, config=app.config, message_sources=[JsonLinesSource()],
+                keyphrase_extractor=app.keyphrase_extractor)
+            held = await pipeline.delete([str(newer)], confirm=True)
+            seen["held"] = held.archives
+            _write(older, BASE[:1])
+            seen["dropped"] = await pipeline.delete([str(newer)], confirm=True)
+            # (d) a document that becomes an archive
+            await _index(app, embedder, [plain])
+            _write(plain, [dict(_msg("n1", "n", 7, "Plant the tulips"), guid="n1")])
+            await _index(app, embedder, [plain])
+            seen["records"] = sorted(r.source_scope == MESSAGE_SCOPE for r in
+                                     await app.index().registry.list_records())
+        return seen
+
+    seen = asyncio.run(main())
+    # (b) the newer export's copy (edited text, a reaction) wins
+    assert any("thirty today!" in t and "loved by Me" in t for t in seen["merged"])
+    # (a) after the failed removal both keys hold the messages: nothing is missing
+    assert seen["interrupted"] == {"family::2020-01-01": ["m1"],
+                                   "family::2020-01-01..2020-01-02": ["m1", "m9"]}
+    assert seen["finished"] == {"family::2020-01-01..2020-01-02": ["m1", "m9"]}
+    assert seen["held"] is not None and seen["held"].messages.held_reason
+    assert seen["dropped"].archives.messages.archives == 1  # the held delete forgot nothing
+    assert seen["records"] == [True, True]  # notes.jsonl's document record is gone

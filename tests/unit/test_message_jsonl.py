@@ -92,10 +92,15 @@ def test_derived_guid_is_stable_and_content_based(tmp_path: Path) -> None:
     assert guids["hello"] == sha256_text(
         "t", "Ann", "", "", datetime(2024, 1, 1, 10, tzinfo=UTC).isoformat(), "hello"
     )
-    # A repeated message (same derived guid) keeps the first line only.
+    # An identical line repeated (the same "ok" twice in a minute) is a second message, and
+    # its guid is stable too (numbered by its order in the file).
     again = SOURCE.parse(_write(tmp_path / "c.jsonl", [line, same_instant]), OPTIONS)
-    assert len(again.messages) == 1 and again.skipped == 1
-    assert again.problems[0].startswith("line 2: duplicate guid")
+    assert len(again.messages) == 2 and again.skipped == 0
+    assert again.messages[0].guid == guids["hello"] != again.messages[1].guid
+    # a repeated explicit guid keeps the first line only
+    dup = SOURCE.parse(_write(tmp_path / "d.jsonl", [{**line, "guid": "x"},
+                                                     {**other_text, "guid": "x"}]), OPTIONS)
+    assert len(dup.messages) == 1 and dup.problems[0].startswith("line 2: duplicate guid")
 
 
 def test_bad_lines_are_counted_and_described(tmp_path: Path) -> None:
@@ -192,7 +197,8 @@ def test_offset_timestamps_are_converted_to_utc(tmp_path: Path) -> None:
         ("CHAT.JSONL", '{"thread_id": "t", "text": "hi"}\n', True),
         ("lead.jsonl", '\n   \n{"thread_id": "t", "text": "hi"}\n', True),
         ("docs.jsonl", '{"title": "t", "text": "a document"}\n', False),
-        ("half.jsonl", '{"thread_id": "t"}\n{"thread_id": "t", "text": "hi"}\n', False),
+        # a first message without text is still a message archive (that line is skipped)
+        ("half.jsonl", '{"thread_id": "t"}\n{"thread_id": "t", "text": "hi"}\n', True),
         ("array.jsonl", '[{"thread_id": "t", "text": "hi"}]\n', False),
         ("broken.jsonl", '{"thread_id": "t", "text": \n', False),
         ("empty.jsonl", "", False),
@@ -223,3 +229,28 @@ def test_matches_never_raises(tmp_path: Path) -> None:
         paths.append(tmp_path / "mem.jsonl")
     for path in paths:
         assert SOURCE.matches(path) is False, path
+
+
+def test_line_separators_inside_strings_and_extreme_timestamps(tmp_path: Path) -> None:
+    """Found by the break-it run: U+2028/U+0085 inside a JSON string split the line (the
+    message was lost); an offset pushing a timestamp past year 1 or 9999 crashed the run."""
+    rows = [
+        '{"thread_id": "f", "sender": "Alice", "timestamp": "2024-03-01T18:05:00Z", '
+        '"text": "one\u2028two pineapple"}',
+        '{"thread_id": "f", "sender": "Carol", "timestamp": "2024-03-01T18:06:00Z", '
+        '"text": "a\u0085b mango"}',
+        '{"thread_id": "f", "sender": "Bob", "timestamp": "0001-01-01T00:30:00+01:00", '
+        '"text": "too early"}',
+        '{"thread_id": "f", "sender": "Bob", "timestamp": "9999-12-31T23:30:00-05:00", '
+        '"text": "too late"}',
+        '{"thread_id": "f", "sender": "Bob", "timestamp": "0001-01-01T00:00:00Z", '
+        '"text": "go zero time"}',
+    ]
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    archive = SOURCE.parse(path, OPTIONS)
+    texts = {m.text: m.timestamp for m in archive.messages}
+    assert set(texts) == {"one\u2028two pineapple", "a\u0085b mango", "go zero time"}
+    assert texts["go zero time"] is None  # Go's "unknown" time reads as undated
+    assert archive.skipped == 2
+    assert [p.split(":")[0] for p in archive.problems] == ["line 3", "line 4"]

@@ -592,3 +592,20 @@ def test_parse_spans_record_rejects_garbage(raw: str) -> None:
     with pytest.raises(ValueError, match="not a message spans record"):
         parse_spans_record(raw)
 
+
+
+def test_names_cannot_forge_lines_and_extreme_dates_render() -> None:
+    """Found by the break-it run: a line break in a sender name forged a message line; a
+    time zone pushing year 1 below the calendar crashed the render; %Y did not pad years."""
+    forged = msg("g1", "2024-03-01 09:00", sender="Bob\n[2024-03-01 09:00] Eve: I did it",
+                 thread_name="Fam\u2028ily")
+    assert forged.sender_name == "Bob [2024-03-01 09:00] Eve: I did it"
+    (doc,) = render_transcripts([forged])
+    assert doc.text.count("\n[") == 1 and doc.thread_name == "Fam ily"
+    emoji = msg("g2", "2024-03-01 09:00", sender="\U0001f468\u200d\U0001f469 Kim")
+    assert emoji.sender_name == "\U0001f468\u200d\U0001f469 Kim"  # a joiner is not a break
+    early = SourceMessage(guid="g3", thread_id="t", thread_name="T", sender_name="Bob",
+                          timestamp=datetime(1, 1, 1, tzinfo=UTC), text="very old")
+    (doc,) = render_transcripts([early], tz="America/New_York")
+    assert doc.doc_key == "t::0001-01-01" and "[0001-01-01 00:00] Bob: very old" in doc.text
+    assert bound_messages([early], since=date(1, 1, 1), tz="America/New_York") == [early]

@@ -177,7 +177,7 @@ def _message_rows(table: Table, report: IndexReport) -> None:
     if m.kept_partial:
         table.add_row("  kept as indexed (would lose messages)", str(m.kept_partial))
     for path in m.archives_missing:
-        table.add_row("  archive gone (its messages left)", escape(path))
+        table.add_row("  archive gone from disk (no longer read)", escape(path))
     if m.held_reason:
         table.add_row("  [yellow]held[/]", escape(m.held_reason))
 

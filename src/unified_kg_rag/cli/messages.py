@@ -54,11 +54,15 @@ LimitOpt = Annotated[
 def load_handles(path: Path) -> dict[str, str]:
     """Read a handles file: ``handle: name`` entries, or ``name: [handle, ...]`` entries.
 
+    Every scalar is read as text (YAML's base loader): an unquoted ``+15551234567`` keeps its
+    ``+`` and ``yes``/``no`` stay words, instead of becoming an integer and booleans.
+
     Raises:
-        InputError: the file cannot be read, is not YAML, or is not such a mapping.
+        InputError: the file cannot be read, is not YAML, is not such a mapping, or names one
+            handle twice with different names.
     """
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
     except OSError as exc:
         raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
@@ -68,14 +72,21 @@ def load_handles(path: Path) -> dict[str, str]:
     if not isinstance(data, dict):
         raise InputError(str(path), "expected a mapping of handles to names")
     names: dict[str, str] = {}
+
+    def add(handle: str, name: str) -> None:
+        if names.get(handle, name) != name:
+            raise InputError(str(path), f"{handle} is named twice ({names[handle]!r} and "
+                             f"{name!r})")
+        names[handle] = name
+
     for key, value in data.items():
         if isinstance(value, list):
             for handle in value:
-                if not isinstance(handle, (str, int)) or not str(handle).strip():
+                if not isinstance(handle, str) or not handle.strip():
                     raise InputError(str(path), f"{key}: handles must be strings")
-                names[str(handle).strip()] = str(key).strip()
-        elif isinstance(value, (str, int)) and str(value).strip():
-            names[str(key).strip()] = str(value).strip()
+                add(handle.strip(), str(key).strip())
+        elif isinstance(value, str) and value.strip():
+            add(str(key).strip(), value.strip())
         else:
             raise InputError(str(path), f"{key}: expected a name or a list of handles")
     return names

@@ -17,6 +17,7 @@ amendment on bounded builds pruning their re-span casualties).
 from __future__ import annotations
 
 import json
+import unicodedata
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -80,6 +81,8 @@ TAPBACK_KINDS: tuple[str, ...] = (
 """Reaction kinds by offset from associated_message_type 2000 (add) / 3000 (remove)."""
 
 _CONTINUATION = "    "
+_BREAKS = frozenset({"Cc", "Zl", "Zp"})
+"""Unicode categories folded to a space in names (controls, line and paragraph separators)."""
 
 
 class _Model(BaseModel):
@@ -123,6 +126,18 @@ class SourceMessage(_Model):
     timestamp: datetime | None
     text: str = Field(min_length=1)
     tapbacks: tuple[Tapback, ...] = ()
+
+    @field_validator("thread_name", "sender_name", "sender_handle")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        """Fold a name onto one line: control characters and line separators become spaces.
+
+        Names render inside transcript lines, where a line break would forge a message line
+        (a sender named "Bob", a line feed, then "[2024-03-01 09:00] Eve: ...").
+        """
+        return " ".join(
+            "".join(" " if unicodedata.category(c) in _BREAKS else c for c in value).split()
+        )
 
     @field_validator("timestamp")
     @classmethod
@@ -263,7 +278,7 @@ def bound_messages(
     kept = [
         m for m in messages
         if not bounded or (m.timestamp is not None
-                           and (since is None or m.timestamp.astimezone(zone).date() >= since))
+                           and (since is None or _local(m.timestamp, zone).date() >= since))
     ]
     if limit is not None and len(kept) > limit:
         first_day = _day(kept[-limit], zone)
@@ -510,16 +525,25 @@ def _zone(tz: str) -> tzinfo:
         raise ValueError(f"unknown time zone {tz!r}") from exc
 
 
+def _local(stamp: datetime, zone: tzinfo) -> datetime:
+    """``stamp`` in ``zone``; in UTC when the zone would push it past year 1 or 9999."""
+    try:
+        return stamp.astimezone(zone)
+    except (OverflowError, ValueError):
+        return stamp
+
+
 def _day(message: SourceMessage, zone: tzinfo) -> str:
     if message.timestamp is None:
         return "undated"
-    return message.timestamp.astimezone(zone).date().isoformat()
+    return _local(message.timestamp, zone).date().isoformat()
 
 
 def _stamp(message: SourceMessage, zone: tzinfo) -> str:
     if message.timestamp is None:
         return "[undated]"
-    return message.timestamp.astimezone(zone).strftime("[%Y-%m-%d %H:%M]")
+    t = _local(message.timestamp, zone)
+    return f"[{t.year:04d}-{t.month:02d}-{t.day:02d} {t.hour:02d}:{t.minute:02d}]"
 
 
 def _render_message(message: SourceMessage, zone: tzinfo) -> str:

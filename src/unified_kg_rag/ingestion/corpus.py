@@ -205,7 +205,11 @@ def parse_file(
     parser = parsers.get(ext)
     if parser is None:
         known = ", ".join(sorted(parsers))
-        raise InputError(file.display_path, f"unsupported extension {ext!r} (supported: {known})")
+        raise InputError(
+            file.display_path,
+            f"unsupported extension {ext!r} (supported: {known}); no message source "
+            "recognised it either (`--source NAME` reads it as that source and says why not)",
+        )
     parsed = parser.parse(data, path=file.display_path)
     text = replace_surrogates(parsed.text)
     if not text.strip():

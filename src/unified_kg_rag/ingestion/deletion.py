@@ -82,6 +82,12 @@ class Removal:
     text_units_removed: int = 0
     texts: list[str] = field(default_factory=list)
 
+    def add(self, other: Removal) -> None:
+        """Count ``other`` (a later removal of the same run) in this one."""
+        self.documents += other.documents
+        self.text_units_removed += other.text_units_removed
+        self.texts += other.texts
+
 
 def walked_scopes(paths: Sequence[Path], parsing: ParsingConfig) -> dict[str, list[Path]]:
     """Return source scope → folders walked, for the folders among ``paths``.

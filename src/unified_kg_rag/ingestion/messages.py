@@ -26,12 +26,8 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import date
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
-
-from unified_kg_rag.config.messages import MessagesConfig
 from unified_kg_rag.domain.identity import document_id
 from unified_kg_rag.domain.messages import (
     MESSAGE_SCOPE,
@@ -52,7 +48,24 @@ from unified_kg_rag.domain.messages import (
 )
 from unified_kg_rag.domain.models import DocRecord, DocStatus
 from unified_kg_rag.ingestion.corpus import CorpusFile
-from unified_kg_rag.ingestion.deletion import confirm_share, graph_needs_rebuild_reason
+from unified_kg_rag.ingestion.deletion import (
+    Removal,
+    confirm_share,
+    graph_needs_rebuild_reason,
+    remove_documents,
+)
+from unified_kg_rag.ingestion.message_archives import (
+    FILES_KEY,
+    FILES_NAMESPACE,
+    ArchiveRecord,
+    MessageRun,
+    archive_claim,
+    archive_targets,
+    find_source,
+    forget_run,
+    load_archive_record,
+    mtime,
+)
 from unified_kg_rag.ingestion.report import FailedDocument, IndexReport, MessageReport
 from unified_kg_rag.ports import IndexStores, MessageSource, RecordStore
 from unified_kg_rag.util.errors import InputError, UsageError
@@ -75,62 +88,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FILES_NAMESPACE = "message_files"
-"""Record store namespace of the archive files an index was built from (key ``files``)."""
-
-_FILES_KEY = "files"
-
-
-class ArchiveRecord(BaseModel):
-    """What an index remembers of its message corpus (record ``message_files``/``files``).
-
-    Attributes:
-        archives: resolved archive path → the source that reads it.
-        handle_names: the handle → name map the last message run rendered with.
-        owner_label: the owner label it rendered with.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    archives: dict[str, str] = Field(default_factory=dict)
-    handle_names: dict[str, str] = Field(default_factory=dict)
-    owner_label: str = "Me"
-
-
-@dataclass(frozen=True)
-class MessageRun:
-    """Options of one run's message archives.
-
-    Attributes:
-        options: handle names and owner label.
-        source: the source every named archive is read with (``--source``); None: dispatch.
-        since: first day of a bounded build (``--since``).
-        limit: most recent messages of a bounded build (``--message-limit``).
-        max_chars: transcript size target, characters.
-        timezone: IANA time zone of rendered times and day boundaries.
-        names_given: ``options.handle_names`` was given (``--handles``, configuration);
-            otherwise the names the index's last message run used are used again, so a run
-            without ``--handles`` does not rename every sender (and re-index everything).
-        owner_given: ``options.owner_label`` was given; otherwise the last run's is used.
-        forget: archive paths to drop from the index's message corpus (`ukr delete ARCHIVE`).
-    """
-
-    options: MessageSourceOptions = field(default_factory=MessageSourceOptions)
-    source: str | None = None
-    since: date | None = None
-    limit: int | None = None
-    max_chars: int = 8000
-    timezone: str = "UTC"
-    names_given: bool = True
-    owner_given: bool = True
-    forget: tuple[str, ...] = ()
-
-    @property
-    def bounded(self) -> bool:
-        """True for a bounded build (part of the corpus rendered on purpose)."""
-        return self.since is not None or self.limit is not None
-
-
 @dataclass
 class MessagePlan:
     """The writes a run's message archives need (nothing written yet).
@@ -139,11 +96,15 @@ class MessagePlan:
         todo: transcripts to process, with their corpus entry and registry fingerprint.
         doomed: registry records of transcripts to delete.
         files: the archive record to save after the run.
+        replaced: registry records of the archive files themselves, indexed before as
+            ordinary documents (a JSON Lines file that was not recognised, a ``.db`` that
+            failed): they go with the documents' removals, before any processing.
     """
 
     todo: list[tuple[CorpusFile, str, TranscriptDoc]] = field(default_factory=list)
     doomed: list[DocRecord] = field(default_factory=list)
     files: ArchiveRecord = field(default_factory=lambda: ArchiveRecord())
+    replaced: list[DocRecord] = field(default_factory=list)
 
     async def write_spans(self, records: RecordStore) -> None:
         """Store the message spans of the transcripts about to be processed."""
@@ -151,62 +112,21 @@ class MessagePlan:
         if items:
             await records.put_many(SPANS_NAMESPACE, items)
 
-    async def commit(self, records: RecordStore, removed_ids: Sequence[str]) -> None:
-        """Forget the spans of removed transcripts and save the archive record."""
-        if removed_ids:
-            await records.delete(SPANS_NAMESPACE, list(removed_ids))
-        await records.put(FILES_NAMESPACE, _FILES_KEY, self.files.model_dump_json())
+    async def finish(self, stores: IndexStores) -> Removal:
+        """Delete the doomed transcripts and their spans, then save the archive record.
 
+        Called after the new transcripts are processed, so a re-keyed transcript is replaced,
+        never missing: queries during the run, or after an interrupted one, still find every
+        message (at worst twice, until the next run finishes).
 
-def archive_claim(
-    sources: Sequence[MessageSource], run: MessageRun
-) -> Callable[[Path, bool], str | None]:
-    """Return discovery's archive probe: ``--source`` claims named files, else dispatch."""
-
-    def claim(path: Path, explicit: bool) -> str | None:
-        if explicit and run.source:
-            return run.source
-        return find_source(path, sources, run.source)
-
-    return claim
-
-
-async def archive_targets(records: RecordStore, targets: Sequence[str]) -> list[str]:
-    """Return the deletion targets that are paths of the index's message archives.
-
-    Raises:
-        StoreError: the record store failed.
-    """
-    known = (await load_archive_record(records)).archives
-    return [t for t in targets if _resolved(t) in known]
-
-
-def forget_run(config: MessagesConfig, targets: Sequence[str]) -> MessageRun:
-    """Return the message run that drops the archives ``targets`` and renders the rest."""
-    return MessageRun(
-        forget=tuple(_resolved(t) for t in targets), names_given=False, owner_given=False,
-        max_chars=config.transcript_max_chars, timezone=config.timezone,
-    )
-
-
-def _resolved(target: str) -> str:
-    return Path(target).expanduser().resolve().as_posix()
-
-
-def find_source(
-    path: Path, sources: Sequence[MessageSource], forced: str | None = None
-) -> str | None:
-    """Return the name of the source that reads ``path`` (structural dispatch), or None.
-
-    With ``forced``, that source claims the file when its probe accepts it; a file named on
-    the command line is claimed by the caller regardless (its parse then fails with a reason).
-    """
-    for source in sources:
-        if forced is not None and source.name != forced:
-            continue
-        if source.matches(path):
-            return source.name
-    return None
+        Raises:
+            StoreError: a store failed (the next run finishes the removal).
+        """
+        removal = await remove_documents(stores, self.doomed)
+        if self.doomed:
+            await stores.records.delete(SPANS_NAMESPACE, [r.document_id for r in self.doomed])
+        await stores.records.put(FILES_NAMESPACE, FILES_KEY, self.files.model_dump_json())
+        return removal
 
 
 async def plan_messages(
@@ -256,6 +176,8 @@ async def plan_messages(
     mr = MessageReport(bounded=run.bounded)
     report.messages = mr
     plan = MessagePlan()
+    stale = await stores.registry.get([f.document_id for f in archives])
+    plan.replaced = [r for r in stale.values() if r.source_scope != MESSAGE_SCOPE]
     record = await load_archive_record(stores.records)
     options = MessageSourceOptions(
         handle_names=run.options.handle_names if run.names_given else record.handle_names,
@@ -283,6 +205,7 @@ async def plan_messages(
         handle_names=dict(options.handle_names), owner_label=options.owner_label,
     )
     merged = merge_messages(parsed.values())
+    mr.tapbacks_folded = sum(len(m.tapbacks) for m in merged)
     mr.messages = len(merged)
     mr.duplicates = sum(len(v) for v in parsed.values()) - len(merged)
     window = bound_messages(merged, since=run.since, limit=run.limit, tz=run.timezone)
@@ -297,7 +220,7 @@ async def plan_messages(
         mr.held_reason = ("an archive failed to read: no transcript was changed or deleted; "
                           "fix that archive, or leave it out (`ukr delete` it if the index "
                           "was built from it), and run again")
-        plan.todo, plan.doomed = [], []
+        plan.todo, plan.doomed, plan.files = [], [], record
         return plan
     rekeyed = set(respanned(manifest, removed, docs))
     if mr.bounded:
@@ -309,9 +232,12 @@ async def plan_messages(
         # grew and its last transcript was packed again) is re-keyed, not lost: the guard
         # counts only transcripts whose messages are gone
         lost = sum(1 for r in plan.doomed if r.path not in rekeyed)
+        where = "the message archives' transcripts"
+        if mr.archives_missing:
+            where += f" (archives gone from disk: {', '.join(mr.archives_missing)})"
         await _check_removal(stores, plan, report, of=len(manifest), lost=lost,
-                             rendered=len(docs), rebuilds=rebuilds, share=share,
-                             confirm=confirm)
+                             rendered=None if run.forget else len(docs), where=where,
+                             rebuilds=rebuilds, share=share, confirm=confirm)
     return plan
 
 
@@ -322,10 +248,16 @@ async def _read_archives(
     report: IndexReport,
     mr: MessageReport,
 ) -> tuple[dict[str, list[SourceMessage]], bool]:
-    """Parse every archive (sorted by path, so the merge is stable); failures go to report."""
+    """Parse every archive, newest file first; failures go to the report.
+
+    The order is the merge's precedence: when exports overlap, the most recently modified
+    file's copy of a message wins (its reactions, an edited text, a renamed group), ties by
+    path so the merge is stable.
+    """
     parsed: dict[str, list[SourceMessage]] = {}
     failed = False
-    for path in sorted(wanted):
+    mtimes = await asyncio.to_thread(lambda: {p: mtime(p) for p in wanted})
+    for path in sorted(wanted, key=lambda p: (-mtimes[p], p)):
         shown, name = wanted[path]
         source = by_name.get(name)
         try:
@@ -340,7 +272,6 @@ async def _read_archives(
             continue
         parsed[path] = list(archive.messages)
         mr.skipped += archive.skipped
-        mr.tapbacks_folded += archive.tapbacks_folded
         mr.problems.extend(f"{shown}: {p}" for p in archive.problems[: 20 - len(mr.problems)])
         logger.info("read %s (%s): %d messages, %d skipped", shown, name,
                     len(archive.messages), archive.skipped)
@@ -427,7 +358,8 @@ async def _check_removal(
     *,
     of: int,
     lost: int,
-    rendered: int,
+    rendered: int | None,
+    where: str,
     rebuilds: bool,
     share: float,
     confirm: bool,
@@ -442,28 +374,7 @@ async def _check_removal(
         plan.doomed = []
         return
     if not confirm:
-        confirm_share(stores.name, doomed=lost, of=of, found=rendered,
-                      where="the message archives' transcripts", share=share)
-
-
-async def load_archive_record(records: RecordStore) -> ArchiveRecord:
-    """Return what the index remembers of its message corpus (empty when nothing).
-
-    Raises:
-        StoreError: the record store failed.
-    """
-    raw = await records.get(FILES_NAMESPACE, _FILES_KEY)
-    if not raw:
-        return ArchiveRecord()
-    try:
-        return ArchiveRecord.model_validate_json(raw)
-    except ValidationError:
-        pass
-    try:  # the first form of the record: a bare path → source mapping
-        return ArchiveRecord(archives=TypeAdapter(dict[str, str]).validate_json(raw))
-    except ValidationError:
-        logger.warning("the index's message archive record is unreadable; ignoring it")
-        return ArchiveRecord()
+        confirm_share(stores.name, doomed=lost, of=of, found=rendered, where=where, share=share)
 
 
 async def load_transcripts(

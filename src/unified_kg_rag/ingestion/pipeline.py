@@ -234,16 +234,16 @@ class IndexPipeline:
             for file, error in unread:
                 await self._record_failure(file, "", error, report)
             removal = await remove_documents(
-                self._stores, [*doomed, *plan.doomed], found={h.file.document_id for h in todo}
+                self._stores, [*doomed, *plan.replaced], found={h.file.document_id for h in todo}
             )
-            report.documents_deleted = len(removal.documents)
-            report.text_units_deleted = removal.text_units_removed
             if archives or run.forget:
                 await plan.write_spans(self._stores.records)
             if todo:
                 await self._process(todo, report)
-            if archives or run.forget:
-                await plan.commit(self._stores.records, [r.document_id for r in plan.doomed])
+            if archives or run.forget:  # transcripts go once their replacements are indexed
+                removal.add(await plan.finish(self._stores))
+            report.documents_deleted = len(removal.documents)
+            report.text_units_deleted = removal.text_units_removed
             if reset:
                 report.text_units_orphaned = await sweep_orphan_units(
                     self._stores, self._removed_texts

@@ -16,7 +16,8 @@ field              required  meaning
 ``text``           yes       the body; must hold non-whitespace text
 ``guid``           no        stable message identity; when absent: the SHA-256 of
                              (thread_id, sender, sender_handle, is_from_me, timestamp, text),
-                             so re-exports of the same message merge
+                             so re-exports of the same message merge (a repeat of an
+                             identical line in the file is numbered, so both are kept)
 ``thread_name``    no        display name of the thread; given on any line, it names every
                              message of the thread (the last one given wins); default:
                              ``thread_id``
@@ -26,7 +27,8 @@ field              required  meaning
 ``is_from_me``     no        true: the archive owner sent it (named ``owner_label``); default
                              false
 ``timestamp``      no        ISO 8601 string (no offset means UTC; ``Z`` allowed) or a number
-                             of seconds since 1970-01-01 UTC; absent/null: undated
+                             of seconds since 1970-01-01 UTC; absent/null, or Go's zero time
+                             ``0001-01-01T00:00:00Z``: undated
 ``reactions``      no        list of ``{"kind": K, "sender": S}`` (``"is_from_me": true``
                              instead of ``sender`` for the owner); K is one of ``loved liked
                              disliked laughed emphasized questioned emoji sticker``
@@ -38,8 +40,9 @@ skipped, counted in ``skipped`` and described (with its line number) in ``proble
 never fails the file. A bad reaction is dropped with a problem line (its message is kept). A
 repeated ``guid`` keeps the first line. A file that is not UTF-8 fails (`InputError`).
 
+Lines are split at line feeds only: U+2028 and friends inside a JSON string are text.
 `JsonLinesSource.matches` accepts a ``.jsonl``/``.ndjson`` file whose first non-blank line is
-a JSON object holding ``thread_id`` and ``text``, so ordinary JSON Lines documents still go
+a JSON object holding ``thread_id``, so ordinary JSON Lines documents still go
 to the document parser.
 
 Source: the issue's message-source section (format designed here); seed 001's
@@ -93,7 +96,8 @@ class JsonLinesSource:
     def matches(self, path: Path) -> bool:
         """Return True for a ``.jsonl``/``.ndjson`` file whose first record is a message.
 
-        The first non-blank line must be a JSON object holding ``thread_id`` and ``text``.
+        The first non-blank line must be a JSON object holding ``thread_id`` (a first message
+        without text is still a message record: it is skipped as a bad line by `parse`).
         Reads at most 1 MiB; never raises.
         """
         try:
@@ -103,11 +107,11 @@ class JsonLinesSource:
                 return False
             with open(path, "rb") as handle:
                 head = handle.read(_PROBE_BYTES)
-            for raw in head.splitlines():
+            for raw in head.split(b"\n"):
                 line = raw.decode("utf-8-sig").strip()
                 if line:
                     record = json.loads(line)
-                    return isinstance(record, dict) and "thread_id" in record and "text" in record
+                    return isinstance(record, dict) and "thread_id" in record
         except (OSError, ValueError, RecursionError):
             return False
         return False
@@ -141,11 +145,12 @@ class JsonLinesSource:
         problems: list[str] = []
         skipped = 0
         folded = 0
-        for number, line in enumerate(content.splitlines(), start=1):
+        seen: dict[str, int] = {}
+        for number, line in enumerate(_lines(content), start=1):
             if not line.strip():
                 continue
             try:
-                message, notes = _message(line, names, options.owner_label)
+                message, notes = _message(line, names, options.owner_label, seen)
                 if message.guid in messages:
                     raise _BadLineError(f"duplicate guid {message.guid!r}")
             except _BadLineError as exc:
@@ -177,7 +182,7 @@ def _carry_thread_names(
     current name everywhere); a thread never named keeps its id as its name.
     """
     named: dict[str, str] = {}
-    for line in content.splitlines():
+    for line in _lines(content):
         try:
             record = json.loads(line)
         except ValueError:
@@ -193,10 +198,25 @@ def _carry_thread_names(
     ]
 
 
+_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
+
+
+def _lines(content: str) -> list[str]:
+    """Return the file's lines: split at line feeds only, a trailing carriage return removed.
+
+    U+2028, U+0085 and friends may sit inside a JSON string written with
+    ``ensure_ascii=False``; `str.splitlines` would cut the line there.
+    """
+    return [line.removesuffix("\r") for line in content.split("\n")]
+
+
 def _message(
-    line: str, names: HandleNames, owner_label: str
+    line: str, names: HandleNames, owner_label: str, seen: dict[str, int]
 ) -> tuple[SourceMessage, list[str]]:
     """Build the message of one line, plus notes on dropped reactions.
+
+    ``seen`` counts the derived guids so far: identical lines without a ``guid`` (the same
+    "ok" twice in a minute) get distinct guids, numbered by their order in the file.
 
     Raises:
         _BadLineError: the line is not a valid message record.
@@ -228,9 +248,11 @@ def _message(
     guid = record.get("guid")
     if guid is None:
         stamp = timestamp.isoformat() if timestamp else ""
-        guid = sha256_text(
+        base = sha256_text(
             thread_id, sender, sender_handle, "me" if is_from_me else "", stamp, text
         )
+        seen[base] = seen.get(base, 0) + 1
+        guid = base if seen[base] == 1 else sha256_text(base, str(seen[base]))
     elif not isinstance(guid, str) or not guid.strip():
         raise _BadLineError("'guid' must be a non-empty string")
     tapbacks, notes = _reactions(record.get("reactions"), names, owner_label)
@@ -291,7 +313,12 @@ def _timestamp(value: object) -> datetime | None:
             raise _BadLineError(f"bad 'timestamp' {value[:40]!r} (want ISO 8601)") from None
         if parsed.tzinfo is None:
             parsed = parsed.replace(tzinfo=UTC)
-        return parsed.astimezone(UTC)
+        try:
+            parsed = parsed.astimezone(UTC)
+        except (OverflowError, ValueError):
+            raise _BadLineError(f"'timestamp' {value[:40]!r} is out of range") from None
+        # Go's zero time, written by exporters for "unknown"
+        return None if parsed == _ZERO_TIME else parsed
     raise _BadLineError("'timestamp' must be ISO 8601 text or epoch seconds")
 
 
