@@ -193,7 +193,7 @@ class IMessageSource:
             with open(path, "rb") as handle:
                 if handle.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
                     return False
-            conn = connect_readonly(path, self._probe_timeout_s)
+            conn = connect_readonly(path, self._probe_timeout_s, probe=True)
             try:
                 tables = table_names(conn)
                 columns = column_names(conn, "message") if "message" in tables else set()

@@ -34,7 +34,7 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 """The first 16 bytes of every SQLite 3 database file."""
 
 
-def connect_readonly(path: Path, timeout: float) -> sqlite3.Connection:
+def connect_readonly(path: Path, timeout: float, *, probe: bool = False) -> sqlite3.Connection:
     """Open ``path`` read-only and read its schema (so a lock or corruption shows here).
 
     Falls back to ``immutable=1`` only when the read-only open fails, not for a lock, and the
@@ -43,6 +43,8 @@ def connect_readonly(path: Path, timeout: float) -> sqlite3.Connection:
     Args:
         path: the database file.
         timeout: seconds to wait on another connection's lock (the busy timeout).
+        probe: a format probe: the immutable fallback is logged at DEBUG (the parse that
+            follows warns once).
 
     Raises:
         sqlite3.Error: the file cannot be opened or its schema read.
@@ -54,10 +56,11 @@ def connect_readonly(path: Path, timeout: float) -> sqlite3.Connection:
         folder = Path(path).resolve().parent
         if is_locked(exc) or os.access(folder, os.W_OK):
             raise  # a lock is never bypassed: immutable=1 would read a file mid-write
-    logger.warning(
-        "%s: opened with immutable=1 (read-only folder): changes still in its -wal file "
-        "are not read", path,
-    )
+    wal = Path(f"{path}-wal")
+    note = ("changes still in its -wal file are not read" if wal.exists()
+            else "it has no -wal file, so nothing is missed")
+    logger.log(logging.DEBUG if probe else logging.WARNING,
+               "%s: opened with immutable=1 (read-only folder): %s", path, note)
     return _open(f"{uri}?mode=ro&immutable=1", timeout)
 
 
