@@ -1,12 +1,16 @@
-"""Message archives as documents: normalized messages, thread-day transcripts, manifest diff.
+"""Message archives as documents: normalized messages and thread-day transcripts.
 
 A message source (iMessage ``chat.db``, the generic JSON Lines format) yields `SourceMessage`
 records. They are merged by guid across files (`merge_messages`: overlapping exports never
 duplicate a message), rendered into thread-day transcripts (`render_transcripts`), and the
 transcripts are the documents an index holds. Rendering is pure: identical thread-days render
-to an identical ``doc_key`` and text, which is what the manifest diff (`diff_manifest`) rests
-on. Each transcript remembers where each of its messages sits (`MessageSpan`), so every text
-unit cut from it can name the exact messages it contains (per-message provenance).
+to an identical ``doc_key`` and text, which is what the manifest diff
+(`domain.message_manifest.diff_manifest`) rests on. Each transcript remembers where each of
+its messages sits (`MessageSpan`), so every text unit cut from it can name the exact messages
+it contains (per-message provenance).
+
+The manifest diff, the stored spans and the chunker of transcripts are in
+`domain.message_manifest`.
 
 Source: seed 001 (message-graph module reference: ``SourceMessage``, ``merge_batches``,
 ``thread_transcripts``, ``WorkdirManifest.diff``/``respanned``) and seed 004 (ADR-017: the
@@ -16,55 +20,37 @@ amendment on bounded builds pruning their re-span casualties).
 
 from __future__ import annotations
 
-import json
 import unicodedata
-from bisect import bisect_left
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, tzinfo
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from unified_kg_rag.domain.chunking import ChunkSpan, chunk_text
-from unified_kg_rag.domain.models import MessageRef
 from unified_kg_rag.util.hashing import sha256_text
 
 __all__ = [
     "MESSAGE_SCOPE",
-    "SPANS_NAMESPACE",
     "TAPBACK_KINDS",
     "TRANSCRIPT_MAX_CHARS",
     "UNTHREADED_ID",
     "UNTHREADED_NAME",
-    "ManifestDiff",
-    "ManifestEntry",
     "MessageSourceOptions",
     "MessageSpan",
     "ParsedArchive",
     "SourceMessage",
-    "StoredTranscript",
     "Tapback",
     "TranscriptDoc",
     "bound_messages",
-    "chunk_transcript",
-    "diff_manifest",
     "merge_messages",
     "message_line_spans",
-    "message_ref",
     "messages_in_span",
-    "parse_spans_record",
     "render_transcripts",
-    "respanned",
-    "spans_record",
     "transcript_hash",
 ]
 
 MESSAGE_SCOPE = "messages:"
 """Source scope of transcript documents in an index (their path is the ``doc_key``)."""
-
-SPANS_NAMESPACE = "message_spans"
-"""Record store namespace: document id → `spans_record` of its transcript."""
 
 TRANSCRIPT_MAX_CHARS = 8000
 """Default size target of one transcript document, in characters (seed 004's measured cap)."""
@@ -358,156 +344,6 @@ def messages_in_span(
     return [m for m in messages if m.start < end and m.end > start]
 
 
-def chunk_transcript(
-    doc: TranscriptDoc, token_spans: Sequence[tuple[int, int]], *, size_tokens: int
-) -> list[ChunkSpan]:
-    """Cut a transcript into text units of whole messages, at most ``size_tokens`` each.
-
-    Message blocks (`message_line_spans`) are packed greedily; a block longer than the window
-    is cut alone by `domain.chunking.chunk_text` (no overlap). Units never cut a message
-    otherwise, so each names exactly the messages it holds.
-
-    Args:
-        doc: the transcript.
-        token_spans: ``(start, end)`` character offsets of every token of ``doc.text``.
-        size_tokens: the window size, tokens.
-
-    Returns:
-        Chunks tiling the messages of ``doc`` in order (trailing whitespace excluded).
-
-    Raises:
-        ValueError: ``size_tokens`` is below 1.
-    """
-    if size_tokens < 1:
-        raise ValueError(f"size_tokens must be at least 1; got {size_tokens}")
-    starts = [s for s, _ in token_spans]
-    chunks: list[ChunkSpan] = []
-    first = last = -1
-    tokens = 0
-
-    def flush() -> None:
-        if first >= 0:
-            chunks.append(ChunkSpan(first, last, tokens))
-
-    for start, end in message_line_spans(doc):
-        n = bisect_left(starts, end) - bisect_left(starts, start)
-        if n > size_tokens:
-            flush()
-            first, tokens = -1, 0
-            inner = [(a - start, b - start) for a, b in token_spans if a >= start and b <= end]
-            for piece in chunk_text(doc.text[start:end], inner, size_tokens=size_tokens,
-                                    overlap_tokens=0):
-                chunks.append(ChunkSpan(start + piece.start_char, start + piece.end_char,
-                                        piece.n_tokens))
-            continue
-        # tokens between the previous block and this one (a tokenizer's newline token)
-        gap = bisect_left(starts, start) - bisect_left(starts, last) if first >= 0 else 0
-        if first >= 0 and tokens + gap + n > size_tokens:
-            flush()
-            first, tokens, gap = -1, 0, 0
-        if first < 0:
-            first = start
-        last, tokens = end, tokens + gap + n
-    flush()
-    return chunks
-
-
-class ManifestEntry(_Model):
-    """What an index holds for one transcript.
-
-    Attributes:
-        doc_key: the transcript's key.
-        document_id: its document id in the index.
-        content_hash: `transcript_hash` of the indexed text.
-        message_guids: its messages, in transcript order (empty when unknown).
-    """
-
-    doc_key: str
-    document_id: str
-    content_hash: str
-    message_guids: tuple[str, ...] = ()
-
-
-class ManifestDiff(_Model):
-    """How a fresh render differs from what an index holds.
-
-    Attributes:
-        new: keys the index has never held, in render order.
-        changed: keys whose rendered text hashes differently (their old text units go).
-        unchanged: keys whose text is identical (no work).
-        removed: keys the index holds that the render does not mention, sorted.
-    """
-
-    new: tuple[str, ...] = ()
-    changed: tuple[str, ...] = ()
-    unchanged: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-
-
-def diff_manifest(
-    indexed: Mapping[str, ManifestEntry],
-    rendered: Sequence[TranscriptDoc],
-    *,
-    hash_of: Callable[[TranscriptDoc], str] = transcript_hash,
-) -> ManifestDiff:
-    """Classify a render against the manifest by content hash (seed 001 ``diff``).
-
-    Args:
-        indexed: doc_key → what the index holds.
-        rendered: the fresh transcripts.
-        hash_of: the hash compared with `ManifestEntry.content_hash` (an index may fold its
-            chunking settings into it, so a settings change reads as a change).
-
-    Returns:
-        The four-way split.
-    """
-    new: list[str] = []
-    changed: list[str] = []
-    unchanged: list[str] = []
-    seen: set[str] = set()
-    for doc in rendered:
-        seen.add(doc.doc_key)
-        known = indexed.get(doc.doc_key)
-        if known is None:
-            new.append(doc.doc_key)
-        elif known.content_hash == hash_of(doc):
-            unchanged.append(doc.doc_key)
-        else:
-            changed.append(doc.doc_key)
-    removed = sorted(k for k in indexed if k not in seen)
-    return ManifestDiff(
-        new=tuple(new), changed=tuple(changed), unchanged=tuple(unchanged), removed=tuple(removed)
-    )
-
-
-def respanned(
-    indexed: Mapping[str, ManifestEntry], removed: Sequence[str], rendered: Sequence[TranscriptDoc]
-) -> list[str]:
-    """Return the removed keys a bounded build may delete: its re-span casualties.
-
-    Greedy day packing makes keys window-relative: moving a bounded window shifts pack
-    boundaries and re-keys transcripts whose messages did not change. A removed key whose
-    every message is in this render is re-indexed under a new key by this very build, so
-    deleting it loses nothing; partial or unknown coverage reads as out-of-window content and
-    is kept (seed 004, amendment of 2026-08-10).
-
-    Args:
-        indexed: doc_key → what the index holds.
-        removed: `ManifestDiff.removed` of the same render.
-        rendered: the bounded build's transcripts.
-
-    Returns:
-        The keys of ``removed`` that are fully covered, in input order.
-    """
-    covered = {guid for doc in rendered for guid in doc.message_guids}
-    out: list[str] = []
-    for key in removed:
-        known = indexed.get(key)
-        if known is not None and known.message_guids and covered.issuperset(known.message_guids):
-            out.append(key)
-    return out
-
-
 # ----------------------------------------------------------------------------- rendering
 
 
@@ -594,67 +430,4 @@ def _transcript(
         span=span,
         text=text,
         messages=tuple(spans),
-    )
-
-
-# ----------------------------------------------------------------------------- provenance
-
-
-@dataclass(frozen=True)
-class StoredTranscript:
-    """What an index keeps of a transcript besides its text: where each message sits.
-
-    Attributes:
-        doc_key: the transcript's key.
-        thread_id: its thread.
-        thread_name: the thread's display name.
-        messages: the message spans, in transcript order.
-    """
-
-    doc_key: str
-    thread_id: str
-    thread_name: str
-    messages: tuple[MessageSpan, ...]
-
-
-def spans_record(doc: TranscriptDoc) -> str:
-    """Return the JSON record an index stores for ``doc`` (see `parse_spans_record`)."""
-    return json.dumps(
-        {
-            "doc_key": doc.doc_key,
-            "thread_id": doc.thread_id,
-            "thread_name": doc.thread_name,
-            "messages": [m.model_dump() for m in doc.messages],
-        },
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-
-
-def parse_spans_record(raw: str) -> StoredTranscript:
-    """Read a `spans_record`.
-
-    Raises:
-        ValueError: the record is not one (malformed JSON or fields).
-    """
-    try:
-        value = json.loads(raw)
-        return StoredTranscript(
-            doc_key=str(value["doc_key"]),
-            thread_id=str(value["thread_id"]),
-            thread_name=str(value["thread_name"]),
-            messages=tuple(MessageSpan.model_validate(m) for m in value["messages"]),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"not a message spans record: {exc}") from exc
-
-
-def message_ref(
-    stored: StoredTranscript, span: MessageSpan, text: str, label: str = ""
-) -> MessageRef:
-    """Return the `MessageRef` of one message (``text``: its rendered block)."""
-    return MessageRef(
-        guid=span.guid, thread_id=stored.thread_id, thread_name=stored.thread_name,
-        sender_name=span.sender_name, sender_handle=span.sender_handle,
-        is_from_me=span.is_from_me, timestamp=span.timestamp, text=text, label=label,
     )

@@ -29,21 +29,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from unified_kg_rag.domain.identity import document_id
-from unified_kg_rag.domain.messages import (
-    MESSAGE_SCOPE,
+from unified_kg_rag.domain.message_manifest import (
     SPANS_NAMESPACE,
     ManifestEntry,
-    MessageSourceOptions,
-    SourceMessage,
     StoredTranscript,
-    TranscriptDoc,
-    bound_messages,
     diff_manifest,
-    merge_messages,
     parse_spans_record,
-    render_transcripts,
     respanned,
     spans_record,
+)
+from unified_kg_rag.domain.messages import (
+    MESSAGE_SCOPE,
+    MessageSourceOptions,
+    SourceMessage,
+    TranscriptDoc,
+    bound_messages,
+    merge_messages,
+    render_transcripts,
     transcript_hash,
 )
 from unified_kg_rag.domain.models import DocRecord, DocStatus

@@ -15,12 +15,8 @@ from collections.abc import Mapping
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.domain.chunking import CHUNKING_VERSION, build_text_units, chunk_text
 from unified_kg_rag.domain.embedding_input import EMBEDDING_INPUT_VERSION
-from unified_kg_rag.domain.messages import (
-    MESSAGE_SCOPE,
-    TranscriptDoc,
-    chunk_transcript,
-    transcript_hash,
-)
+from unified_kg_rag.domain.message_manifest import chunk_transcript
+from unified_kg_rag.domain.messages import MESSAGE_SCOPE, TranscriptDoc, transcript_hash
 from unified_kg_rag.domain.models import DocRecord, DocStatus, Document, TextUnit
 from unified_kg_rag.ingestion.corpus import CorpusFile, parse_file, read_file
 from unified_kg_rag.ports import DocumentParser, TokenCounter

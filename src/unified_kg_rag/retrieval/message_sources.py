@@ -14,13 +14,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from unified_kg_rag.domain.messages import (
+from unified_kg_rag.domain.message_manifest import (
     SPANS_NAMESPACE,
     StoredTranscript,
     message_ref,
-    messages_in_span,
     parse_spans_record,
 )
+from unified_kg_rag.domain.messages import messages_in_span
 from unified_kg_rag.domain.models import Collection, IndexRecord, MessageRef, Source
 from unified_kg_rag.domain.text import lexical_query_terms, lexical_terms
 from unified_kg_rag.ports import IndexStores
