@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from unified_kg_rag.domain.message_manifest import chunk_transcript
 from unified_kg_rag.domain.messages import (
     SourceMessage,
     Tapback,
     TranscriptDoc,
-    chunk_transcript,
     merge_messages,
     message_line_spans,
     messages_in_span,

@@ -13,14 +13,8 @@ from unified_kg_rag.domain.message_evidence import (
     labelled_text,
     message_labels,
 )
-from unified_kg_rag.domain.messages import (
-    SourceMessage,
-    Tapback,
-    message_ref,
-    parse_spans_record,
-    render_transcripts,
-    spans_record,
-)
+from unified_kg_rag.domain.message_manifest import message_ref, parse_spans_record, spans_record
+from unified_kg_rag.domain.messages import SourceMessage, Tapback, render_transcripts
 from unified_kg_rag.domain.models import MessageRef, Source
 
 pytestmark = pytest.mark.unit

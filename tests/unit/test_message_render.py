@@ -8,22 +8,24 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from unified_kg_rag.domain.messages import (
+from unified_kg_rag.domain.message_manifest import (
     ManifestEntry,
+    chunk_transcript,
+    diff_manifest,
+    message_ref,
+    parse_spans_record,
+    respanned,
+    spans_record,
+)
+from unified_kg_rag.domain.messages import (
     SourceMessage,
     Tapback,
     TranscriptDoc,
     bound_messages,
-    chunk_transcript,
-    diff_manifest,
     merge_messages,
     message_line_spans,
-    message_ref,
     messages_in_span,
-    parse_spans_record,
     render_transcripts,
-    respanned,
-    spans_record,
     transcript_hash,
 )
 
