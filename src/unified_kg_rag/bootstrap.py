@@ -16,12 +16,12 @@ from types import TracebackType
 
 from unified_kg_rag.adapters import builtins
 from unified_kg_rag.adapters.llm.middleware import wrap_chat_model
+from unified_kg_rag.adapters.messages import load_message_sources
 from unified_kg_rag.adapters.registry import (
     CHAT_MODELS,
     CHUNK_TOKENIZERS,
     EMBEDDERS,
     KEYPHRASE_EXTRACTORS,
-    MESSAGE_SOURCES,
     PARSERS,
     RERANKERS,
     STORE_BACKENDS,
@@ -178,5 +178,5 @@ def build_app(config: UkrConfig, project_dir: Path) -> App:
             config.graph.lazy
         ),
         reranker=RERANKERS.get(config.query.rerank.kind)(config.query.rerank),
-        message_sources=[MESSAGE_SOURCES.get(name)() for name in MESSAGE_SOURCES.in_order()],
+        message_sources=load_message_sources(),
     )

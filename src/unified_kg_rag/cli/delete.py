@@ -16,6 +16,7 @@ from unified_kg_rag.cli.common import (
     StoresOpt,
     VerboseOpt,
     err_console,
+    index_pipeline,
     load,
     out_console,
     printable,
@@ -109,24 +110,11 @@ def delete_command(
 
     async def main() -> DeleteReport:
         from unified_kg_rag.bootstrap import build_app
-        from unified_kg_rag.ingestion.pipeline import IndexPipeline
 
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         async with build_app(config, project_dir) as app:
             with RichProgress(err_console, enabled=not (quiet or json_out)) as progress:
-                pipeline = IndexPipeline(
-                    app.index(index),
-                    embedder=app.embedder,
-                    chunk_tokenizer=app.chunk_tokenizer,
-                    parsers=app.parsers,
-                    config=config,
-                    progress=progress,
-                    chat_model=app.chat_model,
-                    budget_tokenizer=app.budget_tokenizer,
-                    project_dir=project_dir,
-                    keyphrase_extractor=app.keyphrase_extractor,
-                    message_sources=app.message_sources,
-                )
+                pipeline = index_pipeline(app, index, progress=progress)
                 return await pipeline.delete(targets, confirm=yes)
 
     report = run(

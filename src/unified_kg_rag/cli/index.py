@@ -17,6 +17,7 @@ from unified_kg_rag.cli.common import (
     StoresOpt,
     VerboseOpt,
     err_console,
+    index_pipeline,
     load,
     out_console,
     run,
@@ -253,28 +254,14 @@ def index_command(
 
     async def main() -> IndexReport:
         from unified_kg_rag.bootstrap import build_app
-        from unified_kg_rag.ingestion.pipeline import IndexPipeline
 
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         messages = message_run(config, project_dir, source=source, handles=handles,
                                owner=owner, since=since, limit=message_limit)
         async with build_app(config, project_dir) as app:
-            index_stores = app.index(index)
             with RichProgress(err_console, enabled=not (quiet or json_out)) as progress:
-                pipeline = IndexPipeline(
-                    index_stores,
-                    embedder=app.embedder,
-                    chunk_tokenizer=app.chunk_tokenizer,
-                    parsers=app.parsers,
-                    config=config,
-                    progress=progress,
-                    chat_model=app.chat_model,
-                    budget_tokenizer=app.budget_tokenizer,
-                    project_dir=project_dir,
-                    force_rebuild=force_rebuild,
-                    keyphrase_extractor=app.keyphrase_extractor,
-                    message_sources=app.message_sources,
-                )
+                pipeline = index_pipeline(app, index, progress=progress,
+                                          force_rebuild=force_rebuild)
                 return await pipeline.run(
                     paths, confirm_deletions=yes, reset=reset, messages=messages
                 )
@@ -304,22 +291,11 @@ def _estimate(
 ) -> None:
     async def main() -> CostEstimate:
         from unified_kg_rag.bootstrap import build_app
-        from unified_kg_rag.ingestion.pipeline import IndexPipeline
 
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         messages = message_run(config, project_dir, **options)
         async with build_app(config, project_dir) as app:
-            pipeline = IndexPipeline(
-                app.index(index),
-                embedder=app.embedder,
-                chunk_tokenizer=app.chunk_tokenizer,
-                parsers=app.parsers,
-                config=config,
-                chat_model=app.chat_model,
-                budget_tokenizer=app.budget_tokenizer,
-                project_dir=project_dir,
-                message_sources=app.message_sources,
-            )
+            pipeline = index_pipeline(app, index)
             return await pipeline.estimate(paths, messages=messages)
 
     est = run(main, verbose=verbose, interrupted="Interrupted.")

@@ -21,6 +21,7 @@ __all__ = [
     "MESSAGE_CITATION_INSTRUCTIONS",
     "evidence_from_answer",
     "labelled_text",
+    "message_body",
     "message_labels",
 ]
 
@@ -124,7 +125,7 @@ def _supporting(words: set[str], source: Source) -> list[tuple[MessageRef, str]]
     """The messages of ``source`` sharing the most of ``words`` (a sentence's content words)."""
     scored: list[tuple[int, int, MessageRef, str]] = []
     for i, (ref, label) in enumerate(zip(source.messages, message_labels(source), strict=True)):
-        body = _body(ref.text)
+        body = message_body(ref.text)
         overlap = len(words & set(lexical_terms(body)))
         if overlap:
             scored.append((-overlap, i, ref, label))
@@ -132,8 +133,8 @@ def _supporting(words: set[str], source: Source) -> list[tuple[MessageRef, str]]
     return [(ref, label) for _, _, ref, label in scored[:_PER_CITATION]]
 
 
-def _body(block: str) -> str:
-    """A rendered message block without its time, sender and reactions line."""
+def message_body(block: str) -> str:
+    """Return a rendered message block without its time, sender and reactions line."""
     lines = block.split("\n")
     if lines and lines[-1].lstrip().startswith("(reactions:"):
         lines = lines[:-1]

@@ -14,6 +14,7 @@ casualties).
 from __future__ import annotations
 
 import json
+import logging
 from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from unified_kg_rag.domain.messages import (
 )
 from unified_kg_rag.domain.models import MessageRef
 
+logger = logging.getLogger(__name__)
+
 __all__ = [
     "SPANS_NAMESPACE",
     "ManifestDiff",
@@ -38,6 +41,7 @@ __all__ = [
     "diff_manifest",
     "message_ref",
     "parse_spans_record",
+    "parse_spans_records",
     "respanned",
     "spans_record",
 ]
@@ -250,6 +254,20 @@ def parse_spans_record(raw: str) -> StoredTranscript:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"not a message spans record: {exc}") from exc
+
+
+def parse_spans_records(raw: Mapping[str, str]) -> dict[str, StoredTranscript]:
+    """Read the `spans_record` values of a record-store read (document id → record).
+
+    An unreadable record is logged and left out: its document's sources name no messages.
+    """
+    out: dict[str, StoredTranscript] = {}
+    for key, value in raw.items():
+        try:
+            out[key] = parse_spans_record(value)
+        except ValueError:
+            logger.warning("unreadable message spans of document %s; ignored", key)
+    return out
 
 
 def message_ref(

@@ -44,8 +44,10 @@ __all__ = [
     "bound_messages",
     "merge_messages",
     "message_line_spans",
+    "message_order",
     "messages_in_span",
     "render_transcripts",
+    "tapback_order",
     "transcript_hash",
 ]
 
@@ -235,7 +237,7 @@ def merge_messages(archives: Iterable[Sequence[SourceMessage]]) -> list[SourceMe
     for messages in archives:
         for message in messages:
             merged.setdefault(message.guid, message)
-    return sorted(merged.values(), key=_order)
+    return sorted(merged.values(), key=message_order)
 
 
 def bound_messages(
@@ -300,7 +302,7 @@ def render_transcripts(
         raise ValueError(f"max_chars must be positive; got {max_chars}")
     zone = _zone(tz)
     threads: dict[str, list[SourceMessage]] = {}
-    for message in sorted(messages, key=_order):
+    for message in sorted(messages, key=message_order):
         threads.setdefault(message.thread_id, []).append(message)
     docs: list[TranscriptDoc] = []
     for thread_id, thread_messages in threads.items():
@@ -347,7 +349,8 @@ def messages_in_span(
 # ----------------------------------------------------------------------------- rendering
 
 
-def _order(message: SourceMessage) -> tuple[bool, datetime, str]:
+def message_order(message: SourceMessage) -> tuple[bool, datetime, str]:
+    """Sort key of messages: undated first, then by timestamp, then guid."""
     stamp = message.timestamp or datetime.min.replace(tzinfo=UTC)
     return (message.timestamp is not None, stamp, message.guid)
 
@@ -389,13 +392,14 @@ def _render_message(message: SourceMessage, zone: tzinfo) -> str:
     rest = [f"{_CONTINUATION}{line}" if line else _CONTINUATION.rstrip() for line in lines[1:]]
     if message.tapbacks:
         reactions = ", ".join(
-            f"{t.kind} by {t.sender_name}" for t in sorted(message.tapbacks, key=_tapback_key)
+            f"{t.kind} by {t.sender_name}" for t in sorted(message.tapbacks, key=tapback_order)
         )
         rest.append(f"{_CONTINUATION}(reactions: {reactions})")
     return "\n".join([head, *rest])
 
 
-def _tapback_key(tapback: Tapback) -> tuple[str, str]:
+def tapback_order(tapback: Tapback) -> tuple[str, str]:
+    """Sort key of reactions: kind, then who reacted."""
     return (tapback.kind, tapback.sender_name)
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from unified_kg_rag.domain.message_ref import MessageRef
+
 __all__ = [
     "Collection",
     "Community",
@@ -397,32 +399,6 @@ class Completion(_Model):
     input_tokens: int = 0
     output_tokens: int = 0
     cached: bool = False
-
-
-class MessageRef(_Model):
-    """One message of a message archive, as a source or the evidence of an answer names it.
-
-    Attributes:
-        guid: the message's stable id (iMessage ``message.guid``).
-        thread_id: its thread.
-        thread_name: the thread's display name.
-        sender_name: who sent it (the owner label for the owner).
-        sender_handle: the sender's raw handle (``""`` for the owner).
-        is_from_me: the owner sent it.
-        timestamp: ISO 8601 UTC send time, ``""`` when unknown.
-        text: the message as rendered in its transcript (time, sender, body, reactions).
-        label: its citation label in the answer context (``3.2``: message 2 of source 3).
-    """
-
-    guid: str
-    thread_id: str
-    thread_name: str
-    sender_name: str
-    sender_handle: str = ""
-    is_from_me: bool = False
-    timestamp: str = ""
-    text: str = ""
-    label: str = ""
 
 
 class Source(_Model):

@@ -34,7 +34,7 @@ from unified_kg_rag.domain.message_manifest import (
     ManifestEntry,
     StoredTranscript,
     diff_manifest,
-    parse_spans_record,
+    parse_spans_records,
     respanned,
     spans_record,
 )
@@ -390,9 +390,6 @@ async def load_transcripts(
     out: dict[str, StoredTranscript] = {}
     ids = list(dict.fromkeys(document_ids))
     for i in range(0, len(ids), 500):
-        for key, raw in (await records.get_many(SPANS_NAMESPACE, ids[i : i + 500])).items():
-            try:
-                out[key] = parse_spans_record(raw)
-            except ValueError:
-                logger.warning("unreadable message spans of document %s; ignored", key)
+        out.update(parse_spans_records(
+            await records.get_many(SPANS_NAMESPACE, ids[i : i + 500])))
     return out

@@ -14,11 +14,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from unified_kg_rag.domain.message_evidence import message_body, message_labels
 from unified_kg_rag.domain.message_manifest import (
     SPANS_NAMESPACE,
     StoredTranscript,
     message_ref,
-    parse_spans_record,
+    parse_spans_records,
 )
 from unified_kg_rag.domain.messages import messages_in_span
 from unified_kg_rag.domain.models import Collection, IndexRecord, MessageRef, Source
@@ -38,19 +39,24 @@ async def attach_messages(stores: IndexStores, sources: Sequence[Source]) -> lis
     """Return ``sources`` with `Source.messages` set where they come from message archives.
 
     Sources of ordinary documents are returned unchanged; an index without message archives
-    costs one record-store read.
+    costs one record-store read (the text units of graph items are read only when their
+    documents are transcripts).
 
     Raises:
         StoreError: a store failed.
     """
+    doc_ids = {s.document_id for s in sources if s.kind == "text_unit" and s.document_id}
     items = [s for s in sources if s.kind in ("entity", "relationship")]
-    unit_ids = list(dict.fromkeys(t for s in items for t in s.text_unit_ids[:_UNITS_PER_ITEM]))
-    units = {r.id: r for r in await stores.search.get(Collection.TEXT_UNITS, unit_ids)}
-    doc_ids = [s.document_id for s in sources if s.kind == "text_unit" and s.document_id]
-    doc_ids += [str(u.fields.get("document_id")) for u in units.values()]
-    stored = await _transcripts(stores, doc_ids)
+    doc_ids.update(d for s in items for d in s.document_ids)
+    stored = (parse_spans_records(await stores.records.get_many(SPANS_NAMESPACE, sorted(doc_ids)))
+              if doc_ids else {})
     if not stored:
         return list(sources)
+    unit_ids = list(dict.fromkeys(
+        t for s in items if stored.keys() & set(s.document_ids)
+        for t in s.text_unit_ids[:_UNITS_PER_ITEM]
+    ))
+    units = {r.id: r for r in await stores.search.get(Collection.TEXT_UNITS, unit_ids)}
     out: list[Source] = []
     for source in sources:
         refs: list[MessageRef] = []
@@ -59,25 +65,12 @@ async def attach_messages(stores: IndexStores, sources: Sequence[Source]) -> lis
         elif source.kind in ("entity", "relationship"):
             refs = _item_messages(source, units, stored)
         if refs:
-            labels = [f"{source.n}.{i}" for i in range(1, len(refs) + 1)]
+            source = source.model_copy(update={"messages": tuple(refs)})
             source = source.model_copy(update={"messages": tuple(
-                r.model_copy(update={"label": label}) for r, label in zip(refs, labels, strict=True)
+                r.model_copy(update={"label": label})
+                for r, label in zip(refs, message_labels(source), strict=True)
             )})
         out.append(source)
-    return out
-
-
-async def _transcripts(stores: IndexStores, doc_ids: Sequence[str]) -> dict[str, StoredTranscript]:
-    ids = sorted(set(doc_ids))
-    if not ids:
-        return {}
-    out: dict[str, StoredTranscript] = {}
-    for key, raw in (await stores.records.get_many(SPANS_NAMESPACE, ids)).items():
-        try:
-            out[key] = parse_spans_record(raw)
-        except ValueError:
-            logger.warning("unreadable message spans of document %s; its sources name no "
-                           "messages", key)
     return out
 
 
@@ -108,7 +101,7 @@ def _item_messages(
         text = record.text
         for span in messages_in_span(transcript.messages, start, end):
             block = text[max(span.start - start, 0) : max(span.end - start, 0)].strip()
-            overlap = len(words & set(lexical_terms(block.split(": ", 1)[-1])))
+            overlap = len(words & set(lexical_terms(message_body(block))))
             if overlap:
                 scored.append((-overlap, order, message_ref(transcript, span, block)))
             order += 1

@@ -60,6 +60,8 @@ from unified_kg_rag.domain.messages import (
     ParsedArchive,
     SourceMessage,
     Tapback,
+    message_order,
+    tapback_order,
 )
 from unified_kg_rag.util.errors import InputError
 
@@ -285,12 +287,12 @@ class IMessageSource:
                 guid=guid, thread_id=thread_id, thread_name=thread_name,
                 sender_handle=sender_handle, sender_name=sender_name, is_from_me=is_from_me,
                 timestamp=timestamp, text=text,
-                tapbacks=tuple(sorted(folded.get(guid, ()), key=_tapback_order)),
+                tapbacks=tuple(sorted(folded.get(guid, ()), key=tapback_order)),
             )
             for (guid, thread_id, thread_name, sender_handle, sender_name, is_from_me,
                  timestamp, text) in kept
         ]
-        messages.sort(key=_message_order)
+        messages.sort(key=message_order)
         folded_count = sum(len(v) for v in folded.values())
         logger.info(
             "imessage %s: %d message(s), %d skipped, %d tapback(s) folded, %d orphaned "
@@ -412,10 +414,3 @@ def _body(text: object, blob: object) -> str | None:
     return None
 
 
-def _tapback_order(tapback: Tapback) -> tuple[str, str]:
-    return (tapback.kind, tapback.sender_name)
-
-
-def _message_order(message: SourceMessage) -> tuple[bool, datetime, str]:
-    stamp = message.timestamp or datetime.min.replace(tzinfo=UTC)
-    return (message.timestamp is not None, stamp, message.guid)

@@ -67,6 +67,7 @@ from unified_kg_rag.domain.messages import (
     ParsedArchive,
     SourceMessage,
     Tapback,
+    message_order,
 )
 from unified_kg_rag.util.errors import InputError
 from unified_kg_rag.util.hashing import sha256_text
@@ -160,7 +161,7 @@ class JsonLinesSource:
             problems.extend(f"line {number}: {note}" for note in notes)
             messages[message.guid] = message
             folded += len(message.tapbacks)
-        ordered = _carry_thread_names(sorted(messages.values(), key=_message_order), content)
+        ordered = _carry_thread_names(sorted(messages.values(), key=message_order), content)
         logger.info(
             "jsonl %s: %d message(s), %d line(s) skipped", path, len(ordered), skipped
         )
@@ -355,7 +356,3 @@ def _reactions(
 def _short(exc: Exception) -> str:
     return " ".join(str(exc).split())[:80]
 
-
-def _message_order(message: SourceMessage) -> tuple[bool, datetime, str]:
-    stamp = message.timestamp or datetime.min.replace(tzinfo=UTC)
-    return (message.timestamp is not None, stamp, message.guid)
