@@ -187,7 +187,7 @@ def capture_plans() -> Iterator[list[str]]:
 
 
 def _vocabulary(size: int, rng: np.random.Generator) -> list[str]:
-    from unified_kg_rag.domain.text import QUERY_STOPWORDS
+    from unified_kg_rag.domain.text.analysis import QUERY_STOPWORDS
 
     syllables = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
     words: dict[str, None] = {}

@@ -48,8 +48,8 @@ from benchmarks.bench_index_query import write_corpus  # noqa: E402
 
 from unified_kg_rag import RAGChain, build_app, evaluate, load_dataset  # noqa: E402
 from unified_kg_rag.config.models import UkrConfig  # noqa: E402
-from unified_kg_rag.domain.concepts import build_concept_graph, keyphrases  # noqa: E402
-from unified_kg_rag.domain.index_meta import (  # noqa: E402
+from unified_kg_rag.domain.concepts.graph import build_concept_graph, keyphrases  # noqa: E402
+from unified_kg_rag.domain.index.meta import (  # noqa: E402
     CONCEPT_GRAPH_KEY,
     INDEX_NAMESPACE,
     LAZY_BUILD_KEY,

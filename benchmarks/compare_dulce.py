@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from unified_kg_rag.domain.communities import detect_communities
-from unified_kg_rag.domain.extraction import (
+from unified_kg_rag.domain.extraction.records import (
     ExtractedEntity,
     ExtractedRelationship,
     ExtractionRecord,
 )
+from unified_kg_rag.domain.graph.communities import detect_communities
+from unified_kg_rag.domain.graph.resolution import resolve_graph
 from unified_kg_rag.domain.identity import entity_id
-from unified_kg_rag.domain.resolution import resolve_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "narrative" / "operation_dulce"

@@ -42,7 +42,7 @@ _EXPORTS: dict[str, str] = {
     "IndexReport": "unified_kg_rag.ingestion.report",
     "GraphIndexer": "unified_kg_rag.ingestion.graph.build",
     "GraphBuildReport": "unified_kg_rag.ingestion.graph.report",
-    "ExtractionRecord": "unified_kg_rag.domain.extraction",
+    "ExtractionRecord": "unified_kg_rag.domain.extraction.records",
     "describe_index": "unified_kg_rag.ingestion.status",
     "RAGChain": "unified_kg_rag.retrieval.chain",
     "RetrievalOutput": "unified_kg_rag.retrieval.chain",
@@ -164,7 +164,7 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
     from unified_kg_rag.bootstrap import App, build_app
     from unified_kg_rag.config.load import load_config
     from unified_kg_rag.config.models import UkrConfig
-    from unified_kg_rag.domain.extraction import ExtractionRecord
+    from unified_kg_rag.domain.extraction.records import ExtractionRecord
     from unified_kg_rag.domain.identity import entity_key
     from unified_kg_rag.domain.models import (
         Community,

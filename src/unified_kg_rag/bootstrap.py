@@ -27,7 +27,7 @@ from unified_kg_rag.adapters.registry import (
     STORE_BACKENDS,
 )
 from unified_kg_rag.config.models import UkrConfig
-from unified_kg_rag.domain.tokens import EstimateTokenCounter
+from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.ports import (
     ChatModel,
     DocumentParser,

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from unified_kg_rag.domain.text import lexical_terms
+from unified_kg_rag.domain.text.analysis import lexical_terms
 
 
 class FakeEmbedder:

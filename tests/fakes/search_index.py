@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from unified_kg_rag.domain.fusion import weighted_rrf
 from unified_kg_rag.domain.models import Collection, IndexRecord, SearchHit, SearchMode
-from unified_kg_rag.domain.text import lexical_terms
+from unified_kg_rag.domain.ranking.fusion import weighted_rrf
+from unified_kg_rag.domain.text.analysis import lexical_terms
 from unified_kg_rag.ports import Filters
 from unified_kg_rag.util.errors import EmbeddingMismatchError
 

@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 
 from tests.fakes.graph_store import FakeGraphStore
 from tests.fakes.search_index import FakeSearchIndex
-from unified_kg_rag.domain.delta import diff_documents
-from unified_kg_rag.domain.lease import next_lease, renewed_lease
+from unified_kg_rag.domain.index.delta import diff_documents
+from unified_kg_rag.domain.index.write_lease import next_lease, renewed_lease
 from unified_kg_rag.domain.models import Collection, DocRecord, DocumentDelta, Lease
 
 

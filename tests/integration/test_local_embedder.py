@@ -17,7 +17,7 @@ from unified_kg_rag.config.models import (
     EmbeddingsConfig,
     LocalEmbeddingsConfig,
 )
-from unified_kg_rag.domain.usage import usage_scope
+from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.util.errors import ConfigurationError, ModelIntegrityError
 
 pytestmark = pytest.mark.integration

@@ -11,9 +11,9 @@ from tests.support.openai_server import FakeOpenAIServer, Scripted
 from unified_kg_rag.adapters.llm.middleware import CACHE_NAMESPACE, wrap_chat_model
 from unified_kg_rag.adapters.llm.openai import OpenAIChatModel
 from unified_kg_rag.config.models import LLMConfig, OpenAIChatConfig
+from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.models import Completion, Message
-from unified_kg_rag.domain.tokens import EstimateTokenCounter
-from unified_kg_rag.domain.usage import usage_scope
+from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.ports import ChatModel
 from unified_kg_rag.util.errors import ModelError
 

@@ -12,8 +12,8 @@ import unified_kg_rag.adapters.embeddings  # noqa: F401  (registers the provider
 from unified_kg_rag.adapters.embeddings.openai import PROBE_TEXT, OpenAIEmbedder
 from unified_kg_rag.adapters.registry import CHUNK_TOKENIZERS, EMBEDDERS
 from unified_kg_rag.config.models import EmbeddingsConfig, OpenAIEmbeddingsConfig
-from unified_kg_rag.domain.tokens import EstimateTokenCounter
-from unified_kg_rag.domain.usage import usage_scope
+from unified_kg_rag.domain.llm.usage import usage_scope
+from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.util.errors import EmbeddingModelError
 
 pytestmark = pytest.mark.integration

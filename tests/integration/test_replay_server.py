@@ -27,17 +27,17 @@ from tests.support.replay_server import (
 
 from unified_kg_rag.adapters.llm.openai import OpenAIChatModel
 from unified_kg_rag.config.models import OpenAIChatConfig
-from unified_kg_rag.domain.extraction import ExtractionRecord
-from unified_kg_rag.domain.extraction_format import (
+from unified_kg_rag.domain.extraction.format import (
     glean_merge,
     parse_extraction_reply,
     parse_gleaning_reply,
     render_extraction_messages,
     render_gleaning_messages,
 )
+from unified_kg_rag.domain.extraction.records import ExtractionRecord
+from unified_kg_rag.domain.graph.report_context import ENTITY_HEADER, RELATIONSHIP_HEADER
 from unified_kg_rag.domain.models import Message
 from unified_kg_rag.domain.prompts import load_prompt
-from unified_kg_rag.domain.report_context import ENTITY_HEADER, RELATIONSHIP_HEADER
 from unified_kg_rag.evaluation.prepare import prepare_hipporag
 
 pytestmark = pytest.mark.integration
@@ -189,7 +189,7 @@ def test_gleaning_adds_one_entity_on_the_first_round_only(corpus_dir: Path) -> N
 
 
 def test_report_prompt_gets_valid_json(server: FakeOpenAIServer) -> None:
-    context = (  # the tables of domain.report_context
+    context = (  # the tables of domain.graph.report_context
         f"{ENTITY_HEADER}\n"
         "1,JOURNAL OF MATHEMATICAL PHYSICS,ENTITY,\"A journal, monthly\",5\n"
         "2,AMERICAN INSTITUTE OF PHYSICS,ENTITY,Publisher,1\n"

@@ -23,7 +23,7 @@ from unified_kg_rag.bootstrap import build_app, check_config
 from unified_kg_rag.config.load import load_config
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.config.search import RerankConfig
-from unified_kg_rag.domain.usage import usage_scope
+from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.util.errors import ConfigurationError, ModelError, ModelOutputError
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""Property tests of `domain.chunking.chunk_text` over generated texts and tokenizers."""
+"""Property tests of `domain.text.chunking.chunk_text` over generated texts and tokenizers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from unified_kg_rag.domain.chunking import ChunkSpan, chunk_text
+from unified_kg_rag.domain.text.chunking import ChunkSpan, chunk_text
 
 pytestmark = pytest.mark.unit
 

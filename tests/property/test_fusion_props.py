@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from unified_kg_rag.domain.fusion import weighted_rrf
+from unified_kg_rag.domain.ranking.fusion import weighted_rrf
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""Property tests of `domain.messages`: rendering, merging and chunking over generated archives."""
+"""Property tests of `domain.messages.transcripts`: rendering, merging and chunking over generated archives."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from unified_kg_rag.domain.message_manifest import chunk_transcript
-from unified_kg_rag.domain.messages import (
+from unified_kg_rag.domain.messages.manifest import chunk_transcript
+from unified_kg_rag.domain.messages.transcripts import (
     SourceMessage,
     Tapback,
     TranscriptDoc,

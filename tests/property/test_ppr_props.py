@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse.csgraph import shortest_path
 
-from unified_kg_rag.domain.ppr import personalized_pagerank, truncation_bound
+from unified_kg_rag.domain.ranking.ppr import personalized_pagerank, truncation_bound
 
 pytestmark = pytest.mark.unit
 

@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from unified_kg_rag.domain.extraction import (
+from unified_kg_rag.domain.extraction.records import (
     ExtractedEntity,
     ExtractedRelationship,
     ExtractionRecord,
 )
+from unified_kg_rag.domain.graph.resolution import compact_name_key, resolve_graph
 from unified_kg_rag.domain.identity import entity_id, entity_key, relationship_id
-from unified_kg_rag.domain.resolution import compact_name_key, resolve_graph
 
 pytestmark = pytest.mark.unit
 

@@ -11,7 +11,7 @@ import pytest
 from tests.support.graph_fixture import GraphFixture, run_graph, unit
 from unified_kg_rag.adapters.llm.scripted import ScriptedChatModel
 from unified_kg_rag.config.models import ScriptedLLMConfig, ScriptedReply
-from unified_kg_rag.domain.index_meta import INDEX_NAMESPACE, METHODOLOGIES_KEY
+from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE, METHODOLOGIES_KEY
 from unified_kg_rag.domain.models import Collection, RAGOutput
 from unified_kg_rag.ports import IndexStores
 from unified_kg_rag.retrieval.answer import answer_messages

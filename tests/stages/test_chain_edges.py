@@ -10,8 +10,8 @@ import pytest
 
 from tests.stages.test_chain import run_fx, scripted
 from tests.support.graph_fixture import GraphFixture
-from unified_kg_rag.domain.index_meta import INDEX_NAMESPACE, METHODOLOGIES_KEY
-from unified_kg_rag.domain.json_reply import parse_json_object
+from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE, METHODOLOGIES_KEY
+from unified_kg_rag.domain.llm.json_reply import parse_json_object
 from unified_kg_rag.retrieval.chain import DECLINED, MAX_QUESTION_CHARS, RAGInput
 from unified_kg_rag.retrieval.memory import conversation_key
 from unified_kg_rag.util.errors import MethodologyNotIndexedError, ModelError, UsageError

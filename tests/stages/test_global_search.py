@@ -23,7 +23,7 @@ from unified_kg_rag.adapters.llm.scripted import ScriptedChatModel
 from unified_kg_rag.config.models import ScriptedLLMConfig, ScriptedReply
 from unified_kg_rag.config.search import GlobalSearchConfig
 from unified_kg_rag.domain.models import Collection, Completion, Message
-from unified_kg_rag.domain.tokens import EstimateTokenCounter
+from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.ports import ChatModel
 from unified_kg_rag.retrieval.strategies.base import QueryContext, StrategyResult
 from unified_kg_rag.retrieval.strategies.global_search import (

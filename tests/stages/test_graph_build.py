@@ -22,7 +22,7 @@ from tests.support.openai_server import FakeOpenAIServer, Scripted
 from unified_kg_rag.bootstrap import App, build_app
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.domain.identity import entity_id
-from unified_kg_rag.domain.index_meta import INDEX_NAMESPACE, METHODOLOGIES_KEY
+from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE, METHODOLOGIES_KEY
 from unified_kg_rag.domain.models import Collection, SearchMode
 from unified_kg_rag.ingestion.pipeline import IndexPipeline
 from unified_kg_rag.ingestion.report import IndexReport

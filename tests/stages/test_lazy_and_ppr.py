@@ -19,7 +19,7 @@ from tests.stages.test_graph_build import DOCS, reply, write_docs
 from tests.support.openai_server import FakeOpenAIServer
 from unified_kg_rag.bootstrap import App, build_app
 from unified_kg_rag.config.models import UkrConfig
-from unified_kg_rag.domain.index_meta import INDEX_NAMESPACE, METHODOLOGIES_KEY
+from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE, METHODOLOGIES_KEY
 from unified_kg_rag.ingestion.pipeline import IndexPipeline
 from unified_kg_rag.ingestion.report import IndexReport
 from unified_kg_rag.retrieval.chain import RAGChain, RetrievalOutput

@@ -23,8 +23,8 @@ from unified_kg_rag.adapters.messages.jsonl import JsonLinesSource
 from unified_kg_rag.adapters.registry import EMBEDDERS
 from unified_kg_rag.bootstrap import App, build_app
 from unified_kg_rag.config.models import UkrConfig
-from unified_kg_rag.domain.message_manifest import SPANS_NAMESPACE, parse_spans_record
-from unified_kg_rag.domain.messages import MESSAGE_SCOPE, MessageSourceOptions
+from unified_kg_rag.domain.messages.manifest import SPANS_NAMESPACE, parse_spans_record
+from unified_kg_rag.domain.messages.transcripts import MESSAGE_SCOPE, MessageSourceOptions
 from unified_kg_rag.domain.models import Collection, DocStatus, RAGOutput
 from unified_kg_rag.ingestion.lease import held_lease
 from unified_kg_rag.ingestion.messages import MessageRun

@@ -26,9 +26,9 @@ from typing import Any, TypeVar
 
 from unified_kg_rag.bootstrap import App, build_app
 from unified_kg_rag.config.models import QueryConfig, UkrConfig
-from unified_kg_rag.domain.communities import community_id
+from unified_kg_rag.domain.graph.communities import community_id
 from unified_kg_rag.domain.identity import entity_id
-from unified_kg_rag.domain.index_meta import INDEX_NAMESPACE, METHODOLOGIES_KEY
+from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE, METHODOLOGIES_KEY
 from unified_kg_rag.domain.models import (
     Collection,
     Community,

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 from tests.fakes import FakeTokenCounter
 
-from unified_kg_rag.domain.budget import pack_sections
-from unified_kg_rag.domain.embedding_input import embedding_input
-from unified_kg_rag.domain.extractive import select_sentences
+from unified_kg_rag.domain.answers.extractive import select_sentences
+from unified_kg_rag.domain.ranking.budget import pack_sections
+from unified_kg_rag.domain.text.embedding_input import embedding_input
 
 pytestmark = pytest.mark.unit
 
@@ -65,7 +65,7 @@ def test_embedding_input(text: str, title: str | None, expected: str) -> None:
 
 
 def test_term_coverage_weights_rare_terms_most() -> None:
-    from unified_kg_rag.domain.extractive import term_coverage
+    from unified_kg_rag.domain.answers.extractive import term_coverage
 
     sentences = [{"engine", "note", "bernoulli"}, {"engine", "steam"}, {"engine"}]
     cov = term_coverage(["engine", "bernoulli"], sentences)
@@ -89,7 +89,7 @@ def test_min_relative_drops_weak_sentences() -> None:
 
 
 def test_cited_numbers() -> None:
-    from unified_kg_rag.domain.citations import cited_numbers
+    from unified_kg_rag.domain.answers.citations import cited_numbers
 
     answer = "A [1]. B [2][4]. C [3, 5]. D [6-8]. Stray [99] and [x]."
     assert cited_numbers(answer, set(range(1, 9))) == (1, 2, 3, 4, 5, 6, 7, 8)

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from unified_kg_rag.config.models import QueryConfig
-from unified_kg_rag.domain.abstention import detect_abstention
-from unified_kg_rag.domain.budget import pack_typed
-from unified_kg_rag.domain.mmr import jaccard, mmr_order
-from unified_kg_rag.domain.tokens import EstimateTokenCounter
+from unified_kg_rag.domain.answers.abstention import detect_abstention
+from unified_kg_rag.domain.ranking.budget import pack_typed
+from unified_kg_rag.domain.ranking.mmr import jaccard, mmr_order
+from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.retrieval.context import fuse, pack_context, rerank_and_diversify
 from unified_kg_rag.retrieval.strategies.base import Bucket, Candidate, StrategyResult
 from unified_kg_rag.util.errors import ModelError

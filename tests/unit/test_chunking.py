@@ -1,4 +1,4 @@
-"""Unit tests of `domain.chunking`: boundary preference, overlap alignment, edge cases, ids."""
+"""Unit tests of `domain.text.chunking`: boundary preference, overlap alignment, edge cases, ids."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from unified_kg_rag.domain.chunking import ChunkSpan, build_text_units, chunk_text
 from unified_kg_rag.domain.identity import text_unit_id
 from unified_kg_rag.domain.models import Document
+from unified_kg_rag.domain.text.chunking import ChunkSpan, build_text_units, chunk_text
 
 pytestmark = pytest.mark.unit
 
@@ -199,7 +199,7 @@ def test_build_text_units_slices_exactly_and_copies_metadata() -> None:
 
 _ID_SCRIPT = """
 import json, re
-from unified_kg_rag.domain.chunking import build_text_units, chunk_text
+from unified_kg_rag.domain.text.chunking import build_text_units, chunk_text
 from unified_kg_rag.domain.models import Document
 text = "Alpha beta. Gamma delta epsilon.\\n\\nZeta eta theta. " * 30
 spans = [(m.start(), m.end()) for m in re.finditer(r"\\S+", text)]

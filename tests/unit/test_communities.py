@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from unified_kg_rag.domain.communities import community_id, detect_communities
+from unified_kg_rag.domain.graph.communities import community_id, detect_communities
 from unified_kg_rag.domain.models import Community
 from unified_kg_rag.util.errors import UsageError
 from unified_kg_rag.util.hashing import sha256_text
@@ -183,7 +183,7 @@ _CHILD = """
 import json, random, sys
 sys.path.insert(0, sys.argv[1])
 from test_communities import combined_graph
-from unified_kg_rag.domain.communities import detect_communities
+from unified_kg_rag.domain.graph.communities import detect_communities
 nodes, edges = combined_graph()
 rng = random.Random(int(sys.argv[2]))
 edges = [(t, s, w) if rng.random() < 0.5 else (s, t, w) for s, t, w in edges]

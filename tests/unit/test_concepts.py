@@ -1,4 +1,4 @@
-"""Concept extraction and the LLM-free concept graph (domain/concepts.py, domain/concept_text.py)."""
+"""Concept extraction and the LLM-free concept graph (domain/concepts/graph.py, domain/concepts/text.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from unified_kg_rag.domain.concept_text import cjk_keyphrases, text_clauses
-from unified_kg_rag.domain.concepts import (
+from unified_kg_rag.domain.concepts.graph import (
     ConceptGraph,
     ConceptVocabulary,
     build_concept_graph,
@@ -22,6 +21,7 @@ from unified_kg_rag.domain.concepts import (
     detect_language,
     keyphrases,
 )
+from unified_kg_rag.domain.concepts.text import cjk_keyphrases, text_clauses
 from unified_kg_rag.domain.identity import entity_key
 from unified_kg_rag.util.errors import ConfigurationError, StoreSchemaError
 from unified_kg_rag.util.hashing import sha256_text

@@ -2,9 +2,9 @@ import asyncio
 
 import pytest
 
-from unified_kg_rag.domain.delta import diff_documents
+from unified_kg_rag.domain.index.delta import diff_documents
+from unified_kg_rag.domain.llm.usage import record_usage, usage_scope
 from unified_kg_rag.domain.models import DocRecord, DocStatus, TokenUsage
-from unified_kg_rag.domain.usage import record_usage, usage_scope
 from unified_kg_rag.util.errors import ConfigurationError
 from unified_kg_rag.util.registry import Registry
 

@@ -6,12 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from unified_kg_rag.domain.extraction import (
-    ExtractedEntity,
-    ExtractedRelationship,
-    ExtractionRecord,
-)
-from unified_kg_rag.domain.extraction_format import (
+from unified_kg_rag.domain.extraction.format import (
     ParsedExtraction,
     glean_merge,
     parse_extraction_reply,
@@ -20,6 +15,11 @@ from unified_kg_rag.domain.extraction_format import (
     render_gleaning_messages,
     render_items,
     split_template,
+)
+from unified_kg_rag.domain.extraction.records import (
+    ExtractedEntity,
+    ExtractedRelationship,
+    ExtractionRecord,
 )
 from unified_kg_rag.domain.identity import entity_key
 from unified_kg_rag.domain.prompts import load_prompt

@@ -1,6 +1,6 @@
 import pytest
 
-from unified_kg_rag.domain.fusion import weighted_rrf
+from unified_kg_rag.domain.ranking.fusion import weighted_rrf
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""Global search's pure steps (`domain.global_map`): cuts, map replies, ratings, packing."""
+"""Global search's pure steps (`domain.answers.global_map`): cuts, map replies, ratings, packing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from unified_kg_rag.domain.global_map import (
+from unified_kg_rag.domain.answers.global_map import (
     CutChoice,
     DynamicWalk,
     KeyPoint,
@@ -24,7 +24,7 @@ from unified_kg_rag.domain.global_map import (
     rank_points,
 )
 from unified_kg_rag.domain.models import Community
-from unified_kg_rag.domain.tokens import EstimateTokenCounter
+from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 
 pytestmark = pytest.mark.unit
 

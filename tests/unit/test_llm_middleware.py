@@ -22,8 +22,8 @@ from unified_kg_rag.adapters.llm.middleware import (
 )
 from unified_kg_rag.adapters.llm.scripted import ScriptedChatModel
 from unified_kg_rag.config.models import LLMConfig, ScriptedLLMConfig
+from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.models import Completion, Message
-from unified_kg_rag.domain.usage import usage_scope
 from unified_kg_rag.util.errors import ModelError
 
 pytestmark = pytest.mark.unit

@@ -1,4 +1,4 @@
-"""Unit tests of `domain.message_evidence` (labels, cited messages) and message labels in citations."""
+"""Unit tests of `domain.messages.evidence` (labels, cited messages) and message labels in citations."""
 
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from unified_kg_rag.domain.citations import cited_numbers
-from unified_kg_rag.domain.message_evidence import (
+from unified_kg_rag.domain.answers.citations import cited_numbers
+from unified_kg_rag.domain.messages.evidence import (
     MESSAGE_CITATION_INSTRUCTIONS,
     evidence_from_answer,
     labelled_text,
     message_labels,
 )
-from unified_kg_rag.domain.message_manifest import message_ref, parse_spans_record, spans_record
-from unified_kg_rag.domain.messages import SourceMessage, Tapback, render_transcripts
+from unified_kg_rag.domain.messages.manifest import message_ref, parse_spans_record, spans_record
+from unified_kg_rag.domain.messages.transcripts import SourceMessage, Tapback, render_transcripts
 from unified_kg_rag.domain.models import MessageRef, Source
 
 pytestmark = pytest.mark.unit

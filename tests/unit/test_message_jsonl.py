@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from unified_kg_rag.adapters.messages import JsonLinesSource
-from unified_kg_rag.domain.messages import MessageSourceOptions, Tapback
+from unified_kg_rag.domain.messages.transcripts import MessageSourceOptions, Tapback
 from unified_kg_rag.util.errors import InputError
 from unified_kg_rag.util.hashing import sha256_text
 

@@ -1,4 +1,4 @@
-"""Unit tests of `domain.messages`: merge, bounded windows, rendering, chunking, manifest diff."""
+"""Unit tests of `domain.messages.transcripts`: merge, bounded windows, rendering, chunking, manifest diff."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from unified_kg_rag.domain.message_manifest import (
+from unified_kg_rag.domain.messages.manifest import (
     ManifestEntry,
     chunk_transcript,
     diff_manifest,
@@ -17,7 +17,7 @@ from unified_kg_rag.domain.message_manifest import (
     respanned,
     spans_record,
 )
-from unified_kg_rag.domain.messages import (
+from unified_kg_rag.domain.messages.transcripts import (
     SourceMessage,
     Tapback,
     TranscriptDoc,

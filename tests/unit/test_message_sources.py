@@ -38,7 +38,7 @@ from unified_kg_rag.adapters.messages import (
 )
 from unified_kg_rag.adapters.messages.imessage import apple_timestamp, tapback_target
 from unified_kg_rag.adapters.registry import MESSAGE_SOURCES
-from unified_kg_rag.domain.messages import (
+from unified_kg_rag.domain.messages.transcripts import (
     UNTHREADED_ID,
     UNTHREADED_NAME,
     MessageSourceOptions,
@@ -288,7 +288,7 @@ _RO_PROBE = textwrap.dedent(
     import sys
     from pathlib import Path
     from unified_kg_rag.adapters.messages import IMessageSource
-    from unified_kg_rag.domain.messages import MessageSourceOptions
+    from unified_kg_rag.domain.messages.transcripts import MessageSourceOptions
     archive = IMessageSource().parse(Path(sys.argv[1]), MessageSourceOptions())
     print(",".join(m.guid for m in archive.messages))
     """

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from unified_kg_rag.domain.ppr import (
+from unified_kg_rag.domain.ranking.ppr import (
     PassageGraph,
     build_passage_graph,
     hipporag_reset,

@@ -1,8 +1,6 @@
 import pytest
 
-from unified_kg_rag.domain.models import Community, CommunityReport, Entity, Relationship
-from unified_kg_rag.domain.prompts import load_prompt
-from unified_kg_rag.domain.reports import (
+from unified_kg_rag.domain.graph.reports import (
     REPORT_PROMPT,
     ParsedReport,
     build_report_context,
@@ -11,7 +9,9 @@ from unified_kg_rag.domain.reports import (
     parse_report_reply,
     render_report_messages,
 )
-from unified_kg_rag.domain.tokens import EstimateTokenCounter
+from unified_kg_rag.domain.models import Community, CommunityReport, Entity, Relationship
+from unified_kg_rag.domain.prompts import load_prompt
+from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.util.errors import ModelOutputError
 
 pytestmark = pytest.mark.unit

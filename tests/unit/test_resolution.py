@@ -5,21 +5,21 @@ from __future__ import annotations
 import pytest
 from rapidfuzz import fuzz
 
-from unified_kg_rag.domain.extraction import (
+from unified_kg_rag.domain.extraction.records import (
     ExtractedEntity,
     ExtractedRelationship,
     ExtractionRecord,
 )
-from unified_kg_rag.domain.identity import entity_id, relationship_id
-from unified_kg_rag.domain.models import Entity, Relationship
-from unified_kg_rag.domain.name_matching import discriminator_tokens, fuzzy_links
-from unified_kg_rag.domain.resolution import (
+from unified_kg_rag.domain.graph.name_matching import discriminator_tokens, fuzzy_links
+from unified_kg_rag.domain.graph.resolution import (
     MERGE_RULES,
     ResolvedGraph,
     apply_summaries,
     compact_name_key,
     resolve_graph,
 )
+from unified_kg_rag.domain.identity import entity_id, relationship_id
+from unified_kg_rag.domain.models import Entity, Relationship
 
 pytestmark = pytest.mark.unit
 

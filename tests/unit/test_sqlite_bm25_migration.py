@@ -19,7 +19,7 @@ import pytest
 from unified_kg_rag.adapters.sqlite import SqliteBackend
 from unified_kg_rag.adapters.sqlite.migrations import MIGRATIONS, apply_migrations
 from unified_kg_rag.domain.models import Collection, IndexRecord, SearchMode
-from unified_kg_rag.domain.text import lexical_query_terms, lexical_text
+from unified_kg_rag.domain.text.analysis import lexical_query_terms, lexical_text
 from unified_kg_rag.util.errors import StoreSchemaError
 
 pytestmark = pytest.mark.integration

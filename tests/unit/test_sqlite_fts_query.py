@@ -15,7 +15,7 @@ from unified_kg_rag.adapters.sqlite import SqliteBackend
 from unified_kg_rag.adapters.sqlite.lexical import index_records, namespace_number, prefixed
 from unified_kg_rag.adapters.sqlite.migrations import apply_migrations
 from unified_kg_rag.domain.models import Collection, IndexRecord, SearchMode
-from unified_kg_rag.domain.text import lexical_terms
+from unified_kg_rag.domain.text.analysis import lexical_terms
 
 pytestmark = pytest.mark.integration
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from unified_kg_rag.domain.prompts import load_prompt
-from unified_kg_rag.domain.summaries import (
+from unified_kg_rag.domain.graph.summaries import (
     SUMMARY_PROMPT,
     descriptions_to_summarize,
     relationship_summary_name,
     render_summary_messages,
     summary_batches,
 )
-from unified_kg_rag.domain.tokens import EstimateTokenCounter
+from unified_kg_rag.domain.prompts import load_prompt
+from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 
 pytestmark = pytest.mark.unit
 

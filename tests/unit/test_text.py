@@ -2,7 +2,7 @@ import itertools
 
 import pytest
 
-from unified_kg_rag.domain.text import (
+from unified_kg_rag.domain.text.analysis import (
     lexical_query_terms,
     lexical_terms,
     lexical_text,

@@ -1,4 +1,4 @@
-"""EstimateTokenCounter and grapheme_floor (domain/tokens.py)."""
+"""EstimateTokenCounter and grapheme_floor (domain/text/tokens.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.support.tokens import assert_grapheme_safe_truncation, grapheme_bounds
 
-from unified_kg_rag.domain.tokens import EstimateTokenCounter, grapheme_floor
+from unified_kg_rag.domain.text.tokens import EstimateTokenCounter, grapheme_floor
 
 pytestmark = pytest.mark.unit
 

@@ -13,7 +13,7 @@ from tests.support.tokens import assert_grapheme_safe_truncation
 from tests.unit.test_tokens_estimate import unicode_text
 
 from unified_kg_rag.adapters.tokens import HFTokenCounter
-from unified_kg_rag.domain.tokens import EstimateTokenCounter
+from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.util.errors import ConfigurationError
 
 pytestmark = pytest.mark.unit

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from unified_kg_rag.domain.fusion import weighted_rrf
 from unified_kg_rag.domain.models import IndexRecord, SearchHit, SearchMode
+from unified_kg_rag.domain.ranking.fusion import weighted_rrf
 
 __all__ = ["SearchPlan", "checked_vectors", "fuse", "normalised", "plan_search", "ranked_hits"]
 
@@ -94,7 +94,7 @@ def fuse(
     lexical: Ranked, vector: Ranked, *, k: int, lexical_weight: float, vector_weight: float,
     rrf_k: int,
 ) -> Ranked:
-    """Return the best ``k`` of both lists fused by weighted RRF (`domain.fusion.weighted_rrf`)."""
+    """Return the best ``k`` of both lists fused by weighted RRF (`ranking.fusion.weighted_rrf`)."""
     return weighted_rrf(
         [[i for i, _ in lexical], [i for i, _ in vector]], [lexical_weight, vector_weight], k=rrf_k
     )[:k]

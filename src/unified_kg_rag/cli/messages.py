@@ -10,7 +10,7 @@ import typer
 import yaml
 
 from unified_kg_rag.config.models import UkrConfig
-from unified_kg_rag.domain.messages import MessageSourceOptions
+from unified_kg_rag.domain.messages.transcripts import MessageSourceOptions
 from unified_kg_rag.ingestion.messages import MessageRun
 from unified_kg_rag.util.errors import InputError, UsageError
 

@@ -1,5 +1,29 @@
-"""Pure models and algorithms of unified-kg-rag.
+"""Pure models and algorithms of unified-kg-rag, grouped by concept.
 
-Identity keys, chunking, lexical analysis, fusion, token budgets, extractive answers and
-prompts. No I/O library, model SDK or database driver is imported here.
+No I/O library, model SDK or database driver is imported here (an import-linter contract).
+
+Module map (new code goes in the room of its concept):
+
+- `models` — pydantic domain models: documents, text units, graph items, sources, answers.
+- `identity` — identity keys and content-derived ids (DESIGN.md §4).
+- `text/` — `analysis` (lexical terms, sentences, paragraphs), `tokens` (token estimates,
+  grapheme-safe cuts), `chunking` (text units), `embedding_input` (what the embedder reads).
+- `llm/` — `cache_control` (response-cache scopes), `usage` (metering scopes), `json_reply`
+  (the JSON object of a reply).
+- `extraction/` — `records` (extraction records), `format` (prompt messages, reply parsing),
+  `xml_records` (lenient XML record reader and its escaping).
+- `graph/` — `resolution` (records → one graph), `name_matching`, `summaries` (description
+  summaries), `communities` (hierarchical Leiden), `report_context`, `reports` (community
+  reports), `item_text` (how entities and relationships read as text).
+- `concepts/` — `graph` (the ``lazy`` concept graph), `text` (keyphrases, concept keys),
+  `cooccurrence` (co-occurrence edges).
+- `ranking/` — `fusion` (weighted RRF), `mmr`, `ppr` (personalized PageRank), `budget`
+  (token-budget packing).
+- `answers/` — `extractive`, `citations`, `abstention`, `global_map` (global search's steps).
+- `messages/` — `transcripts` (normalized messages, thread-day transcripts), `manifest`
+  (transcript units, manifest diff, stored spans), `evidence` (per-message provenance),
+  `ref` (`MessageRef`).
+- `index/` — `delta` (corpus vs doc registry), `write_lease` (the single-writer rule),
+  `meta` (facts an index records about itself).
+- `prompts/` — the prompt templates (Markdown files, versioned by name).
 """

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from unified_kg_rag.domain.message_ref import MessageRef
+from unified_kg_rag.domain.messages.ref import MessageRef
 
 __all__ = [
     "Collection",
@@ -158,7 +158,7 @@ class Subgraph(_Model):
 
 
 class Community(_Model):
-    """A community of the hierarchical Leiden partition (``domain.communities``).
+    """A community of the hierarchical Leiden partition (``domain.graph.communities``).
 
     As in Microsoft GraphRAG, level 0 holds the top-level (coarsest) communities; a community
     over ``max_cluster_size`` members is split again into sub-communities at ``level + 1``.
@@ -181,7 +181,7 @@ class Community(_Model):
 
 
 class CommunityReport(_Model):
-    """The LLM-written report of one community (GraphRAG; built by ``domain.reports``).
+    """The LLM-written report of one community (GraphRAG; built by ``domain.graph.reports``).
 
     Attributes:
         community_id: the `Community.id` reported on.

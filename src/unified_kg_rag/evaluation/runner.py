@@ -16,8 +16,8 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.models import Source, TokenUsage
-from unified_kg_rag.domain.usage import usage_scope
 from unified_kg_rag.evaluation.dataset import EvalItem
 from unified_kg_rag.evaluation.metrics import answer_in_text, percentile, recall_at_k
 from unified_kg_rag.retrieval.chain import RAGChain

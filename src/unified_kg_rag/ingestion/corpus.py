@@ -20,7 +20,7 @@ from pathlib import Path
 from unified_kg_rag.config.models import ParsingConfig
 from unified_kg_rag.domain.identity import document_id
 from unified_kg_rag.domain.models import Document
-from unified_kg_rag.domain.text import replace_surrogates
+from unified_kg_rag.domain.text.analysis import replace_surrogates
 from unified_kg_rag.ports import DocumentParser
 from unified_kg_rag.util.errors import InputError, UsageError
 from unified_kg_rag.util.hashing import sha256_bytes

@@ -21,9 +21,9 @@ import time
 from pydantic import BaseModel, Field
 
 from unified_kg_rag.config.lazy import LazyIndexConfig
-from unified_kg_rag.domain.communities import detect_communities
-from unified_kg_rag.domain.concepts import ConceptGraph, build_concept_graph, keyphrases
-from unified_kg_rag.domain.index_meta import (
+from unified_kg_rag.domain.concepts.graph import ConceptGraph, build_concept_graph, keyphrases
+from unified_kg_rag.domain.graph.communities import detect_communities
+from unified_kg_rag.domain.index.meta import (
     CONCEPT_COMMUNITIES_KEY,
     CONCEPT_GRAPH_KEY,
     INDEX_NAMESPACE,
@@ -76,7 +76,7 @@ class LazyIndexer:
         seed: the Leiden seed (``graph.communities.seed``).
         max_cluster_size: ``graph.communities.max_cluster_size``.
         min_community_size: ``graph.communities.min_community_size``.
-        extractor: the keyphrase extractor (None: YAKE through `domain.concepts`).
+        extractor: the keyphrase extractor (None: YAKE through `domain.concepts.graph`).
         progress: receives progress events.
     """
 
@@ -185,5 +185,5 @@ class LazyIndexer:
 
 
 def _yake(text: str, *, top: int, max_ngram: int) -> list[str]:
-    """YAKE through `domain.concepts.keyphrases` (no extractor given)."""
+    """YAKE through `domain.concepts.graph.keyphrases` (no extractor given)."""
     return keyphrases(text, max_ngram=max_ngram, top=top)

@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from unified_kg_rag.config.messages import MessagesConfig
-from unified_kg_rag.domain.messages import MessageSourceOptions
+from unified_kg_rag.domain.messages.transcripts import MessageSourceOptions
 from unified_kg_rag.ports import MessageSource, RecordStore
 
 __all__ = [

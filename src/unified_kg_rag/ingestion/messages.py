@@ -4,10 +4,10 @@ The message corpus of an index is the guid-merge of every archive file it was bu
 (``message_files`` record): a run that names archives reads them and the archives named
 before that are still on disk, so two overlapping exports indexed in different runs never
 duplicate a message, and a re-export of a grown ``chat.db`` adds only its new thread-days.
-Each transcript (`domain.messages.TranscriptDoc`) is one document of scope `MESSAGE_SCOPE`
-whose path is its ``doc_key``; its registry record is the manifest entry (content hash,
-status, write-ahead), and a ``message_spans`` record keyed by document id keeps where each
-message sits in its text (the provenance index queries read).
+Each transcript (`domain.messages.transcripts.TranscriptDoc`) is one document of scope
+`MESSAGE_SCOPE` whose path is its ``doc_key``; its registry record is the manifest entry
+(content hash, status, write-ahead), and a ``message_spans`` record keyed by document id keeps
+where each message sits in its text (the provenance index queries read).
 
 Diff (seed 001 ``WorkdirManifest.diff``): new and changed transcripts are processed (a
 changed one's stale text units are deleted, units with unchanged text keep their ids and
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from unified_kg_rag.domain.identity import document_id
-from unified_kg_rag.domain.message_manifest import (
+from unified_kg_rag.domain.messages.manifest import (
     SPANS_NAMESPACE,
     ManifestEntry,
     StoredTranscript,
@@ -38,7 +38,7 @@ from unified_kg_rag.domain.message_manifest import (
     respanned,
     spans_record,
 )
-from unified_kg_rag.domain.messages import (
+from unified_kg_rag.domain.messages.transcripts import (
     MESSAGE_SCOPE,
     MessageSourceOptions,
     SourceMessage,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from unified_kg_rag.domain.index_meta import (
+from unified_kg_rag.domain.index.meta import (
     INDEX_NAMESPACE,
     METHODOLOGIES_KEY,
     parse_methodologies,

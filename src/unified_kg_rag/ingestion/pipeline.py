@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
-from unified_kg_rag.domain.embedding_input import embedding_input
-from unified_kg_rag.domain.messages import TranscriptDoc
+from unified_kg_rag.domain.llm.usage import usage_scope
+from unified_kg_rag.domain.messages.transcripts import TranscriptDoc
 from unified_kg_rag.domain.models import (
     Collection,
     DocStatus,
@@ -34,7 +34,7 @@ from unified_kg_rag.domain.models import (
     TextUnit,
     TokenUsage,
 )
-from unified_kg_rag.domain.usage import usage_scope
+from unified_kg_rag.domain.text.embedding_input import embedding_input
 from unified_kg_rag.ingestion.corpus import CorpusFile, discover, read_file
 from unified_kg_rag.ingestion.deletion import (
     delete_documents,

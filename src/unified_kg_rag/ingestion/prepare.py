@@ -1,9 +1,9 @@
 """Turning one corpus entry into a document and its text units (a file, or a transcript).
 
 A file is read, parsed by the parser of its extension and chunked at natural boundaries
-(`domain.chunking.chunk_text`); a message transcript is already rendered and is cut into
-units of whole messages (`domain.messages.chunk_transcript`), so every unit names exactly the
-messages it holds.
+(`domain.text.chunking.chunk_text`); a message transcript is already rendered and is cut into
+units of whole messages (`domain.messages.transcripts.chunk_transcript`), so every unit names
+exactly the messages it holds.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import time
 from collections.abc import Mapping
 
 from unified_kg_rag.config.models import UkrConfig
-from unified_kg_rag.domain.chunking import CHUNKING_VERSION, build_text_units, chunk_text
-from unified_kg_rag.domain.embedding_input import EMBEDDING_INPUT_VERSION
-from unified_kg_rag.domain.message_manifest import chunk_transcript
-from unified_kg_rag.domain.messages import MESSAGE_SCOPE, TranscriptDoc, transcript_hash
+from unified_kg_rag.domain.messages.manifest import chunk_transcript
+from unified_kg_rag.domain.messages.transcripts import MESSAGE_SCOPE, TranscriptDoc, transcript_hash
 from unified_kg_rag.domain.models import DocRecord, DocStatus, Document, TextUnit
+from unified_kg_rag.domain.text.chunking import CHUNKING_VERSION, build_text_units, chunk_text
+from unified_kg_rag.domain.text.embedding_input import EMBEDDING_INPUT_VERSION
 from unified_kg_rag.ingestion.corpus import CorpusFile, parse_file, read_file
 from unified_kg_rag.ports import DocumentParser, TokenCounter
 from unified_kg_rag.util.errors import InputError, UkrError
@@ -60,7 +60,7 @@ def fingerprint(config: UkrConfig, content_hash: str, *, transcript: bool = Fals
 def transcript_document(file: CorpusFile, doc: TranscriptDoc, content_hash: str) -> Document:
     """Return the `Document` of a rendered transcript (path: its ``doc_key``).
 
-    ``content_hash`` is `domain.messages.transcript_hash` of the transcript.
+    ``content_hash`` is `domain.messages.transcripts.transcript_hash` of the transcript.
     """
     return Document(
         id=file.document_id,

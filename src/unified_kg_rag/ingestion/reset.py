@@ -15,7 +15,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
-from unified_kg_rag.domain.index_meta import INDEX_NAMESPACE
+from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE
 from unified_kg_rag.domain.models import Collection
 from unified_kg_rag.ingestion.graph.write import MANIFEST_KEY
 from unified_kg_rag.ports import IndexStores

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from unified_kg_rag.domain.index_meta import (
+from unified_kg_rag.domain.index.meta import (
     INDEX_NAMESPACE,
     METHODOLOGIES_KEY,
     parse_methodologies,

@@ -9,7 +9,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
-from unified_kg_rag.domain.messages import MessageSourceOptions, ParsedArchive
+from unified_kg_rag.domain.messages.transcripts import MessageSourceOptions, ParsedArchive
 from unified_kg_rag.domain.models import Completion, Message, ParsedDocument
 
 __all__ = [

@@ -13,17 +13,17 @@ from collections.abc import AsyncIterator, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from unified_kg_rag.domain.abstention import (
+from unified_kg_rag.domain.answers.abstention import (
     ABSTENTION_INSTRUCTIONS,
     MARKER_WINDOW,
     NO_ANSWER,
     detect_abstention,
 )
-from unified_kg_rag.domain.extractive import select_sentences, term_coverage
-from unified_kg_rag.domain.message_evidence import MESSAGE_CITATION_INSTRUCTIONS, labelled_text
+from unified_kg_rag.domain.answers.extractive import select_sentences, term_coverage
+from unified_kg_rag.domain.messages.evidence import MESSAGE_CITATION_INSTRUCTIONS, labelled_text
 from unified_kg_rag.domain.models import Message, Source
 from unified_kg_rag.domain.prompts import load_prompt
-from unified_kg_rag.domain.text import lexical_query_terms, lexical_terms, sentence_spans
+from unified_kg_rag.domain.text.analysis import lexical_query_terms, lexical_terms, sentence_spans
 from unified_kg_rag.ports import ChatModel, Embedder
 from unified_kg_rag.util.errors import ModelError
 
@@ -60,7 +60,7 @@ def render_source(source: Source) -> str:
     """Return a source as placed in the context: its header line, then its text.
 
     A passage of a message transcript shows each message with its ``[n.m]`` label
-    (`domain.message_evidence.labelled_text`).
+    (`domain.messages.evidence.labelled_text`).
     """
     return f"{source_header(source)}\n{labelled_text(source)}"
 
@@ -233,7 +233,8 @@ async def extractive_answer(
     """Quote the sentences of the best sources that are closest to the question.
 
     A sentence scores its cosine with the question plus ``lexical_weight`` times the
-    IDF-weighted share of the question's terms it contains (`domain.extractive.term_coverage`).
+    IDF-weighted share of the question's terms it contains
+    (`domain.answers.extractive.term_coverage`).
 
     Args:
         question: the question (its lexical terms score the sentences).

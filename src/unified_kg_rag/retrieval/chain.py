@@ -21,20 +21,20 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from unified_kg_rag.config.models import QueryConfig
-from unified_kg_rag.domain.abstention import detect_abstention
-from unified_kg_rag.domain.citations import cited_numbers
-from unified_kg_rag.domain.index_meta import (
+from unified_kg_rag.domain.answers.abstention import detect_abstention
+from unified_kg_rag.domain.answers.citations import cited_numbers
+from unified_kg_rag.domain.index.meta import (
     INDEX_NAMESPACE,
     METHODOLOGIES_KEY,
     parse_methodologies,
 )
-from unified_kg_rag.domain.message_evidence import evidence_from_answer
+from unified_kg_rag.domain.llm.usage import usage_scope
+from unified_kg_rag.domain.messages.evidence import evidence_from_answer
 from unified_kg_rag.domain.models import (
     Collection,
     RAGOutput,
     TokenUsage,
 )
-from unified_kg_rag.domain.usage import usage_scope
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, Reranker, TokenCounter
 from unified_kg_rag.retrieval.answer import (
     extractive_answer,

@@ -15,10 +15,10 @@ import logging
 from collections.abc import Sequence
 
 from unified_kg_rag.config.models import QueryConfig
-from unified_kg_rag.domain.budget import pack_sections, pack_typed
-from unified_kg_rag.domain.mmr import mmr_order
 from unified_kg_rag.domain.models import Source
-from unified_kg_rag.domain.text import lexical_terms
+from unified_kg_rag.domain.ranking.budget import pack_sections, pack_typed
+from unified_kg_rag.domain.ranking.mmr import mmr_order
+from unified_kg_rag.domain.text.analysis import lexical_terms
 from unified_kg_rag.ports import Reranker, TokenCounter
 from unified_kg_rag.retrieval.strategies.base import (
     SECTION_KINDS,

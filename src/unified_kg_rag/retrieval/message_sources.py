@@ -2,7 +2,7 @@
 
 A passage (text unit) of a transcript holds whole messages: its `Source.messages` are the
 messages whose text lies in it, read from the transcript's stored spans
-(`domain.messages.StoredTranscript`) by the passage's offsets. An entity or relationship
+(`domain.messages.transcripts.StoredTranscript`) by the passage's offsets. An entity or relationship
 rests on text units; its messages are those of its first few units that share the most
 content words with the item's name and description (up to three), so a graph item points at
 the lines that state it rather than at whole thread-days. Reports name no messages (they
@@ -14,16 +14,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from unified_kg_rag.domain.message_evidence import message_body, message_labels
-from unified_kg_rag.domain.message_manifest import (
+from unified_kg_rag.domain.messages.evidence import message_body, message_labels
+from unified_kg_rag.domain.messages.manifest import (
     SPANS_NAMESPACE,
     StoredTranscript,
     message_ref,
     parse_spans_records,
 )
-from unified_kg_rag.domain.messages import messages_in_span
+from unified_kg_rag.domain.messages.transcripts import messages_in_span
 from unified_kg_rag.domain.models import Collection, IndexRecord, MessageRef, Source
-from unified_kg_rag.domain.text import lexical_query_terms, lexical_terms
+from unified_kg_rag.domain.text.analysis import lexical_query_terms, lexical_terms
 from unified_kg_rag.ports import IndexStores
 
 __all__ = ["attach_messages"]

@@ -12,7 +12,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from unified_kg_rag.domain.json_reply import parse_json_object
+from unified_kg_rag.domain.llm.json_reply import parse_json_object
 from unified_kg_rag.domain.models import Collection, Message, SearchMode
 from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.retrieval.strategies.base import QueryContext, is_fatal

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from unified_kg_rag.adapters.registry import CHUNK_TOKENIZERS, EMBEDDERS
 from unified_kg_rag.config.models import EmbeddingsConfig
-from unified_kg_rag.domain.tokens import EstimateTokenCounter
+from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.ports import Embedder, TokenCounter
 from unified_kg_rag.util.errors import ConfigurationError
 

@@ -32,8 +32,8 @@ from numpy.typing import NDArray
 
 from unified_kg_rag.adapters.embeddings.windows import WindowPlan, combine_windows, plan_windows
 from unified_kg_rag.config.models import EmbeddingsConfig
+from unified_kg_rag.domain.llm.usage import record_usage
 from unified_kg_rag.domain.models import TokenUsage
-from unified_kg_rag.domain.usage import record_usage
 from unified_kg_rag.util.errors import (
     ConfigurationError,
     EmbeddingModelError,

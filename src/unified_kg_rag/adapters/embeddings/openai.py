@@ -34,8 +34,8 @@ from unified_kg_rag.adapters.llm.openai_client import (
     translate_openai_error,
 )
 from unified_kg_rag.config.models import OpenAIEmbeddingsConfig
+from unified_kg_rag.domain.llm.usage import record_usage
 from unified_kg_rag.domain.models import TokenUsage
-from unified_kg_rag.domain.usage import record_usage
 from unified_kg_rag.util.errors import EmbeddingModelError
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 spaCy and its pipeline are not dependencies of this project and nothing is downloaded: the
 pipeline named by ``graph.lazy.spacy_model`` (a package such as ``en_core_web_sm``, or a path)
 must already be installed. Noun chunks are ranked by frequency in the text, then first
-occurrence, and normalised with `domain.concepts.concept_key`.
+occurrence, and normalised with `domain.concepts.graph.concept_key`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from unified_kg_rag.domain.concepts import concept_key
+from unified_kg_rag.domain.concepts.graph import concept_key
 from unified_kg_rag.util.errors import ConfigurationError
 
 __all__ = ["SpacyNounPhrases"]

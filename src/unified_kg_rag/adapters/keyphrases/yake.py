@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from unified_kg_rag.domain.concepts import keyphrases
+from unified_kg_rag.domain.concepts.graph import keyphrases
 
 __all__ = ["YakeKeyphrases"]
 
 
 class YakeKeyphrases:
-    """`ports.KeyphraseExtractor` over `domain.concepts.keyphrases` (YAKE, CJK fallback)."""
+    """`ports.KeyphraseExtractor` over `domain.concepts.graph.keyphrases` (YAKE, CJK fallback)."""
 
     @property
     def name(self) -> str:

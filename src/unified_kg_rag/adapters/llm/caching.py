@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pydantic import ValidationError
 
 from unified_kg_rag.adapters.llm.layer import ChatModelLayer
-from unified_kg_rag.domain.cache_control import cache_refresh_requested, reply_acceptable
+from unified_kg_rag.domain.llm.cache_control import cache_refresh_requested, reply_acceptable
 from unified_kg_rag.domain.models import Completion, Message
 from unified_kg_rag.ports import ChatModel, RecordStore
 from unified_kg_rag.util.hashing import sha256_json

@@ -10,16 +10,16 @@ import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 
 from unified_kg_rag.adapters.llm.layer import ChatModelLayer
+from unified_kg_rag.domain.llm.usage import record_usage
 from unified_kg_rag.domain.models import Completion, Message, TokenUsage
-from unified_kg_rag.domain.tokens import EstimateTokenCounter
-from unified_kg_rag.domain.usage import record_usage
+from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.ports import ChatModel, TokenCounter
 
 __all__ = ["MeteredChatModel"]
 
 
 class MeteredChatModel(ChatModelLayer):
-    """Records `TokenUsage` of every call in the open usage scopes (`domain.usage`).
+    """Records `TokenUsage` of every call in the open usage scopes (`domain.llm.usage`).
 
     A cache hit counts as ``cache_hits=1`` (no call, no tokens); any other call, failed ones
     included, counts ``calls=1`` with its latency. Token counts are the provider's, estimated

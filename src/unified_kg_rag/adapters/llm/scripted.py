@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 
 from unified_kg_rag.config.models import ScriptedLLMConfig
 from unified_kg_rag.domain.models import Completion, Message
-from unified_kg_rag.domain.tokens import EstimateTokenCounter
+from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.util.hashing import sha256_json
 
 __all__ = ["ScriptedChatModel"]

@@ -52,7 +52,7 @@ from unified_kg_rag.adapters.messages.readonly_sqlite import (
     table_names,
 )
 from unified_kg_rag.adapters.messages.typedstream_body import decode_attributed_body
-from unified_kg_rag.domain.messages import (
+from unified_kg_rag.domain.messages.transcripts import (
     TAPBACK_KINDS,
     UNTHREADED_ID,
     UNTHREADED_NAME,

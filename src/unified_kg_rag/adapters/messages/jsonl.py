@@ -61,7 +61,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from unified_kg_rag.adapters.messages.names import HandleNames, cap_problems
-from unified_kg_rag.domain.messages import (
+from unified_kg_rag.domain.messages.transcripts import (
     TAPBACK_KINDS,
     MessageSourceOptions,
     ParsedArchive,

@@ -1,7 +1,7 @@
 """`DocRegistry` on PostgreSQL: one row per document of the index, diffed by content hash.
 
 The record is stored whole as JSON beside the columns queries filter and order on (source
-scope, path, status). `diff` partitions with `domain.delta.diff_documents`, so every backend
+scope, path, status). `diff` partitions with `domain.index.delta.diff_documents`, so every backend
 partitions alike.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from unified_kg_rag.adapters.postgres.database import Conn, PgDatabase
-from unified_kg_rag.domain.delta import diff_documents
-from unified_kg_rag.domain.lease import next_lease, renewed_lease
+from unified_kg_rag.domain.index.delta import diff_documents
+from unified_kg_rag.domain.index.write_lease import next_lease, renewed_lease
 from unified_kg_rag.domain.models import DocRecord, DocumentDelta, Lease
 from unified_kg_rag.util.errors import StoreError
 
@@ -54,7 +54,7 @@ class PgDocRegistry:
         return await self._db.read_index(self._index, job, [])
 
     async def diff(self, source_scope: str, current: Mapping[str, str]) -> DocumentDelta:
-        """Diff a scope's documents against the registry (`domain.delta.diff_documents`).
+        """Diff a scope's documents against the registry (`domain.index.delta.diff_documents`).
 
         Args:
             source_scope: the scope whose stored records are compared.
@@ -105,7 +105,7 @@ class PgDocRegistry:
     # ----------------------------------------------------------------- single-writer lease
 
     async def acquire_lease(self, holder: str, ttl_s: float) -> Lease:
-        """Take or renew the index's lease (`domain.lease.next_lease`).
+        """Take or renew the index's lease (`domain.index.write_lease.next_lease`).
 
         One transaction: the lease row is locked ``FOR UPDATE`` (so two runs asking at once
         are decided one after the other) and timed by the server's clock (so machines with
@@ -121,7 +121,7 @@ class PgDocRegistry:
             serialize=False)
 
     async def renew_lease(self, holder: str, ttl_s: float) -> Lease:
-        """Extend ``holder``'s lease (`domain.lease.renewed_lease`), row locked, server time.
+        """Extend ``holder``'s lease (`write_lease.renewed_lease`), row locked, server time.
 
         Raises:
             LeaseLostError: ``holder`` no longer holds it.

@@ -1,6 +1,6 @@
 """Lexical search on PostgreSQL: lexemes, BM25 statistics, and ranking.
 
-Lexemes: the terms of `domain.text.lexical_terms` written as ``tsvector``/``tsquery``
+Lexemes: the terms of `domain.text.analysis.lexical_terms` written as ``tsvector``/``tsquery``
 literals (PostgreSQL's parser never re-tokenizes them), so both stores match the same terms.
 Statistics: per-collection document frequencies and lengths, changed in the same transaction
 as the records. Ranking: Okapi BM25 with exact pruning of uninformative query terms, or

@@ -1,6 +1,6 @@
 """`SearchIndex` on PostgreSQL: BM25 over a GIN-indexed tsvector, HNSW kNN, weighted RRF.
 
-Lexical: each record stores the terms of `domain.text.lexical_terms` (the analysis every
+Lexical: each record stores the terms of `domain.text.analysis.lexical_terms` (the analysis every
 backend shares; CJK runs are character bigrams) as a ``tsvector`` with positions, written as
 a literal (`lexical.tsvector_literal`) rather than by PostgreSQL's parser, so the SQLite and
 PostgreSQL stores match the same terms.
@@ -56,7 +56,7 @@ from unified_kg_rag.domain.models import (
     SearchHit,
     SearchMode,
 )
-from unified_kg_rag.domain.text import lexical_query_terms, lexical_terms
+from unified_kg_rag.domain.text.analysis import lexical_query_terms, lexical_terms
 from unified_kg_rag.ports import Filters
 from unified_kg_rag.util.errors import ConfigurationError, EmbeddingMismatchError
 

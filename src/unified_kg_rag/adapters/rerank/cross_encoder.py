@@ -30,8 +30,8 @@ from typing import Any
 
 from unified_kg_rag.adapters.embeddings.local import _quiet_transformers
 from unified_kg_rag.config.search import RerankConfig
+from unified_kg_rag.domain.llm.usage import record_usage
 from unified_kg_rag.domain.models import TokenUsage
-from unified_kg_rag.domain.usage import record_usage
 from unified_kg_rag.util.errors import ConfigurationError, ModelError
 
 __all__ = ["CrossEncoderReranker"]

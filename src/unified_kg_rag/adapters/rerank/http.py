@@ -38,8 +38,8 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from unified_kg_rag.adapters.llm.backoff import backoff_wait
 from unified_kg_rag.config.search import RerankConfig
+from unified_kg_rag.domain.llm.usage import record_usage
 from unified_kg_rag.domain.models import TokenUsage
-from unified_kg_rag.domain.usage import record_usage
 from unified_kg_rag.util.errors import ConfigurationError, ModelError, ModelOutputError
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """`DocRegistry` on SQLite: one record per (index, document), diffed by content hash.
 
 The record is stored whole as JSON beside the columns queries filter and order on (source
-scope, path, status). `diff` partitions with `domain.delta.diff_documents`, so every backend
+scope, path, status). `diff` partitions with `domain.index.delta.diff_documents`, so every backend
 partitions alike.
 """
 
@@ -13,8 +13,8 @@ import time
 from collections.abc import Mapping, Sequence
 
 from unified_kg_rag.adapters.sqlite.database import SqliteDatabase
-from unified_kg_rag.domain.delta import diff_documents
-from unified_kg_rag.domain.lease import next_lease, renewed_lease
+from unified_kg_rag.domain.index.delta import diff_documents
+from unified_kg_rag.domain.index.write_lease import next_lease, renewed_lease
 from unified_kg_rag.domain.models import DocRecord, DocumentDelta, Lease
 
 __all__ = ["SqliteDocRegistry"]
@@ -60,7 +60,7 @@ class SqliteDocRegistry:
         return [DocRecord.model_validate_json(row[0]) for row in rows]
 
     async def diff(self, source_scope: str, current: Mapping[str, str]) -> DocumentDelta:
-        """Diff a scope's documents against the registry (`domain.delta.diff_documents`).
+        """Diff a scope's documents against the registry (`domain.index.delta.diff_documents`).
 
         Args:
             source_scope: the scope whose stored records are compared.
@@ -111,7 +111,7 @@ class SqliteDocRegistry:
     # ----------------------------------------------------------------- single-writer lease
 
     async def acquire_lease(self, holder: str, ttl_s: float) -> Lease:
-        """Take or renew the index's lease (`domain.lease.next_lease`) in one write transaction.
+        """Take or renew the index's lease (`write_lease.next_lease`) in one write transaction.
 
         The clock is this machine's (SQLite is local). A SQLite write transaction is short,
         so the call waits at most for one batch commit of another process.
@@ -123,7 +123,7 @@ class SqliteDocRegistry:
         return await self._db.write(lambda conn: self._take(conn, holder, ttl_s, renew=False))
 
     async def renew_lease(self, holder: str, ttl_s: float) -> Lease:
-        """Extend ``holder``'s lease (`domain.lease.renewed_lease`) in one write transaction.
+        """Extend ``holder``'s lease (`write_lease.renewed_lease`) in one write transaction.
 
         Raises:
             LeaseLostError: ``holder`` no longer holds it.

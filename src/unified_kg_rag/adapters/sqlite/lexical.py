@@ -7,7 +7,7 @@ of its text units. Statistics here belong to one *namespace*, an (index, collect
 without a table per namespace (indexes are user-named, so that would add tables at run time):
 
 * ``search_namespaces`` numbers the pairs and keeps each one's record count and total terms;
-* each record's terms (`domain.text.lexical_terms`) are indexed in ``search_fts`` as
+* each record's terms (`domain.text.analysis.lexical_terms`) are indexed in ``search_fts`` as
   ``"<namespace>:<term>"`` (terms never contain ``:``), so the posting list of a prefixed term
   holds that namespace's records only and its length is the term's document frequency there;
 * ``search_lengths`` keeps each record's number of terms (its BM25 document length);
@@ -34,7 +34,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from unified_kg_rag.domain.text import lexical_terms
+from unified_kg_rag.domain.text.analysis import lexical_terms
 
 __all__ = [
     "K1",

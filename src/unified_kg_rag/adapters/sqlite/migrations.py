@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from unified_kg_rag.adapters.sqlite.lexical import rebuild_lexical_index
-from unified_kg_rag.domain.text import lexical_text
+from unified_kg_rag.domain.text.analysis import lexical_text
 from unified_kg_rag.util.errors import StoreSchemaError
 
 __all__ = ["MIGRATIONS", "Migration", "apply_migrations"]
@@ -42,7 +42,7 @@ class Migration:
     then: Callable[[sqlite3.Connection], None] | None = None
 
 
-# FTS5 indexes the terms of `domain.text.lexical_terms` exactly as given: letters, marks,
+# FTS5 indexes the terms of `domain.text.analysis.lexical_terms` exactly as given: letters, marks,
 # numbers, apostrophes and dots are token characters, and nothing is folded again, so every
 # backend ranks the same terms.
 _EXACT_TERMS = (

@@ -1,7 +1,7 @@
 """`SearchIndex` on SQLite: FTS5 BM25, exact cosine kNN, and both fused by weighted RRF.
 
 Records live in ``search_records`` (one row per index, collection and id; the vector as a
-float32 BLOB). Their lexical terms (`domain.text.lexical_terms`, which turns CJK runs into
+float32 BLOB). Their lexical terms (`domain.text.analysis.lexical_terms`, which turns CJK runs into
 bigrams) live in the FTS5 table ``search_fts`` under the record's ``pk``, prefixed with the
 number of their (index, collection) namespace, and BM25 is scored with that namespace's
 statistics only (`lexical`): records of another collection or index never change a ranking.
@@ -35,7 +35,7 @@ from unified_kg_rag.adapters.sqlite.lexical import (
     unindex_records,
 )
 from unified_kg_rag.domain.models import Collection, IndexRecord, SearchHit, SearchMode
-from unified_kg_rag.domain.text import lexical_query_terms
+from unified_kg_rag.domain.text.analysis import lexical_query_terms
 from unified_kg_rag.ports import Filters
 from unified_kg_rag.util.errors import EmbeddingMismatchError
 

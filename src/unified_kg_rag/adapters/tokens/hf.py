@@ -17,7 +17,7 @@ from typing import Any
 
 import regex
 
-from unified_kg_rag.domain.tokens import grapheme_floor
+from unified_kg_rag.domain.text.tokens import grapheme_floor
 from unified_kg_rag.util.errors import ConfigurationError
 
 __all__ = ["HFTokenCounter"]

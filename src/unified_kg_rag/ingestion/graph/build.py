@@ -20,12 +20,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
-from unified_kg_rag.domain.communities import detect_communities
-from unified_kg_rag.domain.index_meta import INDEX_NAMESPACE
+from unified_kg_rag.domain.graph.communities import detect_communities
+from unified_kg_rag.domain.graph.resolution import resolve_graph
+from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE
+from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.models import CommunityReport, DocStatus, Entity, Relationship
 from unified_kg_rag.domain.prompts import load_prompt
-from unified_kg_rag.domain.resolution import resolve_graph
-from unified_kg_rag.domain.usage import usage_scope
 from unified_kg_rag.ingestion.units import load_units, processed_unit_paths
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, ProgressReporter, TokenCounter
 from unified_kg_rag.util.errors import ConfigurationError

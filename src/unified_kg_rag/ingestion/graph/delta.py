@@ -31,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from unified_kg_rag.config.graph import CommunitiesConfig
-from unified_kg_rag.domain.communities import detect_communities
-from unified_kg_rag.domain.index_meta import INDEX_NAMESPACE
+from unified_kg_rag.domain.graph.communities import detect_communities
+from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE
 from unified_kg_rag.domain.models import Community, Entity, Relationship
 from unified_kg_rag.ports import IndexStores
 from unified_kg_rag.util.hashing import sha256_json

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from unified_kg_rag.config.models import UkrConfig
-from unified_kg_rag.domain.extraction import ExtractionRecord
-from unified_kg_rag.domain.extraction_format import (
+from unified_kg_rag.domain.extraction.format import (
     render_extraction_messages,
     render_gleaning_messages,
 )
+from unified_kg_rag.domain.extraction.records import ExtractionRecord
 from unified_kg_rag.ingestion.units import UnitText
 from unified_kg_rag.ports import TokenCounter
 

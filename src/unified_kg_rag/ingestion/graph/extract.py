@@ -20,16 +20,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from unified_kg_rag.config.graph import ExtractionConfig
-from unified_kg_rag.domain.cache_control import accept_replies, refresh_cache
-from unified_kg_rag.domain.extraction import ExtractionRecord, extraction_fingerprint
-from unified_kg_rag.domain.extraction_format import (
+from unified_kg_rag.domain.extraction.format import (
     glean_merge,
     parse_extraction_reply,
     parse_gleaning_reply,
     render_extraction_messages,
     render_gleaning_messages,
 )
-from unified_kg_rag.domain.usage import spend_note
+from unified_kg_rag.domain.extraction.records import ExtractionRecord, extraction_fingerprint
+from unified_kg_rag.domain.llm.cache_control import accept_replies, refresh_cache
+from unified_kg_rag.domain.llm.usage import spend_note
 from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ingestion.units import UnitText
 from unified_kg_rag.ports import ChatModel, ProgressReporter, RecordStore

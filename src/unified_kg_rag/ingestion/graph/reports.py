@@ -2,7 +2,7 @@
 
 The deepest level is reported first, so a parent whose own context was cut can add its
 children's summaries. One call per community; the reply is a structured JSON report
-(`domain.reports.parse_report_reply`). A report that fails (unreadable reply, rejected
+(`domain.graph.reports.parse_report_reply`). A report that fails (unreadable reply, rejected
 request) is left out and counted: the build is then not recorded as current, and the next run
 asks again (the reports that succeeded come back from the LLM response cache).
 """
@@ -14,15 +14,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from unified_kg_rag.config.graph import ReportsConfig
-from unified_kg_rag.domain.cache_control import accept_replies
-from unified_kg_rag.domain.models import Community, CommunityReport, Entity, Relationship
-from unified_kg_rag.domain.reports import (
+from unified_kg_rag.domain.graph.reports import (
     build_report_context,
     community_report,
     parse_report_reply,
     render_report_messages,
 )
-from unified_kg_rag.domain.usage import spend_note
+from unified_kg_rag.domain.llm.cache_control import accept_replies
+from unified_kg_rag.domain.llm.usage import spend_note
+from unified_kg_rag.domain.models import Community, CommunityReport, Entity, Relationship
 from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ports import ChatModel, ProgressReporter, TokenCounter
 from unified_kg_rag.util.aio import map_bounded
@@ -151,7 +151,7 @@ class ReportWriter:
             for rel in by_member.get(m, ())
             if rel.source_id in members and rel.target_id in members
         }
-        # children_ids are ordered biggest child first (domain.communities)
+        # children_ids are ordered biggest child first (domain.graph.communities)
         children = [done[c] for c in community.children_ids if c in done]
         context = build_report_context(
             community,

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from unified_kg_rag.config.graph import ResolutionConfig
-from unified_kg_rag.domain.resolution import render_summary_messages, summary_batches
-from unified_kg_rag.domain.usage import spend_note
+from unified_kg_rag.domain.graph.resolution import render_summary_messages, summary_batches
+from unified_kg_rag.domain.llm.usage import spend_note
 from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ports import ChatModel, ProgressReporter, TokenCounter
 from unified_kg_rag.util.aio import map_bounded

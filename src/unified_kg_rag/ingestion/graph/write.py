@@ -19,8 +19,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from unified_kg_rag.domain.graph_text import entity_text, relationship_text
-from unified_kg_rag.domain.index_meta import INDEX_NAMESPACE
+from unified_kg_rag.domain.graph.item_text import entity_text, relationship_text
+from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE
 from unified_kg_rag.domain.models import (
     Collection,
     Community,

@@ -26,8 +26,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from unified_kg_rag.config.models import QueryConfig
-from unified_kg_rag.domain.fusion import weighted_rrf
 from unified_kg_rag.domain.models import MetadataValue
+from unified_kg_rag.domain.ranking.fusion import weighted_rrf
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores
 from unified_kg_rag.util.errors import (
     ConfigurationError,

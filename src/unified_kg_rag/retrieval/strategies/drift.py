@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
-from unified_kg_rag.domain.budget import pack_typed
-from unified_kg_rag.domain.json_reply import parse_json_object
+from unified_kg_rag.domain.llm.json_reply import parse_json_object
 from unified_kg_rag.domain.models import Collection, CommunityReport, Message, SearchMode
 from unified_kg_rag.domain.prompts import load_prompt
-from unified_kg_rag.domain.tokens import EstimateTokenCounter
+from unified_kg_rag.domain.ranking.budget import pack_typed
+from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.retrieval.strategies.base import (
     Bucket,
     Candidate,

@@ -1,6 +1,6 @@
 """Strategy ``global``: GraphRAG global search (map the community reports to key points).
 
-Seed 000 §6.1.1. The reports of one cut of the community hierarchy (`domain.global_map`:
+Seed 000 §6.1.1. The reports of one cut of the community hierarchy (`domain.answers.global_map`:
 the deepest cut within ``global_search.max_reports``, or a configured level; the most
 similar reports of the cut when not even the top cut fits), or those found by dynamic
 selection (rate the top reports 1-10, follow the children of the relevant ones), are packed
@@ -21,7 +21,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from unified_kg_rag.domain.global_map import (
+from unified_kg_rag.domain.answers.global_map import (
     CutChoice,
     DynamicWalk,
     KeyPoint,
@@ -37,7 +37,7 @@ from unified_kg_rag.domain.global_map import (
 )
 from unified_kg_rag.domain.models import Collection, Community, Message, SearchMode
 from unified_kg_rag.domain.prompts import load_prompt
-from unified_kg_rag.domain.tokens import EstimateTokenCounter
+from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.retrieval.strategies.base import (
     Bucket,
     Candidate,

@@ -34,8 +34,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from unified_kg_rag.domain.fusion import weighted_rrf
-from unified_kg_rag.domain.graph_text import entity_text, relationship_text
+from unified_kg_rag.domain.graph.item_text import entity_text, relationship_text
 from unified_kg_rag.domain.models import (
     Collection,
     Entity,
@@ -45,6 +44,7 @@ from unified_kg_rag.domain.models import (
     SearchHit,
     SearchMode,
 )
+from unified_kg_rag.domain.ranking.fusion import weighted_rrf
 from unified_kg_rag.retrieval.strategies.base import (
     Bucket,
     Candidate,

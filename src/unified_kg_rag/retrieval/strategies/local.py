@@ -33,7 +33,8 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from unified_kg_rag.domain.graph_text import entity_text, relationship_text
+from unified_kg_rag.domain.graph.item_text import entity_text, relationship_text
+from unified_kg_rag.domain.graph.name_matching import compact_name_key
 from unified_kg_rag.domain.models import (
     Collection,
     Community,
@@ -45,7 +46,6 @@ from unified_kg_rag.domain.models import (
     SearchMode,
     Subgraph,
 )
-from unified_kg_rag.domain.name_matching import compact_name_key
 from unified_kg_rag.retrieval.strategies.base import (
     Bucket,
     Candidate,

@@ -1,7 +1,7 @@
 """Strategy ``naive``: text units by BM25, vector kNN, or both fused by weighted RRF.
 
 The baseline every index serves (LightRAG's ``naive`` mode, with hybrid lexical + vector
-retrieval in place of vector-only). Source: seed 000 §6.2; fusion: `domain.fusion`.
+retrieval in place of vector-only). Source: seed 000 §6.2; fusion: `domain.ranking.fusion`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Two graphs can serve it (``query.ppr.graph``):
   facts' endpoints expanded ``max_hops`` deep (at most ``max_entities``), their
   relationships, and entity-passage links of entities citing at most
   ``entity_frequency_threshold`` units; the reset vector is HippoRAG 2's
-  (`domain.ppr.hipporag_reset`).
+  (`domain.ranking.ppr.hipporag_reset`).
 
 A question that seeds nothing ranks the passage hits in their own order (no NaN: a zero-mass
 reset gives zero scores). Optional RRF fusion with the passage hits
@@ -30,9 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from unified_kg_rag.domain.concepts import ConceptGraph
-from unified_kg_rag.domain.fusion import weighted_rrf
-from unified_kg_rag.domain.index_meta import (
+from unified_kg_rag.domain.concepts.graph import ConceptGraph
+from unified_kg_rag.domain.index.meta import (
     CONCEPT_COMMUNITIES_KEY,
     CONCEPT_GRAPH_KEY,
     INDEX_NAMESPACE,
@@ -47,7 +46,8 @@ from unified_kg_rag.domain.models import (
     SearchHit,
     SearchMode,
 )
-from unified_kg_rag.domain.ppr import (
+from unified_kg_rag.domain.ranking.fusion import weighted_rrf
+from unified_kg_rag.domain.ranking.ppr import (
     build_passage_graph,
     hipporag_reset,
     personalized_pagerank,

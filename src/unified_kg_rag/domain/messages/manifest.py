@@ -21,14 +21,14 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from unified_kg_rag.domain.chunking import ChunkSpan, chunk_text
-from unified_kg_rag.domain.messages import (
+from unified_kg_rag.domain.messages.transcripts import (
     MessageSpan,
     TranscriptDoc,
     message_line_spans,
     transcript_hash,
 )
 from unified_kg_rag.domain.models import MessageRef
+from unified_kg_rag.domain.text.chunking import ChunkSpan, chunk_text
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def chunk_transcript(
     """Cut a transcript into text units of whole messages, at most ``size_tokens`` each.
 
     Message blocks (`message_line_spans`) are packed greedily; a block longer than the window
-    is cut alone by `domain.chunking.chunk_text` (no overlap). Units never cut a message
+    is cut alone by `domain.text.chunking.chunk_text` (no overlap). Units never cut a message
     otherwise, so each names exactly the messages it holds.
 
     Args:

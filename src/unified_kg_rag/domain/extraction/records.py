@@ -1,7 +1,7 @@
 """Extraction records: what one text unit states, in its own words (DESIGN.md §7).
 
 Extraction and gleaning write one `ExtractionRecord` per text unit; resolution
-(`domain.resolution`) merges the records of every stored text unit into the graph, so the
+(`domain.graph.resolution`) merges the records of every stored text unit into the graph, so the
 graph never depends on which units were extracted together, and removing a text unit removes
 exactly what only it stated. Source: seed 000 §4.1.
 """

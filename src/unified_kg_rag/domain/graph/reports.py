@@ -1,12 +1,12 @@
 """Community reports: the prompt, the reply parser and the stored report (seed 000 §4.3).
 
-The prompt shows a community's packed context (`domain.report_context`, whose names are
+The prompt shows a community's packed context (`domain.graph.report_context`, whose names are
 re-exported here). The model replies with one JSON object (title, summary, rating, rating
 explanation, findings), from which ``full_content``, the text that is embedded and searched,
 is rendered with no second call.
 
 Not here: calling the model and ordering communities bottom-up
-(``ingestion.graph.reports``), clustering (`domain.communities`).
+(``ingestion.graph.reports``), clustering (`domain.graph.communities`).
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from collections.abc import Sequence
 import regex
 from pydantic import BaseModel, ConfigDict
 
-from unified_kg_rag.domain.models import Community, CommunityReport, Message
-from unified_kg_rag.domain.report_context import (
+from unified_kg_rag.domain.graph.report_context import (
     ReportContext,
     build_report_context,
     entity_degrees,
 )
+from unified_kg_rag.domain.models import Community, CommunityReport, Message
 from unified_kg_rag.util.errors import ModelOutputError
 
 __all__ = [

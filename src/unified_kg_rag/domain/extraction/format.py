@@ -4,7 +4,7 @@ What belongs here: rendering the extraction / gleaning templates into chat messa
 items in the shared XML record format, reading a model's reply back into `ExtractedEntity` /
 `ExtractedRelationship` items (one per identity key), and merging a gleaning reply into a
 unit's items. No I/O. The low-level lenient XML reading (tags, fields, character references,
-name and score cleaning) lives in `unified_kg_rag.domain.extraction_xml`. Source: seed 000
+name and score cleaning) lives in `unified_kg_rag.domain.extraction.xml_records`. Source: seed 000
 §4.1 (XML records, gleaning as a refinement prompt).
 """
 
@@ -17,12 +17,12 @@ from typing import TypeVar
 import regex
 from pydantic import BaseModel, ConfigDict
 
-from unified_kg_rag.domain.extraction import (
+from unified_kg_rag.domain.extraction.records import (
     ExtractedEntity,
     ExtractedRelationship,
     ExtractionRecord,
 )
-from unified_kg_rag.domain.extraction_xml import (
+from unified_kg_rag.domain.extraction.xml_records import (
     ENTITY_FIELDS,
     FENCE,
     ITEMS,

@@ -1,6 +1,6 @@
 """Description summaries: which merged descriptions need one, batching and the prompt.
 
-Resolution (`domain.resolution`) concatenates the description fragments of a merged entity or
+Resolution (`domain.graph.resolution`) concatenates the description fragments of a merged entity or
 relationship. Those over a token budget are summarized by an LLM outside the domain; when the
 fragments do not fit one call, they are summarized batch by batch and the partial summaries
 summarized again (map-reduce). A failed call keeps the concatenation.

@@ -28,7 +28,7 @@ Rules, each a deliberate choice:
   the same communities and ids in any process, whatever the input order.
 
 Not here: running it off the event loop (the ingestion stage calls it in a thread), and
-reports (`domain.reports`).
+reports (`domain.graph.reports`).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ linking names whose discriminator tokens differ ("World War I" / "World War II",
 "Apollo 13") or whose final Han/Hangul/Kana characters differ ("가나다연구원" / "가나다연구소").
 `group_keys` applies both with a deterministic, type-aware union-find.
 
-Not here: grouping statements and merging them (`domain.resolution`). Source: seed 000 §4.2
+Not here: grouping statements and merging them (`domain.graph.resolution`). Source: seed 000 §4.2
 ("Entity merging", "Fuzzy matching is opt-in").
 """
 

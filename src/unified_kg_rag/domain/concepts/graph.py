@@ -1,6 +1,6 @@
 """The LLM-free concept graph of methodology ``lazy``: concepts, unit links, co-occurrence.
 
-Concepts are keyphrases of the text units (YAKE; see ``domain.concept_text``) plus the units'
+Concepts are keyphrases of the text units (YAKE; see ``domain.concepts.text``) plus the units'
 titles. Every unit is linked to every concept it *contains*, not only to those extracted from
 it; this doubles the links and is what makes the graph useful for retrieval (issue 5, "What a
 quick prototype already showed"). Concepts found in too few or too many units are dropped;
@@ -9,7 +9,7 @@ in one call and serialised without pickle. The idea follows LazyGraphRAG (Micros
 blog, *LazyGraphRAG: Setting a new standard for quality and cost*, 2024: noun-phrase concepts
 and their co-occurrence in place of LLM-extracted entities).
 
-Not here: keyphrase extraction itself (``domain.concept_text``), PPR (``domain.ppr``),
+Not here: keyphrase extraction itself (``domain.concepts.text``), PPR (``domain.ranking.ppr``),
 communities, storage, or running off the event loop (callers use ``asyncio.to_thread``).
 """
 
@@ -26,14 +26,14 @@ import numpy as np
 import regex
 from numpy.typing import NDArray
 
-from unified_kg_rag.domain.concept_text import (
+from unified_kg_rag.domain.concepts.cooccurrence import cooccurrence_edges
+from unified_kg_rag.domain.concepts.text import (
     concept_key,
     detect_language,
     is_cjk_key,
     keyphrases,
     text_clauses,
 )
-from unified_kg_rag.domain.cooccurrence import cooccurrence_edges
 from unified_kg_rag.util.errors import ConfigurationError, StoreSchemaError
 from unified_kg_rag.util.hashing import sha256_text
 

@@ -1,6 +1,6 @@
 """Co-occurrence edges between nodes that share text units, capped per node.
 
-Used by the concept graph (``domain.concepts``): concepts linked to the same units are
+Used by the concept graph (``domain.concepts.graph``): concepts linked to the same units are
 joined by an edge weighted by the number of units they share. Pure numpy; deterministic.
 
 Not here: choosing the nodes or their links, PPR, communities.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import json
 
-from unified_kg_rag.domain.concepts import ConceptGraph
+from unified_kg_rag.domain.concepts.graph import ConceptGraph
 
 __all__ = [
     "CONCEPT_COMMUNITIES_KEY",

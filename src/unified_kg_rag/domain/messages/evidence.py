@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 
 from unified_kg_rag.domain.models import MessageRef, Source
-from unified_kg_rag.domain.text import lexical_query_terms, lexical_terms, sentence_spans
+from unified_kg_rag.domain.text.analysis import lexical_query_terms, lexical_terms, sentence_spans
 
 __all__ = [
     "MESSAGE_CITATION_INSTRUCTIONS",

@@ -5,7 +5,7 @@ format's tag and field names, the regular expressions that find sections, record
 character-reference decoding, the escaping `render_items` applies (exactly what this reader
 would otherwise read as markup), the cleaning of names, types and scores, and the building of
 one `ExtractedEntity` / `ExtractedRelationship` from a record's fields. Prompt rendering,
-reply-level parsing and gleaning merges live in `unified_kg_rag.domain.extraction_format`.
+reply-level parsing and gleaning merges live in `unified_kg_rag.domain.extraction.format`.
 No I/O.
 
 Replies are read with regular expressions, not an XML parser: models do not escape ``&`` or
@@ -28,7 +28,7 @@ from html.entities import html5
 
 import regex
 
-from unified_kg_rag.domain.extraction import ExtractedEntity, ExtractedRelationship
+from unified_kg_rag.domain.extraction.records import ExtractedEntity, ExtractedRelationship
 from unified_kg_rag.util.errors import ModelOutputError
 
 __all__ = [

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from unified_kg_rag.domain.identity import text_unit_id
 from unified_kg_rag.domain.models import Document, MetadataValue, TextUnit
-from unified_kg_rag.domain.text import paragraph_breaks, sentence_spans
+from unified_kg_rag.domain.text.analysis import paragraph_breaks, sentence_spans
 
 __all__ = [
     "BOUNDARY_SEARCH_FRACTION",

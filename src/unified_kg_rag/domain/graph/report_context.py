@@ -6,7 +6,7 @@ degree, each with its endpoints, within a token budget; sub-community reports ar
 a second budget when the community's own data was cut. Rendered as CSV-like tables, which
 models read well and which cost few tokens.
 
-Not here: the prompt, the reply parser and the stored report (`domain.reports`).
+Not here: the prompt, the reply parser and the stored report (`domain.graph.reports`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from unified_kg_rag.domain.models import Community, CommunityReport, Entity, Relationship
-from unified_kg_rag.domain.tokens import grapheme_floor
+from unified_kg_rag.domain.text.tokens import grapheme_floor
 
 __all__ = [
     "ENTITY_HEADER",

@@ -4,7 +4,7 @@ Resolution is a pure function of the set of ``(text_unit_id, ExtractionRecord)``
 same pairs in any order give the same graph, so a full build, a resumed build and a rebuild
 after removing a document agree. It groups names by `entity_key`, then by `compact_name_key`
 (legal-form designators and spaces next to Han/Hangul/Kana removed), then optionally by a
-guarded fuzzy match (`domain.name_matching`); merges their statements; maps relationship
+guarded fuzzy match (`domain.graph.name_matching`); merges their statements; maps relationship
 endpoints through the same grouping; and computes rank (degree).
 
 Statements are read into flat rows of strings and numbers, sorted and aggregated group by
@@ -12,7 +12,7 @@ group, so a corpus of 20k statements builds few long-lived containers (the garba
 collector's full passes were half the run time with one object per entity).
 
 Descriptions are concatenated here; the LLM summary of long ones happens outside the domain
-(`domain.summaries`), from `ResolvedGraph.description_fragments`.
+(`domain.graph.summaries`), from `ResolvedGraph.description_fragments`.
 
 Not here: the LLM calls, storage, communities. Source: seed 000 §3 ("Display names and
 identity keys") and §4.2 ("Graph identity and merging").
@@ -27,11 +27,11 @@ from itertools import groupby
 from operator import itemgetter
 from typing import NamedTuple
 
-from unified_kg_rag.domain.extraction import ExtractionRecord
+from unified_kg_rag.domain.extraction.records import ExtractionRecord
+from unified_kg_rag.domain.graph.name_matching import compact_name_key, group_keys, majority
+from unified_kg_rag.domain.graph.summaries import render_summary_messages, summary_batches
 from unified_kg_rag.domain.identity import entity_key
 from unified_kg_rag.domain.models import Entity, Relationship
-from unified_kg_rag.domain.name_matching import compact_name_key, group_keys, majority
-from unified_kg_rag.domain.summaries import render_summary_messages, summary_batches
 from unified_kg_rag.util.hashing import sha256_text
 
 __all__ = [

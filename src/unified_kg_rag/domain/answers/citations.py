@@ -1,7 +1,7 @@
 """Citations in an answer: which numbered sources (``[n]``) it actually cites.
 
 Recognises ``[1]``, ``[1][3]``, ``[1, 3]`` and ``[1-3]`` (a range), and message labels
-``[2.3]`` / ``[2.3, 4.1]`` (message 3 of source 2, `domain.message_evidence`) as citing their
+``[2.3]`` / ``[2.3, 4.1]`` (message 3 of source 2, `domain.messages.evidence`) as citing their
 source; numbers that name no source are ignored, so a model's stray bracket cannot point at
 nothing.
 """

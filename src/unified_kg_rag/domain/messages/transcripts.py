@@ -5,12 +5,12 @@ records. They are merged by guid across files (`merge_messages`: overlapping exp
 duplicate a message), rendered into thread-day transcripts (`render_transcripts`), and the
 transcripts are the documents an index holds. Rendering is pure: identical thread-days render
 to an identical ``doc_key`` and text, which is what the manifest diff
-(`domain.message_manifest.diff_manifest`) rests on. Each transcript remembers where each of
+(`domain.messages.manifest.diff_manifest`) rests on. Each transcript remembers where each of
 its messages sits (`MessageSpan`), so every text unit cut from it can name the exact messages
 it contains (per-message provenance).
 
 The manifest diff, the stored spans and the chunker of transcripts are in
-`domain.message_manifest`.
+`domain.messages.manifest`.
 
 Source: seed 001 (message-graph module reference: ``SourceMessage``, ``merge_batches``,
 ``thread_transcripts``, ``WorkdirManifest.diff``/``respanned``) and seed 004 (ADR-017: the

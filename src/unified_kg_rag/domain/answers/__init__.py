@@ -1,0 +1,1 @@
+"""Answers: extractive answers, citations, abstention, and global search's map-reduce steps."""

@@ -1,0 +1,1 @@
+"""An index's own state: the document delta, the single-writer lease rule, stored facts."""

@@ -1,0 +1,1 @@
+"""Retrieval math: rank fusion, MMR, personalized PageRank and token-budget packing."""
