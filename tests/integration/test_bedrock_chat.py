@@ -142,6 +142,36 @@ def test_finish_reason_mapping(stop_reason: str | None, expected: str) -> None:
     assert finish_reason(stop_reason) == expected
 
 
+@pytest.mark.parametrize(("stop_reason", "expected"),
+                         [("guardrail_intervened", "content_filter"),
+                          ("content_filtered", "content_filter"), ("max_tokens", "length")])
+def test_a_cut_reply_is_not_complete_streamed_or_not_and_never_cached(
+    server: FakeBedrockServer, stop_reason: str, expected: str
+) -> None:
+    from tests.fakes import FakeRecordStore
+
+    from unified_kg_rag.adapters.llm.middleware import CACHE_NAMESPACE, wrap_chat_model
+    from unified_kg_rag.config.models import LLMConfig
+    from unified_kg_rag.domain.llm.finish import stream_finish
+
+    server.script(*[BedrockScripted(reply="partial answer", stop_reason=stop_reason)] * 3)
+    llm = LLMConfig.model_validate({"kind": "bedrock", "bedrock": config(server),
+                                    "retry_initial_s": 0.0, "retry_max_s": 0.0})
+    store = FakeRecordStore()
+    model = wrap_chat_model(BedrockChatModel(config(server)), llm, store)
+    first, second = complete(model), complete(model)
+    assert (first.finish_reason, first.complete) == (expected, False)
+    assert second.cached is False
+    assert asyncio.run(store.count(CACHE_NAMESPACE)) == 0
+
+    async def streamed() -> tuple[str, str | None]:
+        with stream_finish() as end:
+            text = "".join([c async for c in model.stream(QUESTION)])
+        return text, end.finish_reason
+
+    assert asyncio.run(streamed()) == ("partial answer", expected)
+
+
 def test_throttling_is_transient_and_sent_once(server: FakeBedrockServer) -> None:
     server.script(BedrockScripted(status=429, code="ThrottlingException", message="slow down"))
     error = failure(BedrockChatModel(config(server)))

@@ -192,6 +192,59 @@ def test_truncated_replies_are_not_cached(server: FakeOpenAIServer) -> None:
     assert asyncio.run(store.count(CACHE_NAMESPACE)) == 1  # the second reply was complete
 
 
+@pytest.mark.parametrize("reason", ["content_filter", "length", "abort"])
+def test_replies_not_complete_are_never_cached(server: FakeOpenAIServer, reason: str) -> None:
+    # Azure/OpenAI's filter cuts a reply that still carries text: it must be asked again
+    server.script(Scripted(reply="<entities>partial", finish_reason=reason))
+    store = FakeRecordStore()
+    model = wrapped(server, store)
+    first = complete(model)
+    assert (first.text, first.finish_reason, first.complete) == ("<entities>partial", reason,
+                                                                  False)
+    second = complete(model)
+    assert second.complete and second.cached is False
+    assert len(server.requests) == 2
+    assert asyncio.run(store.count(CACHE_NAMESPACE)) == 1  # only the complete reply
+
+
+def test_an_incomplete_reply_stored_by_an_older_version_is_asked_again(
+    server: FakeOpenAIServer,
+) -> None:
+    from unified_kg_rag.adapters.llm.caching import cache_key
+
+    store = FakeRecordStore()
+    model = wrapped(server, store)
+    key = cache_key(model.model_id, QUESTION, max_tokens=None, temperature=None, stop=None,
+                    json_schema=None)
+    stale = Completion(text="cut", finish_reason="content_filter")
+    asyncio.run(store.put(CACHE_NAMESPACE, key, stale.model_dump_json()))
+    result = complete(model)
+    assert result.text == "echo: What is the capital of France?" and not result.cached
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(("sent", "read"), [("eos", "stop"), ("eos_token", "stop"),
+                                            (None, "stop"), ("content_filter", "content_filter")])
+def test_finish_reason_spellings(server: FakeOpenAIServer, sent: str | None, read: str) -> None:
+    server.script(Scripted(finish_reason=sent))  # type: ignore[arg-type]
+    assert complete(OpenAIChatModel(llm_config(server).openai)).finish_reason == read
+
+
+@pytest.mark.parametrize("reason", ["stop", "length", "content_filter"])
+def test_a_stream_records_its_finish_reason(server: FakeOpenAIServer, reason: str) -> None:
+    from unified_kg_rag.domain.llm.finish import stream_finish
+
+    server.script(Scripted(reply="Paris is the capital", finish_reason=reason))
+    model = wrapped(server, FakeRecordStore())
+
+    async def collect() -> tuple[str, str | None]:
+        with stream_finish() as end:
+            text = "".join([chunk async for chunk in model.stream(QUESTION)])
+        return text, end.finish_reason
+
+    assert asyncio.run(collect()) == ("Paris is the capital", reason)
+
+
 def test_concurrency_is_bounded(server: FakeOpenAIServer) -> None:
     server.script(*[Scripted(delay_s=0.25) for _ in range(6)])
     model = wrapped(server, max_concurrency=2)

@@ -86,6 +86,7 @@ class BedrockScripted:
         delay_s: seconds to wait before answering.
         stream_error: for a stream, the exception code sent after the first delta (camel
             case, as Bedrock's event names: ``throttlingException``).
+        stop_reason: the ``stopReason`` to report (None: from stop sequences and maxTokens).
     """
 
     status: int = 200
@@ -94,6 +95,7 @@ class BedrockScripted:
     reply: str | None = None
     delay_s: float = 0.0
     stream_error: str | None = None
+    stop_reason: str | None = None
 
 
 @dataclass
@@ -217,6 +219,7 @@ def _make_handler(server: FakeBedrockServer) -> type[BaseHTTPRequestHandler]:
                     return
                 text = entry.reply if entry.reply is not None else _default_reply(body)
                 text, stop_reason = _shape(text, body)
+                stop_reason = entry.stop_reason or stop_reason
                 if request.operation == "converse":
                     self._json(200, {
                         "output": {"message": {"role": "assistant", "content": [{"text": text}]}},

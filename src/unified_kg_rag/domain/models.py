@@ -388,7 +388,8 @@ class Completion(_Model):
 
     Attributes:
         text: the reply with reasoning blocks removed.
-        finish_reason: ``stop``, ``length`` ... as the provider reported it.
+        finish_reason: ``stop`` (complete), ``length``, ``content_filter`` ... as the provider
+            reported it, mapped to OpenAI's names (`domain.llm.finish`).
         input_tokens: prompt tokens, when reported.
         output_tokens: completion tokens, when reported.
         cached: True when served from the response cache.
@@ -399,6 +400,15 @@ class Completion(_Model):
     input_tokens: int = 0
     output_tokens: int = 0
     cached: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """True when the model stopped on its own (``finish_reason == "stop"``).
+
+        Any other reason (``length``, ``content_filter`` ...) means the text may be cut: it is
+        never cached and never stored as a finished result.
+        """
+        return self.finish_reason == "stop"
 
 
 class Source(_Model):

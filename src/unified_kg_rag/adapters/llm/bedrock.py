@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
 from unified_kg_rag.config.models import BedrockChatConfig
+from unified_kg_rag.domain.llm.finish import record_stream_finish
 from unified_kg_rag.domain.models import Completion, Message
 from unified_kg_rag.util.errors import ConfigurationError, ModelError
 
@@ -132,6 +133,9 @@ class BedrockChatModel:
     ) -> AsyncIterator[str]:
         """Yield the reply's text deltas in order (``converse_stream``; empty deltas skipped).
 
+        The ``messageStop`` event's reason is recorded in the caller's
+        `domain.llm.finish.stream_finish` scope.
+
         Raises:
             ModelError: the request or the stream failed (an exception event in the stream
                 is translated like an HTTP error of the same code).
@@ -146,6 +150,9 @@ class BedrockChatModel:
                 event = await asyncio.to_thread(self._next_event, iterator)
                 if event is _END:
                     break
+                stopped = event.get("messageStop")
+                if isinstance(stopped, dict):
+                    record_stream_finish(finish_reason(stopped.get("stopReason")))
                 delta = event.get("contentBlockDelta", {}).get("delta", {})
                 text = delta.get("text")
                 if text:

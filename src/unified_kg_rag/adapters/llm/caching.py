@@ -51,11 +51,12 @@ class CachingChatModel(ChatModelLayer):
     """Serves repeated ``complete`` calls from a `RecordStore` (namespace ``llm_cache``).
 
     The key is `cache_key` (model id, messages, max_tokens, temperature, stop, json_schema);
-    the value is the `Completion` as JSON. Replies cut by the token limit
-    (``finish_reason == "length"``) and empty replies are not stored. A hit returns
-    ``cached=True``. Inside a `refresh_cache` scope the cache is not read (the model is asked
-    again) but the new reply is stored; inside an `accept_replies` scope only replies its
-    validator accepts are stored or served. Store
+    the value is the `Completion` as JSON. Replies that are not complete (any finish reason
+    but ``stop``: the length limit, a content filter ...) and empty replies are never stored,
+    and a stored one that is not complete is asked again. A hit returns ``cached=True``.
+    Inside a `refresh_cache` scope the cache is not read (the model is asked again) but the
+    new reply is stored; inside an `accept_replies` scope only replies its validator accepts
+    are stored or served. Store
     errors propagate (a broken store is never read as a miss); an unreadable entry is a miss.
     """
 
@@ -91,7 +92,8 @@ class CachingChatModel(ChatModelLayer):
             except ValidationError:
                 logger.warning("ignoring an unreadable %s entry %s", self._namespace, key[:12])
             else:
-                if reply_acceptable(hit.text):
+                # an incomplete reply stored by an older version is asked again
+                if hit.complete and reply_acceptable(hit.text):
                     return hit.model_copy(update={"cached": True})
                 logger.debug("cached reply %s rejected by the caller; asking again", key[:12])
         result = await self.inner.complete(
@@ -101,9 +103,7 @@ class CachingChatModel(ChatModelLayer):
             stop=stop,
             json_schema=json_schema,
         )
-        if result.finish_reason != "length" and result.text.strip() and reply_acceptable(
-            result.text
-        ):
+        if result.complete and result.text.strip() and reply_acceptable(result.text):
             await self._store.put(self._namespace, key, result.model_dump_json())
         return result
 

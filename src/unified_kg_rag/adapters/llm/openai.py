@@ -21,13 +21,14 @@ from unified_kg_rag.adapters.llm.openai_client import (
     translate_openai_error,
 )
 from unified_kg_rag.config.models import OpenAIChatConfig
+from unified_kg_rag.domain.llm.finish import record_stream_finish
 from unified_kg_rag.domain.models import Completion, Message
 from unified_kg_rag.util.errors import ModelError, ModelOutputError
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["OpenAIChatModel"]
+__all__ = ["OpenAIChatModel", "openai_finish_reason"]
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ class OpenAIChatModel:
         usage = response.usage
         return Completion(
             text=choice.message.content or "",
-            finish_reason=choice.finish_reason or "stop",
+            finish_reason=openai_finish_reason(choice.finish_reason),
             input_tokens=usage.prompt_tokens if usage is not None else 0,
             output_tokens=usage.completion_tokens if usage is not None else 0,
         )
@@ -111,6 +112,8 @@ class OpenAIChatModel:
         stop: Sequence[str] | None = None,
     ) -> AsyncIterator[str]:
         """Yield the reply's content deltas in order (``stream=True``; empty deltas skipped).
+
+        The finish reason is recorded in the caller's `domain.llm.finish.stream_finish` scope.
 
         Raises:
             ModelError: the request or the stream failed.
@@ -129,7 +132,9 @@ class OpenAIChatModel:
                         continue
                     if choice.delta is not None and choice.delta.content:
                         yield choice.delta.content
-                    finished = finished or bool(choice.finish_reason)
+                    if choice.finish_reason:
+                        finished = True
+                        record_stream_finish(openai_finish_reason(choice.finish_reason))
             if not finished:
                 raise ModelError(
                     f"{self.model_id}: the stream ended before the model finished its reply "
@@ -162,6 +167,23 @@ class OpenAIChatModel:
 
     def _translate(self, exc: Exception) -> ModelError:
         return translate_openai_error(exc, base_url=self.config.base_url, error_type=ModelError)
+
+
+_STOP_ALIASES = frozenset({"stop", "eos", "eos_token", "end_turn", "stop_sequence"})
+
+
+def openai_finish_reason(reason: str | None) -> str:
+    """Map a chat completion's ``finish_reason`` to `Completion`'s names.
+
+    ``stop`` and the end-of-sequence spellings of some compatible servers (``eos``,
+    ``eos_token``, ``end_turn``, ``stop_sequence``) → ``stop``; None (servers that omit it on
+    a finished non-streaming reply) → ``stop``; anything else (``length``,
+    ``content_filter``, ``tool_calls``, ``abort`` ...) is passed through and marks the reply
+    incomplete.
+    """
+    if reason is None or reason in _STOP_ALIASES:
+        return "stop"
+    return reason
 
 
 def _response_format(schema: Mapping[str, object]) -> dict[str, object]:

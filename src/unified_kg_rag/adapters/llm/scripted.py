@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 
 from unified_kg_rag.config.models import ScriptedLLMConfig
+from unified_kg_rag.domain.llm.finish import record_stream_finish
 from unified_kg_rag.domain.models import Completion, Message
 from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.util.hashing import sha256_json
@@ -78,7 +79,8 @@ class ScriptedChatModel:
     ) -> AsyncIterator[str]:
         """Yield the scripted reply in up to three chunks (cut at token boundaries)."""
         self._record(messages)
-        text = self._answer(messages, max_tokens, stop).text
+        answer = self._answer(messages, max_tokens, stop)
+        text = answer.text
         spans = self._counter.token_spans(text)
         step = max(1, -(-len(spans) // _STREAM_CHUNKS))
         cuts = [spans[i][0] for i in range(step, len(spans), step)]
@@ -87,6 +89,7 @@ class ScriptedChatModel:
             if cut > start:
                 yield text[start:cut]
             start = cut
+        record_stream_finish(answer.finish_reason)
 
     def _answer(
         self, messages: Sequence[Message], max_tokens: int | None, stop: Sequence[str] | None
