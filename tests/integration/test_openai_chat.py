@@ -245,6 +245,22 @@ def test_a_stream_records_its_finish_reason(server: FakeOpenAIServer, reason: st
     assert asyncio.run(collect()) == ("Paris is the capital", reason)
 
 
+def test_a_reply_holding_a_lone_surrogate_is_repaired_and_cached(server: FakeOpenAIServer) -> None:
+    # the server sends the JSON escape of U+D83D alone: invalid Unicode that cannot be stored
+    server.script(Scripted(reply="bad \ud83d char, good \ud83d\ude00 pair"))
+    store = FakeRecordStore()
+    result = complete(wrapped(server, store))
+    assert result.text == "bad \ufffd char, good \U0001f600 pair"
+    result.text.encode("utf-8")  # would raise on a lone surrogate
+    assert asyncio.run(store.count(CACHE_NAMESPACE)) == 1
+
+
+def test_a_streamed_surrogate_pair_split_across_chunks_is_joined(server: FakeOpenAIServer) -> None:
+    server.stream_chunk_chars = 1  # one code point per chunk: the pair's halves arrive apart
+    server.script(Scripted(reply="a\ud83d\ude00b\udc80"))
+    assert "".join(stream(wrapped(server))) == "a\U0001f600b\ufffd"
+
+
 def test_concurrency_is_bounded(server: FakeOpenAIServer) -> None:
     server.script(*[Scripted(delay_s=0.25) for _ in range(6)])
     model = wrapped(server, max_concurrency=2)

@@ -200,7 +200,8 @@ def test_wrap_builds_the_documented_order() -> None:
         chain.append(type(node).__name__)
         node = node.inner
     assert chain == ["MeteredChatModel", "CachingChatModel", "RetryingChatModel",
-                     "BoundedChatModel", "ReasoningStrippingChatModel"]
+                     "BoundedChatModel", "ReasoningStrippingChatModel",
+                     "UnicodeRepairingChatModel"]
     assert node is raw
     assert model.model_id == raw.model_id
     no_cache = wrap_chat_model(raw, LLMConfig(kind="scripted", cache=False), FakeRecordStore())

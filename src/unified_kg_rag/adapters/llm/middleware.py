@@ -8,12 +8,14 @@ the stack in this order, outermost first::
         └── RetryingChatModel     transient ModelError: exponential backoff with jitter
             └── BoundedChatModel  asyncio.Semaphore(max_concurrency)
                 └── ReasoningStrippingChatModel   <think>…</think> removed
-                    └── the provider's adapter (one HTTP request per call)
+                    └── UnicodeRepairingChatModel lone surrogates → U+FFFD, pairs joined
+                        └── the provider's adapter (one HTTP request per call)
 
 Why this order: metering outermost sees every call, including cache hits; the cache sits
 outside retries so a hit costs no attempt; retries sit outside the concurrency bound so a
 call waiting out its backoff holds no slot (graphrag-llm puts cache outside retry, retry
-outside the rate limiter); reasoning is stripped innermost so the cache stores clean text.
+outside the rate limiter); reasoning is stripped near the adapter so the cache stores clean
+text, and text is repaired innermost, where it enters, so no layer sees invalid Unicode.
 
 Streams (`stream`) pass through metering (tokens estimated), retry (only before the first
 chunk: a stream that failed midway cannot be replayed), the concurrency bound (the slot is
@@ -27,6 +29,7 @@ from unified_kg_rag.adapters.llm.caching import CACHE_NAMESPACE, CachingChatMode
 from unified_kg_rag.adapters.llm.metering import MeteredChatModel
 from unified_kg_rag.adapters.llm.reasoning import ReasoningStrippingChatModel
 from unified_kg_rag.adapters.llm.retrying import RetryingChatModel
+from unified_kg_rag.adapters.llm.unicode_repair import UnicodeRepairingChatModel
 from unified_kg_rag.config.models import LLMConfig
 from unified_kg_rag.ports import ChatModel, RecordStore
 
@@ -37,6 +40,7 @@ __all__ = [
     "MeteredChatModel",
     "ReasoningStrippingChatModel",
     "RetryingChatModel",
+    "UnicodeRepairingChatModel",
     "cache_key",
     "wrap_chat_model",
 ]
@@ -51,7 +55,7 @@ def wrap_chat_model(raw: ChatModel, config: LLMConfig, cache: RecordStore | None
         cache: the store holding the response cache; None (or ``config.cache`` false)
             leaves the cache out.
     """
-    model: ChatModel = ReasoningStrippingChatModel(raw)
+    model: ChatModel = ReasoningStrippingChatModel(UnicodeRepairingChatModel(raw))
     model = BoundedChatModel(model, config.max_concurrency)
     model = RetryingChatModel(
         model,

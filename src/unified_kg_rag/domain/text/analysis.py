@@ -21,6 +21,7 @@ __all__ = [
     "lexical_terms",
     "lexical_text",
     "paragraph_breaks",
+    "repair_unicode",
     "replace_surrogates",
     "sentence_spans",
 ]
@@ -56,6 +57,19 @@ def replace_surrogates(text: str) -> str:
     UTF-8, so they must not reach a tokenizer, a database or a terminal.
     """
     return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def repair_unicode(text: str) -> str:
+    """Return ``text`` as valid Unicode: surrogate pairs joined, lone surrogates → U+FFFD.
+
+    A model reply decoded from JSON can hold the UTF-16 escapes of a character outside the
+    Basic Multilingual Plane as two code points (a pair, which is the character) or one alone
+    (which is nothing): the pair becomes its character, a lone half becomes U+FFFD, so the
+    text can be encoded as UTF-8 (tokenizers, databases, terminals, JSON output).
+    """
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def _fold_word(word: str) -> str:
