@@ -149,3 +149,35 @@ def test_handles_file_reads_every_scalar_as_text(tmp_path: Path) -> None:
         load_handles(path)
     bad = _ukr("index", str(tmp_path), "--handles", str(path), "-C", str(tmp_path / "p"))
     assert bad.exit_code != 0 and "handles.yaml" in bad.output
+
+
+def test_a_lone_surrogate_in_an_archive_is_repaired_and_everything_indexed(
+    tmp_path: Path,
+) -> None:
+    """Issue 15 item 6(a): one ``"\\ud83d"`` escape in a JSON Lines message text ended the
+    run with exit 1 and nothing indexed, not even the other files."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "chat.jsonl").write_text(
+        '{"guid": "a1", "thread_id": "t", "sender": "Ann", "timestamp": "2021-05-01T10:00:00Z",'
+        ' "text": "The ferry \\ud83d leaves at nine"}\n'
+        '{"guid": "a2", "thread_id": "t", "sender": "Ben", "timestamp": "2021-05-01T10:05:00Z",'
+        ' "text": "Bring the blue tent"}\n', encoding="utf-8")
+    (corpus / "other.jsonl").write_text(
+        '{"guid": "b1", "thread_id": "u", "sender": "Cy", "timestamp": "2021-06-01T10:00:00Z",'
+        ' "text": "The lighthouse opens in June"}\n', encoding="utf-8")
+    (corpus / "notes.txt").write_text("Packing list: stove, lantern, rope.\n", encoding="utf-8")
+    project = str(tmp_path / "p")
+    result = _ukr("index", str(corpus), "-C", project)
+    assert result.exit_code == 0, result.output
+    assert ("chat.jsonl: line 1: invalid Unicode (a lone surrogate escape) in 'text' replaced "
+            "by U+FFFD") in " ".join(result.stdout.split())
+    status = json.loads(_ukr("status", "-C", project, "--json").stdout)
+    assert status["indexes"][0]["documents"]["processed"] == 3  # 2 transcripts + notes.txt
+    out = json.loads(_ukr("query", "ferry", "-C", project, "-s", "naive", "--json").stdout)
+    texts = {m["guid"]: m["text"] for s in out["sources"] for m in s["messages"]}
+    assert texts["a1"].endswith("Ann: The ferry \ufffd leaves at nine")
+    assert "a2" in texts
+    out = json.loads(_ukr("query", "lantern rope", "-C", project, "-s", "naive",
+                          "--json").stdout)
+    assert any(s["path"] == "notes.txt" for s in out["sources"])

@@ -254,3 +254,40 @@ def test_line_separators_inside_strings_and_extreme_timestamps(tmp_path: Path) -
     assert texts["go zero time"] is None  # Go's "unknown" time reads as undated
     assert archive.skipped == 2
     assert [p.split(":")[0] for p in archive.problems] == ["line 3", "line 4"]
+
+
+def test_lone_surrogates_are_repaired_with_one_problem_line_per_line(tmp_path: Path) -> None:
+    """Issue 15 item 6(a): one ``\\ud83d`` escape failed the whole run (exit 1, nothing
+    indexed). Every string of a line is repaired (pairs joined, lone halves U+FFFD), the line
+    kept with one problem line naming its fields; a text left with nothing valid is a bad
+    line."""
+    path = tmp_path / "export.jsonl"
+    path.write_text("\n".join([
+        '{"guid": "g1", "thread_id": "t", "sender": "Ann", "text": "hello \\ud83d there"}',
+        '{"guid": "g2", "thread_id": "t", "sender": "Bob \\udc00", "thread_name": "Trip \\ud800",'
+        ' "text": "a pair \\ud83d\\ude00 is fine", "reactions": [{"kind": "liked", '
+        '"sender": "Cy\\udfff"}]}',
+        '{"guid": "g\\ud83d", "thread_id": "t\\udc80", "sender": "Cy", "text": "odd ids"}',
+        '{"guid": "g4", "thread_id": "t", "sender": "Ann", "text": " \\ud83d "}',
+        '{"guid": "g5", "thread_id": "t", "sender": "Ann", "text": "clean \\ud83d\\ude00"}',
+    ]) + "\n", encoding="utf-8")
+    archive = SOURCE.parse(path, OPTIONS)
+    got = {m.guid: m for m in archive.messages}
+    assert set(got) == {"g1", "g2", "g\ufffd", "g5"}
+    assert got["g1"].text == "hello \ufffd there"
+    assert (got["g2"].sender_name, got["g2"].thread_name) == ("Bob \ufffd", "Trip \ufffd")
+    assert got["g2"].text == "a pair \U0001f600 is fine"
+    assert got["g2"].tapbacks == (Tapback(kind="liked", sender_name="Cy\ufffd"),)
+    assert got["g\ufffd"].thread_id == "t\ufffd"
+    assert got["g5"].text == "clean \U0001f600"  # a valid pair is no problem
+    assert archive.skipped == 1
+    assert archive.problems == (
+        "line 1: invalid Unicode (a lone surrogate escape) in 'text' replaced by U+FFFD",
+        "line 2: invalid Unicode (a lone surrogate escape) in 'reactions[0].sender', "
+        "'sender', 'thread_name' replaced by U+FFFD",
+        "line 3: invalid Unicode (a lone surrogate escape) in 'guid', 'thread_id' replaced "
+        "by U+FFFD",
+        "line 4: 'text' holds no valid text (only invalid Unicode)",
+    )
+    for message in archive.messages:  # every field encodes: a store or terminal takes it
+        message.model_dump_json().encode("utf-8")

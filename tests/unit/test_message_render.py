@@ -611,3 +611,22 @@ def test_names_cannot_forge_lines_and_extreme_dates_render() -> None:
     (doc,) = render_transcripts([early], tz="America/New_York")
     assert doc.doc_key == "t::0001-01-01" and "[0001-01-01 00:00] Bob: very old" in doc.text
     assert bound_messages([early], since=date(1, 1, 1), tz="America/New_York") == [early]
+
+
+def test_source_message_strings_are_always_valid_unicode() -> None:
+    """Issue 15 item 6: a source (or a handle name from the configuration) handing over a lone
+    surrogate made the whole run fail: the model refused the text, or the store refused the
+    transcript. The model repairs every string it holds."""
+    from unified_kg_rag.domain.messages.transcripts import SourceMessage, Tapback
+
+    message = SourceMessage(
+        guid="g\ud83d", thread_id="t\udce9", thread_name="Trip \ud800", sender_name="Bob\udc00",
+        sender_handle="+1\udfff", timestamp=None, text="hi \ud83d\ude00 and \ud83d",
+        tapbacks=(Tapback(kind="liked", sender_name="Cy\ud83d"),),
+    )
+    assert (message.guid, message.thread_id, message.thread_name) == (
+        "g\ufffd", "t\ufffd", "Trip \ufffd")
+    assert (message.sender_name, message.sender_handle) == ("Bob\ufffd", "+1\ufffd")
+    assert message.text == "hi \U0001f600 and \ufffd"
+    assert message.tapbacks[0].sender_name == "Cy\ufffd"
+    render_transcripts([message])[0].text.encode("utf-8")

@@ -150,6 +150,8 @@ def render_report(report: IndexReport) -> None:
                           soft_wrap=True)
     for f in report.failed:
         out_console.print(f"[red]failed[/]: {escape(f.path)}: {escape(f.reason)}", soft_wrap=True)
+    for problem in report.messages.problems if report.messages is not None else ():
+        out_console.print(f"[yellow]archive problem[/]: {escape(problem)}", soft_wrap=True)
     if report.lazy is not None:
         lazy = report.lazy
         if lazy.skipped_reason:

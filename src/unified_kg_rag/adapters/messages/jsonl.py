@@ -40,6 +40,13 @@ skipped, counted in ``skipped`` and described (with its line number) in ``proble
 never fails the file. A bad reaction is dropped with a problem line (its message is kept). A
 repeated ``guid`` keeps the first line. A file that is not UTF-8 fails (`InputError`).
 
+Invalid Unicode inside a valid file: a JSON escape of a UTF-16 surrogate (U+D800..U+DFFF)
+that is not half of a pair (an exporter that cut an emoji in two) cannot be stored, tokenized
+or printed. Every
+string of the line is repaired (a pair of escapes becomes its character, a lone half U+FFFD)
+and the line is kept, with one problem line naming the repaired fields; a ``text`` left with
+nothing but U+FFFD is a bad line.
+
 Lines are split at line feeds only: U+2028 and friends inside a JSON string are text.
 `JsonLinesSource.matches` accepts a ``.jsonl``/``.ndjson`` file whose first non-blank line is
 a JSON object holding ``thread_id``, so ordinary JSON Lines documents still go
@@ -60,6 +67,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from unified_kg_rag.adapters.messages.names import HandleNames, cap_problems
 from unified_kg_rag.domain.messages.transcripts import (
     TAPBACK_KINDS,
@@ -69,6 +78,8 @@ from unified_kg_rag.domain.messages.transcripts import (
     Tapback,
     message_order,
 )
+from unified_kg_rag.domain.text.analysis import repair_unicode
+from unified_kg_rag.domain.text.decoding import has_surrogates
 from unified_kg_rag.util.errors import InputError
 from unified_kg_rag.util.hashing import sha256_text
 
@@ -147,21 +158,27 @@ class JsonLinesSource:
         skipped = 0
         folded = 0
         seen: dict[str, int] = {}
+        records: list[dict[str, object]] = []
         for number, line in enumerate(_lines(content), start=1):
             if not line.strip():
                 continue
             try:
-                message, notes = _message(line, names, options.owner_label, seen)
+                record, repaired = _record(line)
+                records.append(record)
+                message, notes = _message(record, names, options.owner_label, seen)
                 if message.guid in messages:
                     raise _BadLineError(f"duplicate guid {message.guid!r}")
             except _BadLineError as exc:
                 skipped += 1
                 problems.append(f"line {number}: {exc}")
                 continue
+            if repaired:
+                notes.insert(0, "invalid Unicode (a lone surrogate escape) in "
+                             f"{', '.join(repaired)} replaced by U+FFFD")
             problems.extend(f"line {number}: {note}" for note in notes)
             messages[message.guid] = message
             folded += len(message.tapbacks)
-        ordered = _carry_thread_names(sorted(messages.values(), key=message_order), content)
+        ordered = _carry_thread_names(sorted(messages.values(), key=message_order), records)
         logger.info(
             "jsonl %s: %d message(s), %d line(s) skipped", path, len(ordered), skipped
         )
@@ -175,23 +192,20 @@ class JsonLinesSource:
 
 
 def _carry_thread_names(
-    messages: list[SourceMessage], content: str
+    messages: list[SourceMessage], records: list[dict[str, object]]
 ) -> list[SourceMessage]:
     """Give every message of a thread the thread's name, when any line of it names it.
 
     The last ``thread_name`` given for a thread in the file wins (a renamed chat shows its
-    current name everywhere); a thread never named keeps its id as its name.
+    current name everywhere); a thread never named keeps its id as its name. ``records`` are
+    the file's JSON objects, in file order (bad lines included: a line may name its thread
+    and still lack a text).
     """
     named: dict[str, str] = {}
-    for line in _lines(content):
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get("thread_name"), str):
-            name = record["thread_name"].strip()
-            if name and record.get("thread_id") is not None:
-                named[str(record["thread_id"])] = name
+    for record in records:
+        name = record.get("thread_name")
+        if isinstance(name, str) and name.strip() and record.get("thread_id") is not None:
+            named[str(record["thread_id"])] = name.strip()
     return [
         m if named.get(m.thread_id, m.thread_name) == m.thread_name
         else m.model_copy(update={"thread_name": named[m.thread_id]})
@@ -211,16 +225,15 @@ def _lines(content: str) -> list[str]:
     return [line.removesuffix("\r") for line in content.split("\n")]
 
 
-def _message(
-    line: str, names: HandleNames, owner_label: str, seen: dict[str, int]
-) -> tuple[SourceMessage, list[str]]:
-    """Build the message of one line, plus notes on dropped reactions.
+def _record(line: str) -> tuple[dict[str, object], list[str]]:
+    """Read one line's JSON object, every string in it valid Unicode.
 
-    ``seen`` counts the derived guids so far: identical lines without a ``guid`` (the same
-    "ok" twice in a minute) get distinct guids, numbered by their order in the file.
+    Returns:
+        The object, and the fields whose strings held a lone surrogate escape (repaired to
+        U+FFFD; a pair of escapes is a character and needs no repair), sorted.
 
     Raises:
-        _BadLineError: the line is not a valid message record.
+        _BadLineError: the line is not JSON, or not an object.
     """
     try:
         record = json.loads(line)
@@ -228,6 +241,45 @@ def _message(
         raise _BadLineError(f"not JSON ({_short(exc)})") from None
     if not isinstance(record, dict):
         raise _BadLineError("not a JSON object")
+    repaired: set[str] = set()
+    clean = {repair_unicode(k): _repaired(v, k, repaired) for k, v in record.items()}
+    if len(clean) < len(record) or any(has_surrogates(k) for k in record):
+        repaired.add("(a field name)")
+    return clean, sorted(f"'{field}'" for field in repaired)
+
+
+def _repaired(value: object, where: str, repaired: set[str]) -> object:
+    """``value`` with every string (keys too) valid Unicode; repaired fields added by name.
+
+    `json.loads` already joins a pair of escapes into its character, so any surrogate left in
+    a string is a lone half.
+    """
+    if isinstance(value, str):
+        if not has_surrogates(value):
+            return value
+        repaired.add(where or "(a key)")
+        return repair_unicode(value)
+    if isinstance(value, dict):
+        return {
+            _repaired(k, where, repaired): _repaired(v, f"{where}.{k}" if where else k, repaired)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_repaired(v, f"{where}[{i}]", repaired) for i, v in enumerate(value)]
+    return value
+
+
+def _message(
+    record: dict[str, object], names: HandleNames, owner_label: str, seen: dict[str, int]
+) -> tuple[SourceMessage, list[str]]:
+    """Build the message of one line's object, plus notes on dropped reactions.
+
+    ``seen`` counts the derived guids so far: identical lines without a ``guid`` (the same
+    "ok" twice in a minute) get distinct guids, numbered by their order in the file.
+
+    Raises:
+        _BadLineError: the object is not a valid message record.
+    """
     thread_id = record.get("thread_id")
     if isinstance(thread_id, int) and not isinstance(thread_id, bool):
         thread_id = str(thread_id)
@@ -236,6 +288,8 @@ def _message(
     text = record.get("text")
     if not isinstance(text, str) or not text.strip():
         raise _BadLineError("missing or empty 'text'")
+    if not text.replace("\ufffd", "").strip():
+        raise _BadLineError("'text' holds no valid text (only invalid Unicode)")
     thread_name = _optional_str(record, "thread_name") or thread_id
     sender = _optional_str(record, "sender")
     sender_handle = _optional_str(record, "sender_handle")
@@ -257,17 +311,22 @@ def _message(
     elif not isinstance(guid, str) or not guid.strip():
         raise _BadLineError("'guid' must be a non-empty string")
     tapbacks, notes = _reactions(record.get("reactions"), names, owner_label)
-    message = SourceMessage(
-        guid=guid,
-        thread_id=thread_id,
-        thread_name=thread_name,
-        sender_handle="" if is_from_me else sender_handle,
-        sender_name=person,
-        is_from_me=is_from_me,
-        timestamp=timestamp,
-        text=text,
-        tapbacks=tapbacks,
-    )
+    try:
+        message = SourceMessage(
+            guid=guid,
+            thread_id=thread_id,
+            thread_name=thread_name,
+            sender_handle="" if is_from_me else sender_handle,
+            sender_name=person,
+            is_from_me=is_from_me,
+            timestamp=timestamp,
+            text=text,
+            tapbacks=tapbacks,
+        )
+    except ValidationError as exc:  # any value the model refuses is this line's problem
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise _BadLineError(f"bad {field!r}: {first['msg']}") from None
     return message, notes
 
 

@@ -27,6 +27,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from unified_kg_rag.domain.text.analysis import repair_unicode
 from unified_kg_rag.util.hashing import sha256_text
 
 __all__ = [
@@ -77,6 +78,14 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def _valid_unicode(value: object) -> object:
+    """A string with its lone surrogates repaired (they cannot be stored, tokenized or printed).
+
+    Sources repair (and report) what they read; this is the last guard for any source.
+    """
+    return repair_unicode(value) if isinstance(value, str) else value
+
+
 class Tapback(_Model):
     """One reaction folded onto the message it reacts to (never a message of its own).
 
@@ -88,9 +97,13 @@ class Tapback(_Model):
     kind: str
     sender_name: str
 
+    _repaired = field_validator("sender_name", mode="before")(_valid_unicode)
+
 
 class SourceMessage(_Model):
     """One normalized message from any message source.
+
+    Every string is valid Unicode: a lone surrogate given here becomes U+FFFD.
 
     Attributes:
         guid: stable per-message identity (iMessage ``message.guid``, never the ROWID).
@@ -114,6 +127,10 @@ class SourceMessage(_Model):
     timestamp: datetime | None
     text: str = Field(min_length=1)
     tapbacks: tuple[Tapback, ...] = ()
+
+    _repaired = field_validator(
+        "guid", "thread_id", "thread_name", "sender_handle", "sender_name", "text", mode="before"
+    )(_valid_unicode)
 
     @field_validator("thread_name", "sender_name", "sender_handle")
     @classmethod
