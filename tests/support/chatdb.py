@@ -37,6 +37,7 @@ __all__ = [
     "SCHEMAS",
     "SCHEMA_DIR",
     "ChatDb",
+    "RawText",
     "apple_nanos",
     "apple_seconds",
     "schema_available",
@@ -74,6 +75,15 @@ CREATE TABLE message (ROWID INTEGER PRIMARY KEY AUTOINCREMENT, guid TEXT UNIQUE 
 CREATE TABLE chat_message_join (chat_id INTEGER, message_id INTEGER,
     PRIMARY KEY (chat_id, message_id));
 """
+
+
+class RawText(bytes):
+    """Bytes to store as a ``TEXT`` value exactly as given (``CAST(? AS TEXT)``).
+
+    SQLite does not check that text is UTF-8, so a real ``chat.db`` can hold text values
+    Python's ``sqlite3`` refuses to decode; pass one as any text column of `ChatDb`
+    (``text=RawText(b"caf\\xe9")``, a handle address, a chat's display name).
+    """
 
 
 def schema_available(schema: str) -> bool:
@@ -171,7 +181,7 @@ class ChatDb:
         """Return True when the schema has ``table`` (of the five the builder writes)."""
         return bool(self._columns.get(table))
 
-    def handle(self, address: str, *, service: str = "iMessage") -> int:
+    def handle(self, address: str | RawText, *, service: str = "iMessage") -> int:
         """Insert a handle (phone number or e-mail); return its ROWID."""
         return self._insert(
             "handle",
@@ -179,7 +189,8 @@ class ChatDb:
         )
 
     def chat(
-        self, guid: str, *, display_name: str | None = None, handles: Sequence[int] = ()
+        self, guid: str, *, display_name: str | RawText | None = None,
+        handles: Sequence[int] = (),
     ) -> int:
         """Insert a chat joined to ``handles``; return its ROWID.
 
@@ -210,7 +221,7 @@ class ChatDb:
         self,
         guid: str,
         *,
-        text: str | None,
+        text: str | RawText | None,
         chats: Sequence[int] = (),
         handle: int = 0,
         is_from_me: bool = False,
@@ -299,7 +310,8 @@ class ChatDb:
             raise ValueError(f"schema {self.schema!r} has no table {table!r}")
         kept = {k: v for k, v in values.items() if k in columns}
         names = ", ".join(kept)
-        marks = ", ".join("?" for _ in kept)
+        marks = ", ".join("CAST(? AS TEXT)" if isinstance(v, RawText) else "?"
+                          for v in kept.values())
         cursor = self._conn.execute(
             f"INSERT INTO {table} ({names}) VALUES ({marks})", tuple(kept.values())
         )
@@ -362,14 +374,14 @@ class _TypedStreamWriter:
     def end_object(self) -> None:
         self.out.append(_TAG_END_OF_OBJECT)
 
-    def nsstring(self, text: str, *, mutable: bool = False) -> None:
+    def nsstring(self, text: str | bytes, *, mutable: bool = False) -> None:
         chain = [(b"NSString", 1), (b"NSObject", 0)]
         if mutable:
             chain.insert(0, (b"NSMutableString", 1))
         self.shared_string(b"@")
         self.begin_object(chain)
         self.shared_string(b"+")
-        data = text.encode("utf-8")
+        data = text if isinstance(text, bytes) else text.encode("utf-8")
         self.integer(len(data))
         self.out += data
         self.end_object()
@@ -386,11 +398,14 @@ class _TypedStreamWriter:
         self.end_object()
 
 
-def typedstream_body(text: str, *, mutable: bool = False, attributes: bool = True) -> bytes:
+def typedstream_body(
+    text: str | bytes, *, mutable: bool = False, attributes: bool = True
+) -> bytes:
     """Return ``text`` archived as Messages archives ``attributedBody``.
 
     Args:
-        text: the message body (any Unicode; stored as UTF-8).
+        text: the message body (any Unicode; stored as UTF-8), or the string's bytes exactly
+            as stored (to write bytes that are not UTF-8).
         mutable: archive the string as ``NSMutableString`` (some macOS versions do).
         attributes: append the attribute run (``iI`` range + ``NSDictionary`` holding
             ``__kIMMessagePartAttributeName`` -> ``NSNumber(0)``), as real blobs carry.
@@ -405,7 +420,8 @@ def typedstream_body(text: str, *, mutable: bool = False, attributes: bool = Tru
     if attributes:
         w.shared_string(b"iI")
         w.integer(1)
-        w.integer(len(text.encode("utf-16-le")) // 2)  # run length in UTF-16 units
+        shown = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        w.integer(len(shown.encode("utf-16-le")) // 2)  # run length in UTF-16 units
         w.shared_string(b"@")
         w.begin_object([(b"NSDictionary", 0), (b"NSObject", 0)])
         w.shared_string(b"i")

@@ -23,6 +23,7 @@ import pytest
 from tests.support.chatdb import (
     SCHEMAS,
     ChatDb,
+    RawText,
     apple_nanos,
     apple_seconds,
     schema_available,
@@ -572,3 +573,46 @@ def test_registry_in_order_is_registration_order() -> None:
     assert registry.in_order() == ["zeta", "alpha", "mid"]
     assert registry.names() == ["alpha", "mid", "zeta"]
     assert registry.get("alpha") == 4
+
+
+def test_invalid_utf8_is_repaired_per_row_with_a_problem_line(tmp_path: Path, schema: str) -> None:
+    """Issue 15 item 6(a), the iMessage path: SQLite does not check that text is UTF-8, and one
+    undecodable ``text`` value failed the whole database ("Could not decode to UTF-8"). Every
+    text value (message text, handle, chat name) is decoded leniently, with one problem line
+    per repaired value; an ``attributedBody`` string that is not UTF-8 is repaired too."""
+    db = ChatDb(tmp_path / "chat.db", schema)
+    ann = db.handle(RawText(b"+1555123\xff0001"))
+    bob = db.handle("+15551230002")
+    named = db.has_column("chat", "display_name")
+    dm = db.chat("iMessage;-;ann", handles=[ann])
+    trip = db.chat("iMessage;+;chat9", handles=[ann, bob],
+                   display_name=RawText(b"Trip to K\xf6ln") if named else None)
+    db.message("M1", text=RawText(b"caf\xe9 at noon"), chats=[dm], handle=ann,
+               date=apple_seconds(BASE))
+    db.message("M2", text=RawText(b"smile \xed\xa0\xbd\xed\xb8\x80"), chats=[dm],
+               handle=ann, date=apple_seconds(BASE + timedelta(minutes=1)))
+    db.message("M3", text=None, body=typedstream_body(b"bad \xc3 byte in the body"),
+               chats=[trip], handle=bob, date=apple_seconds(BASE + timedelta(minutes=2)))
+    db.message("M4", text="clean text", chats=[trip], is_from_me=True,
+               date=apple_seconds(BASE + timedelta(minutes=3)))
+    db.close()
+    archive = SOURCE.parse(tmp_path / "chat.db", OPTIONS)
+    got = _by_guid(archive.messages)
+    assert set(got) == {"M1", "M2", "M3", "M4"}
+    assert got["M1"].text == "caf\ufffd at noon"
+    assert got["M1"].sender_handle == "+1555123\ufffd0001"
+    assert got["M1"].sender_name == "Ann"  # the handle's digits still find its name
+    assert got["M2"].text == "smile \U0001f600"  # CESU-8 halves joined into the character
+    assert got["M3"].text == "bad \ufffd byte in the body"
+    assert got["M3"].thread_name == ("Trip to K\ufffdln" if named else "Ann, Bob")
+    repaired = "repaired (U+FFFD where no character could be read)"
+    expected = {
+        f"handle ROWID {ann}: invalid UTF-8 in 'id' {repaired}",
+        f"message ROWID 1: invalid UTF-8 in 'text' {repaired}",
+        f"message ROWID 2: invalid UTF-8 in 'text' {repaired}",
+        f"message ROWID 3: invalid UTF-8 in 'attributedBody' {repaired}",
+    }
+    if named:
+        expected.add(f"chat ROWID {trip}: invalid UTF-8 in 'display_name' {repaired}")
+    assert set(archive.problems) == expected
+    assert archive.skipped == 0

@@ -6,7 +6,10 @@ import pytest
 import typedstream
 from tests.support.chatdb import typedstream_body
 
-from unified_kg_rag.adapters.messages.typedstream_body import decode_attributed_body
+from unified_kg_rag.adapters.messages.typedstream_body import (
+    attributed_body_bytes,
+    decode_attributed_body,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -111,10 +114,15 @@ def test_undecodable_returns_none(blob: bytes | None) -> None:
     assert decode_attributed_body(blob) is None
 
 
-def test_invalid_utf8_text_returns_none() -> None:
-    blob = typedstream_body("abcd")
+def test_invalid_utf8_text_is_repaired_not_lost() -> None:
+    # Issue 15 item 6(a): bytes that are not UTF-8 used to lose the whole message (None, the
+    # row skipped as "no text"); they are repaired with U+FFFD, the rest of the text kept.
+    blob = typedstream_body("abcd and more")
     broken = blob.replace(b"abcd", b"\xff\xfe\xfd\xfc", 1)
-    assert decode_attributed_body(broken) is None
+    assert decode_attributed_body(broken) == "\ufffd" * 4 + " and more"
+    assert attributed_body_bytes(broken) == b"\xff\xfe\xfd\xfc and more"
+    cesu = typedstream_body(b"hi \xed\xa0\xbd\xed\xb8\x80")  # an emoji as two UTF-16 halves
+    assert decode_attributed_body(cesu) == "hi \U0001f600"
 
 
 def test_empty_string_decodes_to_empty() -> None:

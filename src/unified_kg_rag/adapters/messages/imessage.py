@@ -16,6 +16,11 @@ What it reads, and how:
   decodes right. 0/NULL is "undated" (``timestamp=None``), never the epoch.
 * **Bodies** from ``text``, else from ``attributedBody`` (`decode_attributed_body`). U+FFFC
   (the attachment placeholder) is removed; a row left without text is counted in ``skipped``.
+* **Text that is not UTF-8**: SQLite never checks it, so a ``TEXT`` value (a message's text,
+  a handle, a chat's name) or an ``attributedBody`` string may hold undecodable bytes. Text
+  columns are read as bytes and decoded leniently (`domain.text.decoding.decode_utf8`: the
+  CESU-8 halves of an emoji are joined, anything else undecodable becomes U+FFFD), with one
+  problem line per repaired value; a bad value never fails its row, let alone the file.
 * **Tapbacks** (``associated_message_type`` 2000-2007 add, 3000-3007 remove; the target guid
   after its ``p:N/`` or ``bp:`` prefix) are folded onto their targets (net add minus remove
   per target, reactor and kind), never emitted as messages; a reaction to a message not in
@@ -51,7 +56,7 @@ from unified_kg_rag.adapters.messages.readonly_sqlite import (
     is_locked,
     table_names,
 )
-from unified_kg_rag.adapters.messages.typedstream_body import decode_attributed_body
+from unified_kg_rag.adapters.messages.typedstream_body import attributed_body_bytes
 from unified_kg_rag.domain.messages.transcripts import (
     TAPBACK_KINDS,
     UNTHREADED_ID,
@@ -63,6 +68,7 @@ from unified_kg_rag.domain.messages.transcripts import (
     message_order,
     tapback_order,
 )
+from unified_kg_rag.domain.text.decoding import decode_utf8
 from unified_kg_rag.util.errors import InputError
 
 __all__ = [
@@ -98,6 +104,8 @@ _MESSAGE_COLUMNS = (
     "associated_message_type",
     "associated_message_guid",
 )
+_TEXT_COLUMNS = frozenset({"guid", "text", "associated_message_guid"})
+"""Read as bytes (``CAST(... AS BLOB)``) and decoded by `_Texts`: SQLite never checks UTF-8."""
 
 
 def apple_timestamp(raw: object) -> datetime | None:
@@ -225,16 +233,22 @@ class IMessageSource:
         started = time.perf_counter()
         tables, rows = self._read(path)
         names = HandleNames(options.handle_names)
-        handles = {rowid: str(address or "") for rowid, address in tables.handles}
-        thread_of_chat = _thread_names(tables, handles, names)
+        texts = _Texts()
+        handles = {
+            rowid: texts.decode(address, f"handle ROWID {rowid}", "id") or ""
+            for rowid, address in tables.handles
+        }
+        thread_of_chat = _thread_names(tables, handles, names, texts)
 
-        problems: list[str] = []
+        problems = texts.problems
         kept: list[tuple[str, str, str, str, str, bool, datetime | None, str]] = []
         net: dict[tuple[str, str, str], int] = defaultdict(int)
         seen: set[str] = set()
         skipped = 0
-        for rowid, guid, text, body, date, from_me, handle_id, assoc_type, assoc_guid in rows:
-            if not isinstance(guid, str) or not guid or guid in seen:
+        for rowid, raw_guid, text, body, date, from_me, handle_id, assoc_type, raw_assoc in rows:
+            where = f"message ROWID {rowid}"
+            guid = texts.decode(raw_guid, where, "guid")
+            if not guid or guid in seen:
                 skipped += 1
                 problems.append(f"message ROWID {rowid}: missing or duplicate guid")
                 continue
@@ -250,13 +264,14 @@ class IMessageSource:
             reaction = tapback_kind(assoc_type)
             if reaction is not None:
                 kind, is_add = reaction
+                assoc_guid = texts.decode(raw_assoc, where, "associated_message_guid")
                 target = tapback_target(assoc_guid)
                 if target is None:
                     problems.append(f"tapback {guid}: unreadable target {assoc_guid!r}")
                     continue
                 net[(target, sender_name, kind)] += 1 if is_add else -1
                 continue
-            message_text = _body(text, body)
+            message_text = _body(text, body, texts, where)
             if message_text is None:
                 skipped += 1
                 continue
@@ -332,8 +347,8 @@ class IMessageSource:
                 raise InputError(where, "not an iMessage database (no message table)")
             tables = _Tables.load(conn, names)
             present = column_names(conn, "message")
-            select = ", ".join(c if c in present else f"NULL AS {c}" for c in _MESSAGE_COLUMNS)
-            rows = conn.execute(f"SELECT ROWID, guid, {select} FROM message ORDER BY ROWID")
+            select = ", ".join(_column(c, present) for c in ("guid", *_MESSAGE_COLUMNS))
+            rows = conn.execute(f"SELECT ROWID, {select} FROM message ORDER BY ROWID")
             return tables, rows.fetchall()
         except sqlite3.Error as exc:
             raise InputError(where, failure_reason(exc)) from exc
@@ -341,12 +356,41 @@ class IMessageSource:
             conn.close()
 
 
+def _column(name: str, present: set[str]) -> str:
+    """The select expression of a column: NULL when absent, text columns as bytes."""
+    if name not in present:
+        return f"NULL AS {name}"
+    return f"CAST({name} AS BLOB) AS {name}" if name in _TEXT_COLUMNS else name
+
+
+class _Texts:
+    """Decodes text values read as bytes; one problem line per repaired value."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def decode(self, value: object, where: str, column: str) -> str | None:
+        """The value as text (None for NULL); bytes that are not UTF-8 repaired and noted."""
+        if value is None:
+            return None
+        if not isinstance(value, bytes):
+            return str(value)
+        text, repaired = decode_utf8(value)
+        if repaired:
+            self.problems.append(f"{where}: invalid UTF-8 in {column!r} repaired (U+FFFD "
+                                 "where no character could be read)")
+        return text
+
+
 class _Tables:
-    """The small tables of a chat.db: handles, chats, participants, first chat per message."""
+    """The small tables of a chat.db: handles, chats, participants, first chat per message.
+
+    Text values (handle ids, chat guids and names) are bytes here, decoded by the parse.
+    """
 
     def __init__(self) -> None:
         self.handles: list[tuple[int, object]] = []
-        self.chats: list[tuple[int, str, str, str]] = []  # rowid, guid, display, identifier
+        self.chats: list[tuple[int, object, object, object]] = []  # rowid, guid, name, ident
         self.participants: dict[int, list[int]] = defaultdict(list)
         self.first_chat: dict[object, int] = {}
 
@@ -354,15 +398,15 @@ class _Tables:
     def load(cls, conn: sqlite3.Connection, names: set[str]) -> _Tables:
         tables = cls()
         if "handle" in names and "id" in column_names(conn, "handle"):
-            tables.handles = conn.execute("SELECT ROWID, id FROM handle").fetchall()
+            tables.handles = conn.execute(
+                "SELECT ROWID, CAST(id AS BLOB) FROM handle").fetchall()
         if "chat" in names and "guid" in column_names(conn, "chat"):
             present = column_names(conn, "chat")
-            display = "display_name" if "display_name" in present else "NULL"
-            ident = "chat_identifier" if "chat_identifier" in present else "NULL"
-            for rowid, guid, shown, identifier in conn.execute(
-                f"SELECT ROWID, guid, {display}, {ident} FROM chat ORDER BY ROWID"
-            ):
-                tables.chats.append((rowid, str(guid), str(shown or ""), str(identifier or "")))
+            display = "CAST(display_name AS BLOB)" if "display_name" in present else "NULL"
+            ident = "CAST(chat_identifier AS BLOB)" if "chat_identifier" in present else "NULL"
+            tables.chats = conn.execute(
+                f"SELECT ROWID, CAST(guid AS BLOB), {display}, {ident} FROM chat ORDER BY ROWID"
+            ).fetchall()
         if "chat_handle_join" in names:
             for chat_id, handle_id in conn.execute(
                 "SELECT chat_id, handle_id FROM chat_handle_join"
@@ -379,11 +423,15 @@ class _Tables:
 
 
 def _thread_names(
-    tables: _Tables, handles: dict[int, str], names: HandleNames
+    tables: _Tables, handles: dict[int, str], names: HandleNames, texts: _Texts
 ) -> dict[int | None, tuple[str, str]]:
     """Chat ROWID → (thread id, thread name); unnamed chats named by their participants."""
     out: dict[int | None, tuple[str, str]] = {}
-    for rowid, guid, display, identifier in tables.chats:
+    for rowid, raw_guid, raw_display, raw_identifier in tables.chats:
+        where = f"chat ROWID {rowid}"
+        guid = texts.decode(raw_guid, where, "guid") or ""
+        display = texts.decode(raw_display, where, "display_name") or ""
+        identifier = texts.decode(raw_identifier, where, "chat_identifier") or ""
         people = {
             names.name(handles[h]) for h in tables.participants.get(rowid, ()) if handles.get(h)
         }
@@ -397,16 +445,15 @@ def _thread_names(
     return out
 
 
-def _body(text: object, blob: object) -> str | None:
+def _body(text: object, blob: object, texts: _Texts, where: str) -> str | None:
     """The message text: ``text`` when it holds any, else the decoded ``attributedBody``."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    if isinstance(text, str):
-        cleaned = text.replace(_PLACEHOLDER, "")
+    decoded = texts.decode(text, where, "text")
+    if decoded is not None:
+        cleaned = decoded.replace(_PLACEHOLDER, "")
         if cleaned.strip():
             return cleaned
     if isinstance(blob, bytes) and blob:
-        decoded = decode_attributed_body(blob)
+        decoded = texts.decode(attributed_body_bytes(blob), where, "attributedBody")
         if decoded is not None:
             cleaned = decoded.replace(_PLACEHOLDER, "")
             if cleaned.strip():

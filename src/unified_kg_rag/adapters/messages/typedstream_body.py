@@ -23,6 +23,11 @@ Both tiers read length prefixes as typedstream writes integers: one byte, or ``0
 bytes, or ``0x82`` + 4 bytes (little-endian), so bodies over 127 bytes decode whole (a naive
 one-byte read truncates them). Any failure returns None; nothing here raises.
 
+The string's bytes are meant to be UTF-8; when they are not (a character cut in two, the
+CESU-8 form of an emoji that an NSString holding a lone UTF-16 half archives to),
+`decode_attributed_body` repairs them (`domain.text.decoding.decode_utf8`) instead of losing
+the message; `attributed_body_bytes` gives the bytes, for a caller that reports the repair.
+
 Source: seed 001 (``IMessageSource._decode_attributed_body``: the first-``NSString``
 rule and "a bad blob skips its row, never the file"); the format as pytypedstream reads it.
 """
@@ -31,7 +36,9 @@ from __future__ import annotations
 
 import logging
 
-__all__ = ["decode_attributed_body"]
+from unified_kg_rag.domain.text.decoding import decode_utf8
+
+__all__ = ["attributed_body_bytes", "decode_attributed_body"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +55,23 @@ def decode_attributed_body(blob: bytes | None) -> str | None:
         blob: the column's bytes (None or empty for rows without one).
 
     Returns:
-        The archived string (UTF-8 decoded, unchanged; possibly empty), or None when the
-        blob is empty, not a typedstream, or holds no string. Never raises.
+        The archived string (UTF-8 decoded, repaired with U+FFFD where it is not UTF-8;
+        possibly empty), or None when the blob is empty, not a typedstream, or holds no
+        string. Never raises.
+    """
+    data = attributed_body_bytes(blob)
+    return None if data is None else decode_utf8(data)[0]
+
+
+def attributed_body_bytes(blob: bytes | None) -> bytes | None:
+    """Return the bytes of the string an ``attributedBody`` blob archives (meant as UTF-8).
+
+    Args:
+        blob: the column's bytes (None or empty for rows without one).
+
+    Returns:
+        The string's bytes, undecoded, or None when the blob is empty, not a typedstream, or
+        holds no string. Never raises.
     """
     if not blob:
         return None
@@ -64,7 +86,7 @@ def decode_attributed_body(blob: bytes | None) -> str | None:
     return text
 
 
-def _from_events(data: bytes) -> str | None:
+def _from_events(data: bytes) -> bytes | None:
     """Tier 1: the first string value of the first NSString object, via pytypedstream."""
     from typedstream.stream import (  # type: ignore[import-untyped]  # pure Python, lazy
         SingleClass,
@@ -79,11 +101,11 @@ def _from_events(data: bytes) -> str | None:
             if isinstance(event, SingleClass):
                 armed = armed or event.name in _STRING_CLASSES
             elif armed and isinstance(event, bytes):
-                return event.decode("utf-8")
+                return event
     return None
 
 
-def _from_bytes(data: bytes) -> str | None:
+def _from_bytes(data: bytes) -> bytes | None:
     """Tier 2: find ``NSString``, its ``+`` tag, and read the length-prefixed UTF-8 bytes."""
     start = data.find(b"NSString")
     if start < 0:
@@ -111,7 +133,4 @@ def _from_bytes(data: bytes) -> str | None:
         at += 1
     if at + length > len(data):
         return None
-    try:
-        return data[at : at + length].decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+    return data[at : at + length]
