@@ -181,3 +181,32 @@ def test_a_lone_surrogate_in_an_archive_is_repaired_and_everything_indexed(
     out = json.loads(_ukr("query", "lantern rope", "-C", project, "-s", "naive",
                           "--json").stdout)
     assert any(s["path"] == "notes.txt" for s in out["sources"])
+
+
+def test_handles_file_and_owner_with_invalid_unicode_fail_with_one_line(tmp_path: Path) -> None:
+    """Issue 15 item 6, the handles file and ``--owner``: a name written as a lone surrogate
+    escape passed, and the run died writing the transcript (UnicodeEncodeError, exit 1); a
+    byte that is not UTF-8 was reported as "not a YAML file" with a codec message."""
+    from unified_kg_rag.cli.messages import load_handles
+    from unified_kg_rag.util.errors import InputError
+
+    path = tmp_path / "handles.yaml"
+    path.write_text('"+1555": "Bob \\ud83d"\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"^.*handles\.yaml: \+1555: the name holds text that "
+                       r"is not valid Unicode"):
+        load_handles(path)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "chat.jsonl").write_text(
+        '{"guid": "a1", "thread_id": "t", "sender": "+1555", "text": "hello"}\n',
+        encoding="utf-8")
+    bad = _ukr("index", str(corpus), "--handles", str(path), "-C", str(tmp_path / "p"))
+    assert bad.exit_code == 3, bad.output
+    assert "handles.yaml: +1555: the name holds text that is not valid Unicode" in " ".join(
+        bad.output.split())
+    path.write_bytes(b'"+1555": Bob\xe9\n')
+    with pytest.raises(InputError, match=r"not UTF-8 text \(bad byte 0xe9 at offset 12\)$"):
+        load_handles(path)
+    owner = _ukr("index", str(corpus), "--owner", "Sam\udce9", "-C", str(tmp_path / "p"))
+    assert owner.exit_code == 2, owner.output
+    assert "--owner: holds text that is not valid Unicode" in " ".join(owner.output.split())

@@ -145,3 +145,42 @@ def test_base_urls_must_be_http(
     monkeypatch.setenv("UKR_LLM__OPENAI__BASE_URL", url)
     with pytest.raises(ConfigurationError, match=r"llm\.openai\.base_url: .*http"):
         load_config(tmp_path)
+
+
+_INVALID = "holds text that is not valid Unicode"
+
+
+def test_invalid_unicode_in_a_setting_names_the_file_or_variable_and_the_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15 item 6, the configuration entry point: a lone surrogate (a YAML ``\\ud83d``
+    escape, a byte that is not UTF-8 in a ``UKR_`` variable) in a mapping or list passed
+    validation and failed the run later (UnicodeEncodeError, exit 1); in a plain field the
+    error read "unable to parse raw data as a unicode string"."""
+    config = tmp_path / "ukr.yaml"
+    config.write_text('messages:\n  handle_names: {"+1555": "Bob \\ud83d"}\n', encoding="utf-8")
+    with pytest.raises(ConfigurationError) as err:
+        load_config(tmp_path)
+    assert str(err.value).startswith(f"{config}: messages.handle_names.+1555: {_INVALID}")
+    assert err.value.exit_code == 2
+    config.write_text('parsing:\n  exclude: ["*.tmp", "x\\udce9*"]\n', encoding="utf-8")
+    with pytest.raises(ConfigurationError, match=rf"parsing\.exclude\.1: {_INVALID}"):
+        load_config(tmp_path)
+    config.write_text('messages:\n  owner_label: "Sam \\ud83d"\n', encoding="utf-8")
+    with pytest.raises(ConfigurationError, match=rf"messages\.owner_label: {_INVALID}"):
+        load_config(tmp_path)
+    config.unlink()
+    monkeypatch.setenv("UKR_MESSAGES__OWNER_LABEL", "Sam\udce9")  # the bytes b"Sam\xe9"
+    with pytest.raises(ConfigurationError) as err:
+        load_config(tmp_path)
+    assert str(err.value).startswith(
+        f"UKR_MESSAGES__OWNER_LABEL: messages.owner_label: {_INVALID}")
+    monkeypatch.delenv("UKR_MESSAGES__OWNER_LABEL")
+    monkeypatch.setenv("UKR_MESSAGES__HANDLE_NAMES", '{"+1555": "Bob \\ud83d"}')
+    with pytest.raises(ConfigurationError, match=rf"^UKR_MESSAGES__HANDLE_NAMES: messages\."
+                       rf"handle_names\.\+1555: {_INVALID}"):
+        load_config(tmp_path)
+    monkeypatch.delenv("UKR_MESSAGES__HANDLE_NAMES")
+    # a file name may be any bytes the file system allows: path settings keep them
+    monkeypatch.setenv("UKR_MESSAGES__HANDLES_FILE", "caf\udce9.yaml")
+    assert load_config(tmp_path).messages.handles_file == "caf\udce9.yaml"

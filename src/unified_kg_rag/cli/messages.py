@@ -11,6 +11,7 @@ import yaml
 
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.domain.messages.transcripts import MessageSourceOptions
+from unified_kg_rag.domain.text.decoding import escape_undecodable, has_surrogates
 from unified_kg_rag.ingestion.messages import MessageRun
 from unified_kg_rag.util.errors import InputError, UsageError
 
@@ -58,14 +59,19 @@ def load_handles(path: Path) -> dict[str, str]:
     ``+`` and ``yes``/``no`` stay words, instead of becoming an integer and booleans.
 
     Raises:
-        InputError: the file cannot be read, is not YAML, is not such a mapping, or names one
-            handle twice with different names.
+        InputError: the file cannot be read, is not UTF-8 or YAML, is not such a mapping,
+            names one handle twice with different names, or holds a name or handle that is
+            not valid Unicode (a lone surrogate escape).
     """
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
+        raw = path.read_bytes()
+        data = yaml.load(raw.decode("utf-8-sig"), Loader=yaml.BaseLoader)
     except OSError as exc:
         raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise InputError(str(path), f"not UTF-8 text (bad byte 0x{raw[exc.start]:02x} at "
+                         f"offset {exc.start})") from exc
+    except yaml.YAMLError as exc:
         raise InputError(str(path), f"not a YAML file: {' '.join(str(exc).split())}") from exc
     if data is None:
         return {}
@@ -74,6 +80,11 @@ def load_handles(path: Path) -> dict[str, str]:
     names: dict[str, str] = {}
 
     def add(handle: str, name: str) -> None:
+        for text, what in ((handle, "handle"), (name, "name")):
+            if has_surrogates(text):
+                shown = escape_undecodable(handle)
+                raise InputError(str(path), f"{shown}: the {what} holds text that is not "
+                                 "valid Unicode (a lone surrogate escape such as \\ud83d)")
         if names.get(handle, name) != name:
             raise InputError(str(path), f"{handle} is named twice ({names[handle]!r} and "
                              f"{name!r})")
@@ -105,9 +116,12 @@ def message_run(
     """Return the message options of one ``ukr index`` run (config overridden by options).
 
     Raises:
-        UsageError: ``--since`` is not a date.
+        UsageError: ``--since`` is not a date, or ``--owner`` is not valid Unicode.
         InputError: the handles file is unreadable or malformed.
     """
+    if owner is not None and has_surrogates(owner):
+        raise UsageError("holds text that is not valid Unicode (a byte that is not UTF-8: "
+                         f"{escape_undecodable(owner)})", field="--owner")
     messages = config.messages
     names = dict(messages.handle_names)
     path = handles

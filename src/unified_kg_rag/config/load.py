@@ -1,7 +1,13 @@
-"""Loading the configuration: ``ukr.yaml`` in the project directory plus ``UKR_`` variables.
+r"""Loading the configuration: ``ukr.yaml`` in the project directory plus ``UKR_`` variables.
 
 Called once at the edge (CLI, service, or a library user's own code); the resulting frozen
 `UkrConfig` is passed down and never mutated.
+
+Every text setting must be valid Unicode: a lone surrogate (a ``\ud83d`` escape in YAML, a
+byte that is not UTF-8 in a ``UKR_`` variable, which Python decodes to one) cannot be stored,
+printed or sent, so it fails here with the field named, not later in the run. Settings that
+name files (``path``, ``*_file``, ``*_path``, ``*_dir``) are exempt: a file name may be any
+bytes the file system allows, and Python passes them back to it unchanged.
 """
 
 from __future__ import annotations
@@ -12,10 +18,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_settings import SettingsError
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.text.decoding import has_surrogates
 from unified_kg_rag.util.errors import ConfigurationError
 
 __all__ = ["CONFIG_FILE_NAME", "load_config", "state_dir"]
@@ -50,8 +57,55 @@ def _read_yaml(path: Path) -> dict[str, object]:
     return {str(k): v for k, v in data.items()}
 
 
+_INVALID_UNICODE = (
+    "holds text that is not valid Unicode (a byte that is not UTF-8, or a lone surrogate "
+    "escape such as \\ud83d); write it as UTF-8 text"
+)
+_PATH_SUFFIXES = ("_file", "_path", "_dir")
+
+
 def _env_name(loc: tuple[int | str, ...]) -> str:
     return "UKR_" + "__".join(str(p).upper() for p in loc)
+
+
+def _origin(loc: tuple[int | str, ...], source: str) -> str:
+    """The environment variable that set ``loc`` (or a section above it), else ``source``."""
+    present = {k.lower(): k for k in os.environ}
+    for end in range(len(loc), 0, -1):
+        name = present.get(_env_name(loc[:end]).lower())
+        if name is not None:
+            return name
+    return source
+
+
+def _invalid_unicode(value: object, loc: tuple[str, ...] = ()) -> tuple[str, ...] | None:
+    """The location of the first text setting holding a surrogate, else None.
+
+    Settings naming files are skipped (see the module docstring).
+    """
+    if isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            if name == "path" or name.endswith(_PATH_SUFFIXES):
+                continue
+            found = _invalid_unicode(getattr(value, name), (*loc, name))
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, str):
+        return loc if has_surrogates(value) else None
+    if isinstance(value, Mapping):
+        items = [(str(k), k, v) for k, v in value.items()]
+    elif isinstance(value, list | tuple | set | frozenset):
+        items = [(str(i), None, v) for i, v in enumerate(value)]
+    else:
+        return None
+    for name, key, item in items:
+        if isinstance(key, str) and has_surrogates(key):
+            return (*loc, name)
+        found = _invalid_unicode(item, (*loc, name))
+        if found is not None:
+            return found
+    return None
 
 
 def load_config(
@@ -72,8 +126,9 @@ def load_config(
         The validated, frozen configuration.
 
     Raises:
-        ConfigurationError: the file cannot be read or parsed, or a value is invalid. The
-            message names the file or environment variable and the dotted field path.
+        ConfigurationError: the file cannot be read or parsed, or a value is invalid (text
+            that is not valid Unicode included). The message names the file or environment
+            variable and the dotted field path.
     """
     source = "defaults"
     data: dict[str, object] = {}
@@ -89,7 +144,7 @@ def load_config(
     if overrides:
         data = _deep_merge(data, overrides)
     try:
-        return UkrConfig(**data)  # type: ignore[arg-type]
+        config = UkrConfig(**data)  # type: ignore[arg-type]
     except SettingsError as exc:
         # pydantic-settings could not decode an environment variable (lists and mappings
         # must be JSON); name the variables of that section
@@ -109,7 +164,13 @@ def load_config(
         env_name = _env_name(loc)
         origin = env_name if env_name.lower() in {k.lower() for k in os.environ} else source
         extra = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-        raise ConfigurationError(f"{first['msg']}{extra}", field=field, source=origin) from exc
+        message = _INVALID_UNICODE if first["type"] == "string_unicode" else first["msg"]
+        raise ConfigurationError(f"{message}{extra}", field=field, source=origin) from exc
+    bad = _invalid_unicode(config)
+    if bad is not None:
+        raise ConfigurationError(_INVALID_UNICODE, field=".".join(bad),
+                                 source=_origin(bad, source))
+    return config
 
 
 def _deep_merge(base: Mapping[str, object], top: Mapping[str, object]) -> dict[str, object]:
