@@ -298,7 +298,7 @@ def test_bad_unicode_in_title_and_name_fails_nothing(tmp_path: Path) -> None:
 
     report, paths = asyncio.run(main())
     assert report.failed == [] and report.documents_new == 3
-    assert paths == ["bad\ufffdname.txt"]
+    assert paths == ["bad\\xffname.txt"]  # the odd byte escaped (issue 15 item 6(c))
 
 
 def test_walks_skip_fifos_and_links_to_folders_and_reject_devices(tmp_path: Path) -> None:

@@ -1,10 +1,15 @@
-"""Finding the files of a corpus and reading them into documents.
+r"""Finding the files of a corpus and reading them into documents.
 
 Discovery walks the paths a user gave: a file is taken as given; a folder is walked
 recursively in sorted order, skipping hidden entries (``.git``, ``.ukr``), files matching
 ``parsing.exclude`` and files whose extension no parser handles (counted as skipped). Reading
 hashes the bytes (for the registry diff) without parsing; parsing happens only for documents
 that need work.
+
+A file name that is not valid UTF-8 (Python decodes its odd bytes to lone surrogates) is
+shown, and recorded as the document's path, with each such byte escaped (``caf\xe9.txt``,
+`domain.text.decoding.escape_undecodable`), so two such names stay apart; the document id is
+still derived from the name as the file system gives it, so ids do not change.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from unified_kg_rag.config.models import ParsingConfig
 from unified_kg_rag.domain.identity import document_id
 from unified_kg_rag.domain.models import Document
 from unified_kg_rag.domain.text.analysis import replace_surrogates
+from unified_kg_rag.domain.text.decoding import escape_undecodable
 from unified_kg_rag.ports import DocumentParser
 from unified_kg_rag.util.errors import InputError, UsageError
 from unified_kg_rag.util.hashing import sha256_bytes
@@ -32,14 +38,16 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class CorpusFile:
-    """A file found by discovery.
+    r"""A file found by discovery.
 
     Attributes:
         path: the file on disk.
-        display_path: the path as shown to the user (as given, or below the folder given).
-        source_scope: the scope its document id is derived from.
-        relative_path: POSIX path below the scope's folder.
-        document_id: `domain.identity.document_id(source_scope, relative_path)`.
+        display_path: the path as shown to the user (as given, or below the folder given),
+            bytes that are not UTF-8 escaped (``\xe9``).
+        source_scope: the scope as recorded and shown (escaped like ``display_path``).
+        relative_path: POSIX path below the scope's folder (escaped like ``display_path``).
+        document_id: `domain.identity.document_id` of the scope and relative path as the
+            file system gives them (before escaping).
         explicit: True when the user named the file itself (an unsupported extension then fails
             instead of being skipped).
         message_source: the message source that reads the file (a message archive), or None
@@ -113,7 +121,7 @@ def discover(
             entries = [(f, root, str(given / f.relative_to(root)), False) for f in found]
         for file, base, display, explicit in entries:
             rel = file.relative_to(base).as_posix()
-            shown = replace_surrogates(display)
+            shown = escape_undecodable(display)
             if not explicit and any(fnmatch.fnmatch(rel, pat) for pat in parsing.exclude):
                 skipped.append(SkippedFile(shown, "excluded by parsing.exclude"))
                 continue
@@ -126,7 +134,7 @@ def discover(
             if doc_id in seen:
                 continue
             seen.add(doc_id)
-            clean_scope, clean_rel = replace_surrogates(scope), replace_surrogates(rel)
+            clean_scope, clean_rel = escape_undecodable(scope), escape_undecodable(rel)
             files.append(
                 CorpusFile(file, shown, clean_scope, clean_rel, doc_id, explicit, source)
             )
@@ -138,7 +146,7 @@ def _walk(root: Path, given: Path) -> tuple[list[Path], list[SkippedFile]]:
     skipped: list[SkippedFile] = []
 
     def shown(path: Path) -> str:
-        return replace_surrogates(str(given / path.relative_to(root)))
+        return escape_undecodable(str(given / path.relative_to(root)))
 
     def unlisted(err: OSError) -> None:
         where = Path(err.filename) if err.filename else root
@@ -214,7 +222,7 @@ def parse_file(
     text = replace_surrogates(parsed.text)
     if not text.strip():
         raise InputError(file.display_path, "empty document (no text)")
-    title = replace_surrogates(parsed.title.strip() or file.path.stem)
+    title = replace_surrogates(parsed.title.strip()) or escape_undecodable(file.path.stem)
     metadata = {
         k: replace_surrogates(v) if isinstance(v, str) else v for k, v in parsed.metadata.items()
     }

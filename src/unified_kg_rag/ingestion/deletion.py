@@ -36,6 +36,7 @@ from pathlib import Path
 
 from unified_kg_rag.config.models import ParsingConfig
 from unified_kg_rag.domain.models import Collection, DocRecord, DocStatus
+from unified_kg_rag.domain.text.decoding import escape_undecodable, unescape_undecodable
 from unified_kg_rag.ingestion.corpus import CorpusFile
 from unified_kg_rag.ingestion.derived import DerivedStages
 from unified_kg_rag.ingestion.report import (
@@ -107,7 +108,8 @@ def walked_scopes(paths: Sequence[Path], parsing: ParsingConfig) -> dict[str, li
 def _still_on_disk(records: Sequence[DocRecord], folders: Sequence[Path]) -> set[str]:
     return {
         r.document_id for r in records
-        if any(os.path.lexists(folder / r.path) for folder in folders)
+        if any(os.path.lexists(folder / name) for folder in folders
+               for name in {r.path, unescape_undecodable(r.path)})
     }
 
 
@@ -178,12 +180,13 @@ async def unfinished(stores: IndexStores, *, except_ids: set[str]) -> list[DocRe
 def match_documents(
     records: Sequence[DocRecord], targets: Sequence[str]
 ) -> tuple[list[DocRecord], list[FailedDocument]]:
-    """Return the records ``targets`` name, and the targets naming none (with why).
+    r"""Return the records ``targets`` name, and the targets naming none (with why).
 
     A target is a document id (or a unique prefix of at least 8 hex digits, as printed), a
     file's full location (scope + relative path; a relative path on the command line is taken
     from the current directory), or a path relative to its source scope when only one
-    document has it.
+    document has it. A name that is not valid UTF-8 matches as given by the shell or as shown
+    (its odd bytes escaped, ``caf\xe9.txt``): paths are recorded in the shown form.
 
     Returns:
         ``(matched, unknown)``: matched records without repeats, in target order; unknown
@@ -227,9 +230,10 @@ def _match(
     absolute = Path(os.path.abspath(target))
     for location in (target, absolute.as_posix(), (absolute.parent.resolve() / absolute.name)
                      .as_posix()):
+        location = escape_undecodable(location)
         if location in by_location:
             return by_location[location]
-    relative = target.removeprefix("./")
+    relative = escape_undecodable(target.removeprefix("./"))
     if relative in by_path:
         return list(by_path[relative])
     if len(target) >= _MIN_ID_PREFIX and all(c in "0123456789abcdef" for c in target):

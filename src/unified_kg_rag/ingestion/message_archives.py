@@ -9,6 +9,7 @@ serve `ukr delete ARCHIVE`.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -45,10 +46,14 @@ FILES_KEY = "files"
 
 
 class ArchiveRecord(BaseModel):
-    """What an index remembers of its message corpus (record ``message_files``/``files``).
+    r"""What an index remembers of its message corpus (record ``message_files``/``files``).
+
+    Stored as ASCII JSON (`to_json`): an archive path that is not valid UTF-8 (a name Python
+    decoded to lone surrogates) is kept as ``\udcXX`` escapes and read back as the same path;
+    pydantic's JSON would write U+FFFD for it, and the next run would not find the file.
 
     Attributes:
-        archives: resolved archive path → the source that reads it.
+        archives: resolved archive path (as the file system gives it) → its source's name.
         handle_names: the handle → name map the last message run rendered with.
         owner_label: the owner label it rendered with.
     """
@@ -58,6 +63,10 @@ class ArchiveRecord(BaseModel):
     archives: dict[str, str] = Field(default_factory=dict)
     handle_names: dict[str, str] = Field(default_factory=dict)
     owner_label: str = "Me"
+
+    def to_json(self) -> str:
+        """Return the record as stored: JSON, non-ASCII characters as escapes."""
+        return json.dumps(self.model_dump(), ensure_ascii=True, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -163,11 +172,15 @@ async def load_archive_record(records: RecordStore) -> ArchiveRecord:
     if not raw:
         return ArchiveRecord()
     try:
-        return ArchiveRecord.model_validate_json(raw)
+        value = json.loads(raw)  # not pydantic's JSON: it refuses a lone surrogate escape
+    except ValueError:
+        value = None
+    try:
+        return ArchiveRecord.model_validate(value)
     except ValidationError:
         pass
     try:  # the first form of the record: a bare path → source mapping
-        return ArchiveRecord(archives=TypeAdapter(dict[str, str]).validate_json(raw))
+        return ArchiveRecord(archives=TypeAdapter(dict[str, str]).validate_python(value))
     except ValidationError:
         logger.warning("the index's message archive record is unreadable; ignoring it")
         return ArchiveRecord()

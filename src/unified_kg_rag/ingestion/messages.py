@@ -49,6 +49,7 @@ from unified_kg_rag.domain.messages.transcripts import (
     transcript_hash,
 )
 from unified_kg_rag.domain.models import DocRecord, DocStatus
+from unified_kg_rag.domain.text.decoding import escape_undecodable
 from unified_kg_rag.ingestion.corpus import CorpusFile
 from unified_kg_rag.ingestion.deletion import (
     Removal,
@@ -127,7 +128,7 @@ class MessagePlan:
         removal = await remove_documents(stores, self.doomed)
         if self.doomed:
             await stores.records.delete(SPANS_NAMESPACE, [r.document_id for r in self.doomed])
-        await stores.records.put(FILES_NAMESPACE, FILES_KEY, self.files.model_dump_json())
+        await stores.records.put(FILES_NAMESPACE, FILES_KEY, self.files.to_json())
         return removal
 
 
@@ -188,7 +189,7 @@ async def plan_messages(
     forget = set(run.forget)
     for path in sorted(forget - set(record.archives)):
         report.failed.append(FailedDocument(
-            path=path, reason="not a message archive of this index"))
+            path=escape_undecodable(path), reason="not a message archive of this index"))
     known = {p: n for p, n in record.archives.items() if p not in forget}
     wanted = {
         f.path.resolve().as_posix(): (f.display_path, f.message_source or "") for f in archives
@@ -197,9 +198,9 @@ async def plan_messages(
     present = await asyncio.to_thread(lambda: {p for p in earlier if os.path.exists(p)})
     for path, name in earlier.items():
         if path in present:
-            wanted[path] = (path, name)
+            wanted[path] = (escape_undecodable(path), name)
         else:
-            mr.archives_missing.append(path)
+            mr.archives_missing.append(escape_undecodable(path))
     parsed, failed = await _read_archives(wanted, by_name, options, report, mr)
     mr.archives = len(parsed)
     plan.files = ArchiveRecord(

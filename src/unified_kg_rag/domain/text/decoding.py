@@ -23,9 +23,10 @@ import re
 
 from unified_kg_rag.domain.text.analysis import repair_unicode
 
-__all__ = ["decode_utf8", "escape_undecodable", "has_surrogates"]
+__all__ = ["decode_utf8", "escape_undecodable", "has_surrogates", "unescape_undecodable"]
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
+_BYTE_ESCAPE = re.compile(r"\\x([89a-f][0-9a-f])")
 _ESCAPED_BYTE = range(0xDC80, 0xDD00)
 """Lone surrogates ``surrogateescape`` makes of the bytes 0x80..0xFF."""
 
@@ -82,3 +83,14 @@ def _escape(match: re.Match[str]) -> str:
     if point in _ESCAPED_BYTE:
         return f"\\x{point - 0xDC00:02x}"
     return f"\\u{point:04x}"
+
+
+def unescape_undecodable(text: str) -> str:
+    r"""Return the name `escape_undecodable` showed as ``text``: each ``\xNN`` (80..ff) a byte.
+
+    The escape is not unambiguous (a name may hold a literal ``\xe9``), so use this only to
+    look for a file both ways, never as the one true name.
+    """
+    if "\\x" not in text:
+        return text
+    return _BYTE_ESCAPE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)), text)
