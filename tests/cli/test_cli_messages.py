@@ -210,3 +210,45 @@ def test_handles_file_and_owner_with_invalid_unicode_fail_with_one_line(tmp_path
     owner = _ukr("index", str(corpus), "--owner", "Sam\udce9", "-C", str(tmp_path / "p"))
     assert owner.exit_code == 2, owner.output
     assert "--owner: holds text that is not valid Unicode" in " ".join(owner.output.split())
+
+
+def test_offset_less_timestamps_follow_messages_timezone_end_to_end(tmp_path: Path) -> None:
+    """Issue 15 item 9: with ``messages.timezone`` set, an offset-less JSON Lines timestamp
+    was read as UTC, so a message written at 00:30 local time was shown the evening before and
+    landed in the previous thread-day. Changing the zone afterwards keeps the shown local
+    times (same text) but moves the instants: the stored provenance follows."""
+    archive = tmp_path / "chat.jsonl"
+    archive.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"guid": "late", "thread_id": "t", "sender": "Ann", "timestamp": "2024-03-01T23:50:00",
+         "text": "Still at the harbour office"},
+        {"guid": "night", "thread_id": "t", "sender": "Ben", "timestamp": "2024-03-02T00:30:00",
+         "text": "The night ferry just docked"},
+    ]), encoding="utf-8")
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "ukr.yaml").write_text("messages:\n  timezone: America/New_York\n",
+                                      encoding="utf-8")
+    first = _ukr("index", str(archive), "-C", str(project), "--json")
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)["messages"]["transcripts"] == 1
+
+    def night() -> dict[str, str]:
+        out = json.loads(_ukr("query", "night ferry docked", "-C", str(project), "-s", "naive",
+                              "--json").stdout)
+        source = next(s for s in out["sources"] if any(m["guid"] == "night"
+                                                       for m in s["messages"]))
+        message = next(m for m in source["messages"] if m["guid"] == "night")
+        return {"path": source["path"], "text": message["text"],
+                "timestamp": message["timestamp"]}
+
+    # the days of the thread are 03-01 and 03-02 (read as UTC, both were 03-01 in New York)
+    assert night() == {"path": "t::2024-03-01..2024-03-02",
+                       "text": "[2024-03-02 00:30] Ben: The night ferry just docked",
+                       "timestamp": "2024-03-02T05:30:00+00:00"}
+    (project / "ukr.yaml").write_text("messages:\n  timezone: Asia/Tokyo\n", encoding="utf-8")
+    second = json.loads(_ukr("index", str(archive), "-C", str(project), "--json").stdout)
+    m = second["messages"]
+    assert (m["unchanged"], m["provenance_updated"], m["new"], m["changed"]) == (1, 1, 0, 0)
+    assert night() == {"path": "t::2024-03-01..2024-03-02",
+                       "text": "[2024-03-02 00:30] Ben: The night ferry just docked",
+                       "timestamp": "2024-03-01T15:30:00+00:00"}

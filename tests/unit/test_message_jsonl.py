@@ -291,3 +291,40 @@ def test_lone_surrogates_are_repaired_with_one_problem_line_per_line(tmp_path: P
     )
     for message in archive.messages:  # every field encodes: a store or terminal takes it
         message.model_dump_json().encode("utf-8")
+
+
+def test_offset_less_timestamps_are_read_in_the_configured_zone(tmp_path: Path) -> None:
+    """Issue 15 item 9: a timestamp without an offset was read as UTC even with
+    ``messages.timezone`` set. It is read in the configured zone; ``Z``, offsets and epoch
+    numbers are unaffected, and derived guids do not depend on the zone."""
+    path = _write(tmp_path / "export.jsonl", [
+        {"thread_id": "t", "sender": "Ann", "timestamp": "2024-03-02T01:00:00", "text": "naive"},
+        {"thread_id": "t", "sender": "Ann", "timestamp": "2024-03-01T22:30:00Z", "text": "zulu"},
+        {"thread_id": "t", "sender": "Ann", "timestamp": "2024-03-01T22:30:00+02:00",
+         "text": "offset"},
+        {"thread_id": "t", "sender": "Ann", "timestamp": 1709316000, "text": "epoch"},
+        # 02:30 does not exist in New York that night (clocks jump 02:00 → 03:00): read with
+        # the offset before the jump, as zoneinfo does (fold=0)
+        {"thread_id": "t", "sender": "Ann", "timestamp": "2024-03-10T02:30:00", "text": "gap"},
+    ])
+    zoned = MessageSourceOptions(timezone="America/New_York")
+    utc = SOURCE.parse(path, OPTIONS.model_copy(update={"timezone": "UTC"}))
+    new_york = SOURCE.parse(path, zoned)
+    by_text = {m.text: m.timestamp for m in new_york.messages}
+    assert by_text == {
+        "naive": datetime(2024, 3, 2, 6, 0, tzinfo=UTC),
+        "zulu": datetime(2024, 3, 1, 22, 30, tzinfo=UTC),
+        "offset": datetime(2024, 3, 1, 20, 30, tzinfo=UTC),
+        "epoch": datetime(2024, 3, 1, 18, 0, tzinfo=UTC),
+        "gap": datetime(2024, 3, 10, 7, 30, tzinfo=UTC),
+    }
+    assert {m.text: m.timestamp for m in utc.messages}["naive"] == datetime(
+        2024, 3, 2, 1, 0, tzinfo=UTC)  # UTC stays the default reading
+    assert OPTIONS.timezone == "UTC"
+    # the derived guid hashes the timestamp as written (naive read as UTC, as before), so a
+    # message keeps its id when the zone changes and indexes built before keep theirs
+    assert {m.guid for m in utc.messages} == {m.guid for m in new_york.messages}
+    naive_guid = next(m.guid for m in new_york.messages if m.text == "naive")
+    assert naive_guid == sha256_text("t", "Ann", "", "", "2024-03-02T01:00:00+00:00", "naive")
+    with pytest.raises(ValueError, match="unknown time zone"):
+        MessageSourceOptions(timezone="Mars/Olympus")

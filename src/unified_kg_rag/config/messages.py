@@ -39,8 +39,9 @@ class MessagesConfig(BaseModel):
     )
     timezone: str = Field(
         default="UTC",
-        description="IANA time zone of the rendered times and of day boundaries "
-        "(`Europe/Berlin` ...). Changing it re-renders every transcript.",
+        description="IANA time zone of the rendered times, of day boundaries, and of JSON "
+        "Lines timestamps written without an offset (`Europe/Berlin` ...). Changing it "
+        "re-renders the transcripts whose text it changes.",
     )
 
     @field_validator("timezone")

@@ -97,6 +97,10 @@ class MessagePlan:
 
     Attributes:
         todo: transcripts to process, with their corpus entry and registry fingerprint.
+        respans: unchanged transcripts (same text) whose stored spans are stale: the
+            provenance of a message changed without changing its rendered line (a time zone
+            change moves the UTC instant of a local time, not the local time shown; an
+            edit's history grew). Only their spans record is written again.
         doomed: registry records of transcripts to delete.
         files: the archive record to save after the run.
         replaced: registry records of the archive files themselves, indexed before as
@@ -105,13 +109,15 @@ class MessagePlan:
     """
 
     todo: list[tuple[CorpusFile, str, TranscriptDoc]] = field(default_factory=list)
+    respans: list[tuple[CorpusFile, TranscriptDoc]] = field(default_factory=list)
     doomed: list[DocRecord] = field(default_factory=list)
     files: ArchiveRecord = field(default_factory=lambda: ArchiveRecord())
     replaced: list[DocRecord] = field(default_factory=list)
 
     async def write_spans(self, records: RecordStore) -> None:
-        """Store the message spans of the transcripts about to be processed."""
+        """Store the message spans of the transcripts about to be processed (and `respans`)."""
         items = {corpus.document_id: spans_record(doc) for corpus, _, doc in self.todo}
+        items.update({corpus.document_id: spans_record(doc) for corpus, doc in self.respans})
         if items:
             await records.put_many(SPANS_NAMESPACE, items)
 
@@ -185,6 +191,7 @@ async def plan_messages(
     options = MessageSourceOptions(
         handle_names=run.options.handle_names if run.names_given else record.handle_names,
         owner_label=run.options.owner_label if run.owner_given else record.owner_label,
+        timezone=run.timezone,
     )
     forget = set(run.forget)
     for path in sorted(forget - set(record.archives)):
@@ -223,7 +230,8 @@ async def plan_messages(
         mr.held_reason = ("an archive failed to read: no transcript was changed or deleted; "
                           "fix that archive, or leave it out (`ukr delete` it if the index "
                           "was built from it), and run again")
-        plan.todo, plan.doomed, plan.files = [], [], record
+        plan.todo, plan.respans, plan.doomed, plan.files = [], [], [], record
+        mr.provenance_updated = 0
         return plan
     rekeyed = set(respanned(manifest, removed, docs))
     if mr.bounded:
@@ -321,9 +329,15 @@ async def _diff(
                    if not set(rendered[k].message_guids).issuperset(manifest[k].message_guids)}
         mr.kept_partial = len(partial)
     wanted = {*diff.new, *diff.changed, *(diff.unchanged if reset else ())} - partial
+    unchanged = set(diff.unchanged)
     for doc in docs:
         if doc.doc_key in wanted:
             plan.todo.append((transcript_entry(doc), fingerprint(transcript_hash(doc)), doc))
+        elif doc.doc_key in unchanged:
+            known = stored.get(live[doc.doc_key].document_id)
+            if known is None or known.messages != doc.messages:
+                plan.respans.append((transcript_entry(doc), doc))
+    mr.provenance_updated = len(plan.respans)
     plan.doomed = [live[k] for k in diff.removed]
     return manifest, list(diff.removed)
 
@@ -347,7 +361,8 @@ async def preview_transcripts(
         raise UsageError(f"unknown message source {run.source!r}", field="--source")
     wanted = {f.path.resolve().as_posix(): (f.display_path, f.message_source or "")
               for f in archives}
-    parsed, _ = await _read_archives(wanted, by_name, run.options, IndexReport(index=""),
+    options = run.options.model_copy(update={"timezone": run.timezone})
+    parsed, _ = await _read_archives(wanted, by_name, options, IndexReport(index=""),
                                      MessageReport())
     window = bound_messages(merge_messages(parsed.values()), since=run.since, limit=run.limit,
                             tz=run.timezone)

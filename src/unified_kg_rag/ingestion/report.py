@@ -31,6 +31,8 @@ class MessageReport(BaseModel):
         tapbacks_folded: reactions folded onto their messages.
         transcripts: transcripts rendered.
         new, changed, unchanged, removed: the manifest diff, in transcripts.
+        provenance_updated: unchanged transcripts whose per-message provenance was stored
+            again (a message's UTC time or edit history changed, its rendered line did not).
         kept_out_of_window: removed transcripts a bounded build kept (out of its window).
         kept_partial: changed transcripts a bounded build kept as indexed because its render
             would drop some of their messages; the next full run renders them.
@@ -52,6 +54,7 @@ class MessageReport(BaseModel):
     changed: int = 0
     unchanged: int = 0
     removed: int = 0
+    provenance_updated: int = 0
     kept_out_of_window: int = 0
     kept_partial: int = 0
     held_reason: str = ""

@@ -26,9 +26,12 @@ field              required  meaning
                              ``handle_names``, kept as the message's ``sender_handle``
 ``is_from_me``     no        true: the archive owner sent it (named ``owner_label``); default
                              false
-``timestamp``      no        ISO 8601 string (no offset means UTC; ``Z`` allowed) or a number
-                             of seconds since 1970-01-01 UTC; absent/null, or Go's zero time
-                             ``0001-01-01T00:00:00Z``: undated
+``timestamp``      no        ISO 8601 string or a number of seconds since 1970-01-01 UTC;
+                             a string without an offset is a local time in
+                             ``MessageSourceOptions.timezone`` (``messages.timezone``, UTC by
+                             default; a time a clock change skips or repeats reads with the
+                             offset before the change); ``Z`` allowed; absent/null, or Go's
+                             zero time ``0001-01-01T00:00:00Z``: undated
 ``reactions``      no        list of ``{"kind": K, "sender": S}`` (``"is_from_me": true``
                              instead of ``sender`` for the owner); K is one of ``loved liked
                              disliked laughed emphasized questioned emoji sticker``
@@ -64,7 +67,7 @@ import math
 import os
 import stat
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -165,7 +168,7 @@ class JsonLinesSource:
             try:
                 record, repaired = _record(line)
                 records.append(record)
-                message, notes = _message(record, names, options.owner_label, seen)
+                message, notes = _message(record, names, options, seen)
                 if message.guid in messages:
                     raise _BadLineError(f"duplicate guid {message.guid!r}")
             except _BadLineError as exc:
@@ -270,12 +273,17 @@ def _repaired(value: object, where: str, repaired: set[str]) -> object:
 
 
 def _message(
-    record: dict[str, object], names: HandleNames, owner_label: str, seen: dict[str, int]
+    record: dict[str, object],
+    names: HandleNames,
+    options: MessageSourceOptions,
+    seen: dict[str, int],
 ) -> tuple[SourceMessage, list[str]]:
     """Build the message of one line's object, plus notes on dropped reactions.
 
     ``seen`` counts the derived guids so far: identical lines without a ``guid`` (the same
-    "ok" twice in a minute) get distinct guids, numbered by their order in the file.
+    "ok" twice in a minute) get distinct guids, numbered by their order in the file. A
+    derived guid hashes the timestamp as written (one without an offset read as UTC, as
+    before ``timezone`` applied to it), so changing the zone keeps every message's id.
 
     Raises:
         _BadLineError: the object is not a valid message record.
@@ -296,13 +304,14 @@ def _message(
     is_from_me = record.get("is_from_me", False)
     if not isinstance(is_from_me, bool):
         raise _BadLineError("'is_from_me' must be true or false")
-    timestamp = _timestamp(record.get("timestamp"))
+    owner_label = options.owner_label
+    timestamp, written = _timestamp(record.get("timestamp"), options.zone)
     person = owner_label if is_from_me else _person(names, sender, sender_handle)
     if person is None:
         raise _BadLineError("missing 'sender' (or 'sender_handle')")
     guid = record.get("guid")
     if guid is None:
-        stamp = timestamp.isoformat() if timestamp else ""
+        stamp = written.isoformat() if written else ""
         base = sha256_text(
             thread_id, sender, sender_handle, "me" if is_from_me else "", stamp, text
         )
@@ -349,36 +358,44 @@ def _person(names: HandleNames, sender: str, sender_handle: str) -> str | None:
     return sender or sender_handle or None
 
 
-def _timestamp(value: object) -> datetime | None:
-    """Parse an ISO 8601 string (naive = UTC) or epoch seconds; None/absent is undated.
+def _timestamp(value: object, zone: tzinfo) -> tuple[datetime | None, datetime | None]:
+    """Parse an ISO 8601 string or epoch seconds; None/absent is undated.
+
+    A string without an offset is a wall-clock time in ``zone``.
+
+    Returns:
+        ``(instant, written)``: the instant in UTC, and the timestamp as written with an
+        offset-less one read as UTC (what a derived guid hashes); both None when undated.
 
     Raises:
         _BadLineError: any other value.
     """
     if value is None:
-        return None
+        return None, None
     if isinstance(value, bool):
         raise _BadLineError("'timestamp' must be ISO 8601 text or epoch seconds")
     if isinstance(value, int | float):
         if not math.isfinite(value):
             raise _BadLineError(f"bad 'timestamp' {value!r}")
         try:
-            return datetime.fromtimestamp(value, tz=UTC)
+            instant = datetime.fromtimestamp(value, tz=UTC)
         except (OverflowError, OSError, ValueError):
             raise _BadLineError(f"'timestamp' {value!r} is out of range") from None
+        return instant, instant
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value.strip())
         except ValueError:
             raise _BadLineError(f"bad 'timestamp' {value[:40]!r} (want ISO 8601)") from None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
+        naive = parsed.tzinfo is None
         try:
-            parsed = parsed.astimezone(UTC)
+            written = parsed.replace(tzinfo=UTC) if naive else parsed.astimezone(UTC)
+            if written == _ZERO_TIME:  # Go's zero time, written by exporters for "unknown"
+                return None, None
+            instant = parsed.replace(tzinfo=zone).astimezone(UTC) if naive else written
         except (OverflowError, ValueError):
             raise _BadLineError(f"'timestamp' {value[:40]!r} is out of range") from None
-        # Go's zero time, written by exporters for "unknown"
-        return None if parsed == _ZERO_TIME else parsed
+        return instant, written
     raise _BadLineError("'timestamp' must be ISO 8601 text or epoch seconds")
 
 

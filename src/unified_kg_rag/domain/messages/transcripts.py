@@ -175,16 +175,30 @@ class ParsedArchive(_Model):
 
 
 class MessageSourceOptions(_Model):
-    """How sources name people.
+    """How sources name people and read local times.
 
     Attributes:
         handle_names: raw handle → display name (e.g. ``+15551234567`` → ``Bob``); several
             handles may map to one name.
         owner_label: the display name of the archive's owner (``is_from_me`` messages).
+        timezone: IANA time zone of timestamps a source gives without an offset (a JSON Lines
+            ``"2024-03-01T09:30:00"``); ``UTC`` by default.
     """
 
     handle_names: dict[str, str] = Field(default_factory=dict)
     owner_label: str = "Me"
+    timezone: str = "UTC"
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        _zone(value)  # ValueError for an unknown zone
+        return value
+
+    @property
+    def zone(self) -> tzinfo:
+        """`timezone` as a `datetime.tzinfo`."""
+        return _zone(self.timezone)
 
 
 class MessageSpan(_Model):
