@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -252,3 +253,61 @@ def test_offset_less_timestamps_follow_messages_timezone_end_to_end(tmp_path: Pa
     assert night() == {"path": "t::2024-03-01..2024-03-02",
                        "text": "[2024-03-02 00:30] Ben: The night ferry just docked",
                        "timestamp": "2024-03-01T15:30:00+00:00"}
+
+
+def test_edited_and_unsent_imessages_end_to_end(tmp_path: Path) -> None:
+    """Issue 15 item 10: an edited message is marked as edited in its transcript and in the
+    answer's evidence (with its earlier text), an unsent one is counted under its own reason,
+    ``ukr index`` gives skipped rows per reason, and an attachment between two words leaves
+    a space."""
+    from tests.support.chatdb import (
+        ChatDb,
+        apple_nanos,
+        apple_seconds,
+        summary_info,
+        typedstream_body,
+    )
+
+    when = datetime(2024, 5, 6, 9, 0, tzinfo=UTC)
+    path = tmp_path / "chat.db"
+    db = ChatDb(path, SCHEMA)
+    bob = db.handle("+15551230002")
+    chat = db.chat("iMessage;-;+15551230002", handles=[bob])
+    db.message("E1", text=None, body=typedstream_body("The budget meeting moved to Thursday"),
+               chats=[chat], handle=bob, date=apple_nanos(when),
+               date_edited=apple_nanos(when + timedelta(minutes=2)),
+               summary=summary_info(edits={0: [
+                   (apple_seconds(when), "The budget meeting moved to Tuesday"),
+                   (apple_seconds(when + timedelta(minutes=2)),
+                    "The budget meeting moved to Thursday")]}))
+    db.message("U1", text=None, chats=[chat], handle=bob, date=apple_nanos(when),
+               date_retracted=apple_nanos(when + timedelta(minutes=1)),
+               summary=summary_info(unsent=[0]))
+    db.message("A1", text="\ufffc", chats=[chat], is_from_me=True, has_attachments=True,
+               date=apple_nanos(when + timedelta(minutes=3)))
+    db.message("P1", text="see\ufffcthis lighthouse photo", chats=[chat], is_from_me=True,
+               date=apple_nanos(when + timedelta(minutes=4)))
+    db.close()
+    project = str(tmp_path / "p")
+    result = _ukr("index", str(path), "-C", project)
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.stdout.split())
+    assert "2 messages (0 in several archives, 2 rows skipped, 0 reactions folded)" in flat
+    assert "rows skipped 1 attachment only, 1 unsent" in flat
+    report = json.loads(_ukr("index", str(path), "-C", project, "--json").stdout)
+    assert report["messages"]["skipped_reasons"] == {"attachment only": 1, "unsent": 1}
+
+    out = json.loads(_ukr("query", "When is the budget meeting?", "-C", project, "-s",
+                          "naive", "--json").stdout)
+    edited = next(m for m in out["evidence"] if m["guid"] == "E1")
+    assert edited["edited"] is True
+    assert edited["edited_at"] == "2024-05-06T09:02:00+00:00"
+    assert [e["text"] for e in edited["edits"]] == ["The budget meeting moved to Tuesday"]
+    assert edited["text"] == ("[2024-05-06 09:00] +15551230002: The budget meeting moved to "
+                              "Thursday\n    (edited 2024-05-06 09:02)")
+    shown = _ukr("query", "When is the budget meeting?", "-C", project, "-s", "naive")
+    assert "moved to Thursday (edited 2024-05-06 09:02)" in " ".join(shown.stdout.split())
+    photo = json.loads(_ukr("query", "lighthouse photo", "-C", project, "-s", "naive",
+                            "--json").stdout)
+    texts = [m["text"] for s in photo["sources"] for m in s["messages"]]
+    assert "[2024-05-06 09:04] Me: see this lighthouse photo" in texts

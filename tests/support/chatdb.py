@@ -8,6 +8,9 @@ transaction; `ChatDb.close` commits and, for the macOS schema, creates Apple's t
 they call functions only Messages defines (``delete_attachment_path`` ...), which reproduces a
 real file that plain ``sqlite3`` cannot write to (a DELETE fails with "no such function").
 
+`summary_info` writes the binary plist of ``message.message_summary_info`` with which recent
+macOS/iOS versions record edits and unsends (the structure the imessage source documents).
+
 `typedstream_body` writes a real ``NSAttributedString`` typedstream (``streamtyped``
 little-endian header, ``NSAttributedString``/``NSObject`` class chain, an ``NSString`` or
 ``NSMutableString`` with the text, one attribute run with the
@@ -27,8 +30,9 @@ Usage::
 from __future__ import annotations
 
 import os
+import plistlib
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -42,6 +46,7 @@ __all__ = [
     "apple_seconds",
     "schema_available",
     "schema_statements",
+    "summary_info",
     "typedstream_body",
 ]
 
@@ -71,7 +76,9 @@ CREATE TABLE chat_handle_join (chat_id INTEGER, handle_id INTEGER, UNIQUE(chat_i
 CREATE TABLE message (ROWID INTEGER PRIMARY KEY AUTOINCREMENT, guid TEXT UNIQUE NOT NULL,
     text TEXT, attributedBody BLOB, handle_id INTEGER DEFAULT 0, date INTEGER,
     is_from_me INTEGER DEFAULT 0, associated_message_guid TEXT,
-    associated_message_type INTEGER DEFAULT 0);
+    associated_message_type INTEGER DEFAULT 0, cache_has_attachments INTEGER DEFAULT 0,
+    message_summary_info BLOB, date_retracted INTEGER DEFAULT 0,
+    date_edited INTEGER DEFAULT 0);
 CREATE TABLE chat_message_join (chat_id INTEGER, message_id INTEGER,
     PRIMARY KEY (chat_id, message_id));
 """
@@ -229,6 +236,10 @@ class ChatDb:
         body: bytes | None = None,
         associated_type: int = 0,
         associated_guid: str | None = None,
+        has_attachments: bool = False,
+        date_edited: int = 0,
+        date_retracted: int = 0,
+        summary: bytes | None = None,
     ) -> int:
         """Insert a message joined to ``chats``; return its ROWID.
 
@@ -242,9 +253,14 @@ class ChatDb:
             body: the ``attributedBody`` blob (`typedstream_body`).
             associated_type: ``associated_message_type`` (2000-2007 tapback, 3000-3007 removal).
             associated_guid: ``associated_message_guid`` (``p:0/GUID`` or ``bp:GUID``).
+            has_attachments: ``cache_has_attachments`` (the row has attachments).
+            date_edited: raw ``date_edited`` of an edited (or unsent) message; 0 for none.
+            date_retracted: raw ``date_retracted`` of an unsent message; 0 for none.
+            summary: ``message_summary_info`` (`summary_info`).
 
         Raises:
-            ValueError: a tapback or association is asked of a schema without those columns.
+            ValueError: a tapback, association, edit or unsend is asked of a schema without
+                those columns.
         """
         values: dict[str, object] = {
             "guid": guid,
@@ -270,6 +286,15 @@ class ChatDb:
         if associated_guid is not None:
             self._require("message", "associated_message_guid")
             values["associated_message_guid"] = associated_guid
+        for column, value, default in (
+            ("cache_has_attachments", int(has_attachments), 0),
+            ("date_edited", date_edited, 0),
+            ("date_retracted", date_retracted, 0),
+            ("message_summary_info", summary, None),
+        ):
+            if value != default:
+                self._require("message", column)
+                values[column] = value
         rowid = self._insert("message", values)
         for chat_id in chats:
             self._insert(
@@ -431,3 +456,37 @@ def typedstream_body(
         w.end_object()
     w.end_object()
     return bytes(w.out)
+
+
+# ----------------------------------------------------------------------------- edits and unsends
+
+
+def summary_info(
+    parts: int = 1,
+    *,
+    edits: Mapping[int, Sequence[tuple[int, str]]] | None = None,
+    unsent: Sequence[int] = (),
+) -> bytes:
+    """Return a ``message_summary_info`` binary plist recording edits and unsends.
+
+    The root dictionary holds ``otr`` (part index as text → ``{"le": length, "lo": start}``),
+    ``ec`` (part index as text → every version of that part, oldest first, the last one being
+    the current text: ``{"d": seconds since 2001-01-01 UTC, "t": attributedBody typedstream}``)
+    and ``rp`` (indexes of unsent parts), as Messages writes it.
+
+    Args:
+        parts: how many body parts the message has.
+        edits: part index → its versions ``(apple_seconds, text)``, oldest first.
+        unsent: indexes of the parts that were unsent.
+    """
+    root: dict[str, object] = {
+        "otr": {str(i): {"le": 1, "lo": i} for i in range(parts)},
+    }
+    if edits:
+        root["ec"] = {
+            str(part): [{"d": when, "t": typedstream_body(text)} for when, text in versions]
+            for part, versions in edits.items()
+        }
+    if unsent:
+        root["rp"] = list(unsent)
+    return plistlib.dumps(root, fmt=plistlib.FMT_BINARY)

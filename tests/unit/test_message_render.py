@@ -630,3 +630,45 @@ def test_source_message_strings_are_always_valid_unicode() -> None:
     assert message.text == "hi \U0001f600 and \ufffd"
     assert message.tapbacks[0].sender_name == "Cy\ufffd"
     render_transcripts([message])[0].text.encode("utf-8")
+
+
+def test_an_edited_message_is_marked_and_keeps_its_history() -> None:
+    """Issue 15 item 10: an edited message rendered like any other; the mark follows its text
+    (before the reactions), in the render zone, and the history rides on the spans record and
+    the message's `MessageRef`, never in the indexed text."""
+    from unified_kg_rag.domain.messages.evidence import message_body
+    from unified_kg_rag.domain.messages.ref import MessageEdit
+
+    earlier = (MessageEdit(timestamp="2024-05-01T09:05:00+00:00", text="Dinner at 7?"),)
+    edited = SourceMessage(
+        guid="e1", thread_id="fam", thread_name="Family", sender_name="Bob",
+        timestamp=at("2024-05-01 09:05"), text="Dinner at 8?", edited=True,
+        edited_at=at("2024-05-01 09:07"), edits=earlier,
+        tapbacks=(Tapback(kind="liked", sender_name="Ann"),),
+    )
+    unknown = SourceMessage(guid="e2", thread_id="fam", thread_name="Family",
+                            sender_name="Ann", timestamp=at("2024-05-01 09:10"),
+                            text="typo fixed", edited=True)
+    (doc,) = render_transcripts([edited, unknown], tz="Europe/Berlin")
+    assert doc.text == (
+        "Thread: Family\n"
+        "[2024-05-01 11:05] Bob: Dinner at 8?\n"
+        "    (edited 2024-05-01 11:07)\n"
+        "    (reactions: liked by Ann)\n"
+        "[2024-05-01 11:10] Ann: typo fixed\n"
+        "    (edited)\n"
+    )
+    assert "Dinner at 7?" not in doc.text
+    first = doc.messages[0]
+    assert (first.edited, first.edited_at, first.edits) == (
+        True, "2024-05-01T09:07:00+00:00", earlier)
+    block = doc.text[first.start:first.end]
+    assert message_body(block) == "Dinner at 8?"
+    stored = parse_spans_record(spans_record(doc))
+    assert stored.messages == doc.messages
+    ref = message_ref(stored, stored.messages[0], block)
+    assert (ref.edited, ref.edited_at, ref.edits) == (True, "2024-05-01T09:07:00+00:00", earlier)
+    plain = SourceMessage(guid="p", thread_id="fam", thread_name="Family", sender_name="Bob",
+                          timestamp=at("2024-05-01 09:05"), text="hi")
+    record = json.loads(spans_record(render_transcripts([plain])[0]))
+    assert "edited" not in record["messages"][0]  # defaults are not stored

@@ -27,6 +27,7 @@ from tests.support.chatdb import (
     apple_nanos,
     apple_seconds,
     schema_available,
+    summary_info,
     typedstream_body,
 )
 
@@ -160,7 +161,12 @@ def test_scenario_over_every_schema(tmp_path: Path, schema: str) -> None:
         expected.add("N1")
     assert set(got) == expected  # tapbacks never emitted; X1-X3 skipped
     assert archive.source == "imessage"
-    assert archive.skipped == 3
+    # every row not emitted is counted under its reason (T7 reacts to a message not here)
+    reasons = {"no text": 2, "attachment only": 1}
+    if sc.tapbacks:
+        reasons["reaction to a message not in the archive"] = 1
+    assert archive.skipped_reasons == reasons
+    assert archive.skipped == sum(reasons.values())
 
     dm, group = "iMessage;-;+15551230001", "iMessage;+;chat111"
     assert (got["M1"].thread_id, got["M1"].thread_name) == (dm, "Ann")
@@ -616,3 +622,66 @@ def test_invalid_utf8_is_repaired_per_row_with_a_problem_line(tmp_path: Path, sc
         expected.add(f"chat ROWID {trip}: invalid UTF-8 in 'display_name' {repaired}")
     assert set(archive.problems) == expected
     assert archive.skipped == 0
+
+
+def test_edits_unsends_attachments_and_skip_reasons(tmp_path: Path, schema: str) -> None:
+    """Issue 15 item 10: nothing read ``date_edited``, ``date_retracted`` or
+    ``message_summary_info``: an edited message had no mark and no history, an unsent one was
+    counted as "no text" like an attachment, and an attachment placeholder between two words
+    glued them together ("seethis")."""
+    db = ChatDb(tmp_path / "chat.db", schema)
+    if not db.has_column("message", "date_edited"):
+        db.close()
+        pytest.skip(f"schema {schema!r} predates edits and unsends")
+    ann = db.handle("+15551230001")
+    dm = db.chat("iMessage;-;+15551230001", handles=[ann])
+    sent, first, last = BASE, BASE + timedelta(minutes=1), BASE + timedelta(minutes=3)
+    history = summary_info(edits={0: [(apple_seconds(sent), "Dinner at 7?"),
+                                      (apple_seconds(first), "Dinner at 7:30?"),
+                                      (apple_seconds(last), "Dinner at 8?")]})
+    db.message("E1", text=None, body=typedstream_body("Dinner at 8?"), chats=[dm],
+               handle=ann, date=apple_nanos(sent), date_edited=apple_nanos(last),
+               summary=history)
+    db.message("E2", text="fixed the typo", chats=[dm], is_from_me=True,
+               date=apple_nanos(sent + timedelta(minutes=5)),
+               date_edited=apple_nanos(sent + timedelta(minutes=6)))  # no history kept
+    db.message("E3", text="history is damaged", chats=[dm], handle=ann,
+               date=apple_nanos(sent + timedelta(minutes=7)),
+               date_edited=apple_nanos(sent + timedelta(minutes=8)), summary=b"not a plist")
+    db.message("U1", text=None, chats=[dm], handle=ann, date=apple_nanos(sent),
+               date_edited=apple_nanos(first), date_retracted=apple_nanos(first),
+               summary=summary_info(unsent=[0]))
+    db.message("U2", text=None, chats=[dm], handle=ann, date=apple_nanos(sent),
+               summary=summary_info(unsent=[0]))  # unsent, told by the plist alone
+    db.message("A1", text="\ufffc", chats=[dm], handle=ann, date=apple_nanos(sent),
+               has_attachments=True)
+    db.message("A2", text=None, chats=[dm], handle=ann, date=apple_nanos(sent),
+               has_attachments=True)
+    db.message("N1", text=None, chats=[dm], handle=ann, date=apple_nanos(sent))
+    db.message("P1", text="see\ufffcthis", chats=[dm], handle=ann, date=apple_nanos(sent))
+    db.message("P2", text="\ufffc\ufffcphotos from the trip \ufffc", chats=[dm], handle=ann,
+               date=apple_nanos(sent))
+    db.message("P3", text="two\ufffc\ufffcpictures\ufffc\nand a line", chats=[dm],
+               handle=ann, date=apple_nanos(sent))
+    db.close()
+
+    archive = SOURCE.parse(tmp_path / "chat.db", OPTIONS)
+    got = _by_guid(archive.messages)
+    assert set(got) == {"E1", "E2", "E3", "P1", "P2", "P3"}
+    assert archive.skipped_reasons == {"unsent": 2, "attachment only": 2, "no text": 1}
+    assert archive.skipped == 5
+
+    e1 = got["E1"]
+    assert (e1.text, e1.edited, e1.edited_at) == ("Dinner at 8?", True, last)
+    assert [(e.timestamp, e.text) for e in e1.edits] == [
+        (sent.isoformat(), "Dinner at 7?"), (first.isoformat(), "Dinner at 7:30?")]
+    e2 = got["E2"]
+    assert (e2.edited, e2.edited_at, e2.edits) == (True, sent + timedelta(minutes=6), ())
+    assert got["E3"].edited and got["E3"].edits == ()
+    assert any(p.startswith("message ROWID 3: unreadable message_summary_info")
+               for p in archive.problems)
+    assert not any(m.edited for g, m in got.items() if g.startswith("P"))
+
+    assert got["P1"].text == "see this"
+    assert got["P2"].text == "photos from the trip"
+    assert got["P3"].text == "two pictures\nand a line"

@@ -171,12 +171,18 @@ def _message_rows(table: Table, report: IndexReport) -> None:
     m = report.messages
     assert m is not None
     table.add_row("message archives", f"{m.archives} read, {m.messages} messages "
-                  f"({m.duplicates} in several archives, {m.skipped} rows skipped for no text "
-                  f"or a bad line, {m.tapbacks_folded} reactions folded)")
+                  f"({m.duplicates} in several archives, {m.skipped} rows skipped, "
+                  f"{m.tapbacks_folded} reactions folded)")
+    if m.skipped_reasons:
+        reasons = ", ".join(f"{n} {escape(r)}" for r, n in sorted(
+            m.skipped_reasons.items(), key=lambda item: (-item[1], item[0])))
+        table.add_row("  rows skipped", reasons)
     window = " (bounded: out-of-window transcripts kept)" if m.bounded else ""
     table.add_row("  transcripts", f"{m.transcripts} rendered{window}: {m.new} new, "
                   f"{m.changed} changed, {m.unchanged} unchanged, {m.removed} no longer "
                   f"rendered ({m.kept_out_of_window} kept)")
+    if m.provenance_updated:
+        table.add_row("  provenance updated (same text)", str(m.provenance_updated))
     if m.kept_partial:
         table.add_row("  kept as indexed (would lose messages)", str(m.kept_partial))
     for path in m.archives_missing:

@@ -7,7 +7,8 @@ Module map (new code goes in the room of its concept):
 - `models` — pydantic domain models: documents, text units, graph items, sources, answers.
 - `identity` — identity keys and content-derived ids (DESIGN.md §4).
 - `text/` — `analysis` (lexical terms, sentences, paragraphs), `tokens` (token estimates,
-  grapheme-safe cuts), `chunking` (text units), `embedding_input` (what the embedder reads).
+  grapheme-safe cuts), `chunking` (text units), `embedding_input` (what the embedder reads),
+  `decoding` (lenient UTF-8, escaped display of names that are not UTF-8).
 - `llm/` — `cache_control` (response-cache scopes), `usage` (metering scopes), `json_reply`
   (the JSON object of a reply).
 - `extraction/` — `records` (extraction records), `format` (prompt messages, reply parsing),

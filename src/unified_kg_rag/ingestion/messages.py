@@ -283,6 +283,8 @@ async def _read_archives(
             continue
         parsed[path] = list(archive.messages)
         mr.skipped += archive.skipped
+        for reason, count in archive.skipped_reasons.items():
+            mr.skipped_reasons[reason] = mr.skipped_reasons.get(reason, 0) + count
         mr.problems.extend(f"{shown}: {p}" for p in archive.problems[: 20 - len(mr.problems)])
         logger.info("read %s (%s): %d messages, %d skipped", shown, name,
                     len(archive.messages), archive.skipped)

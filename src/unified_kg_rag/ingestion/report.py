@@ -27,7 +27,10 @@ class MessageReport(BaseModel):
         messages: distinct messages after the guid merge.
         messages_rendered: of which in this run's window (all of them unless bounded).
         duplicates: messages found in more than one archive (merged by guid).
-        skipped: rows without recoverable text, or bad lines.
+        skipped: rows not indexed as messages (no text, attachment only, unsent, a bad
+            line ...); reactions folded onto their message are not counted.
+        skipped_reasons: ``skipped`` by reason, as the sources name them (``no text``,
+            ``attachment only``, ``unsent``, ``bad line`` ...), summed over the archives.
         tapbacks_folded: reactions folded onto their messages.
         transcripts: transcripts rendered.
         new, changed, unchanged, removed: the manifest diff, in transcripts.
@@ -48,6 +51,7 @@ class MessageReport(BaseModel):
     messages_rendered: int = 0
     duplicates: int = 0
     skipped: int = 0
+    skipped_reasons: dict[str, int] = Field(default_factory=dict)
     tapbacks_folded: int = 0
     transcripts: int = 0
     new: int = 0

@@ -9,13 +9,17 @@ What it reads, and how:
   along, or recent messages are missing); SQLite's WAL reader creates them (empty) beside a
   WAL file that has none; the database file itself is never touched.
 * **Columns introspected** (``PRAGMA table_info``): schemas differ by OS version (iOS 6 and 9
-  have no ``associated_message_*``; ``chat.display_name`` appeared in iOS 7); a missing column
-  reads as NULL and a missing join table as "no rows".
+  have no ``associated_message_*``; ``chat.display_name`` appeared in iOS 7;
+  ``date_edited``/``date_retracted`` in macOS 13/iOS 16); a missing column reads as NULL and
+  a missing join table as "no rows".
 * **Dates** count from 2001-01-01 UTC in seconds (before macOS 10.13/iOS 11) or nanoseconds
   (after); the era is decided per value by magnitude, so a decade-old database holding both
   decodes right. 0/NULL is "undated" (``timestamp=None``), never the epoch.
-* **Bodies** from ``text``, else from ``attributedBody`` (`decode_attributed_body`). U+FFFC
-  (the attachment placeholder) is removed; a row left without text is counted in ``skipped``.
+* **Bodies** from ``text``, else from ``attributedBody``; an attachment placeholder (U+FFFC)
+  between two words reads as a space; edits are marked with their history, unsent messages
+  skipped (`imessage_body`). Every row not emitted is counted in ``skipped`` under its
+  reason (``skipped_reasons``): `NO_TEXT`, `ATTACHMENT_ONLY`, `UNSENT`, `BAD_GUID`,
+  `ORPHANED_REACTION`, `UNREADABLE_REACTION`.
 * **Text that is not UTF-8**: SQLite never checks it, so a ``TEXT`` value (a message's text,
   a handle, a chat's name) or an ``attributedBody`` string may hold undecodable bytes. Text
   columns are read as bytes and decoded leniently (`domain.text.decoding.decode_utf8`: the
@@ -24,7 +28,7 @@ What it reads, and how:
 * **Tapbacks** (``associated_message_type`` 2000-2007 add, 3000-3007 remove; the target guid
   after its ``p:N/`` or ``bp:`` prefix) are folded onto their targets (net add minus remove
   per target, reactor and kind), never emitted as messages; a reaction to a message not in
-  the file is counted as orphaned.
+  the file is counted as orphaned (and skipped, `ORPHANED_REACTION`).
 * **Threads**: ``chat.guid`` is the thread id; a chat without a display name is named by its
   participants' sorted display names; a message joined to several chats is emitted once,
   under its first chat by chat ROWID; one joined to none is kept under `UNTHREADED_ID`.
@@ -43,10 +47,24 @@ import os
 import sqlite3
 import stat
 import time
-from collections import defaultdict
-from datetime import UTC, datetime, timedelta
+from collections import Counter, defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
+from unified_kg_rag.adapters.messages.imessage_body import (
+    ATTACHMENT_ONLY,
+    NO_TEXT,
+    UNSENT,
+    BodyColumns,
+    RowTexts,
+    row_body,
+)
+from unified_kg_rag.adapters.messages.imessage_codes import (
+    APPLE_EPOCH,
+    apple_timestamp,
+    tapback_kind,
+    tapback_target,
+)
 from unified_kg_rag.adapters.messages.names import HandleNames, cap_problems
 from unified_kg_rag.adapters.messages.readonly_sqlite import (
     SQLITE_MAGIC,
@@ -56,9 +74,7 @@ from unified_kg_rag.adapters.messages.readonly_sqlite import (
     is_locked,
     table_names,
 )
-from unified_kg_rag.adapters.messages.typedstream_body import attributed_body_bytes
 from unified_kg_rag.domain.messages.transcripts import (
-    TAPBACK_KINDS,
     UNTHREADED_ID,
     UNTHREADED_NAME,
     MessageSourceOptions,
@@ -68,12 +84,17 @@ from unified_kg_rag.domain.messages.transcripts import (
     message_order,
     tapback_order,
 )
-from unified_kg_rag.domain.text.decoding import decode_utf8
 from unified_kg_rag.util.errors import InputError
 
 __all__ = [
     "APPLE_EPOCH",
+    "ATTACHMENT_ONLY",
+    "BAD_GUID",
+    "NO_TEXT",
+    "ORPHANED_REACTION",
     "UNKNOWN_SENDER",
+    "UNREADABLE_REACTION",
+    "UNSENT",
     "IMessageSource",
     "apple_timestamp",
     "tapback_kind",
@@ -82,92 +103,48 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-APPLE_EPOCH = datetime(2001, 1, 1, tzinfo=UTC)
-"""Origin of ``message.date``: 2001-01-01T00:00:00Z (Core Data's reference date)."""
-
-_NANOS_THRESHOLD = 100_000_000_000
-"""|date| at or above this is nanoseconds: as seconds it would be past the year 5000."""
-
-_TAPBACK_ADD = 2000
-_TAPBACK_REMOVE = 3000
-_PLACEHOLDER = "\ufffc"  # OBJECT REPLACEMENT CHARACTER: where an attachment sat
 UNKNOWN_SENDER = "Unknown"
 """Sender name of a received message whose handle is missing from the ``handle`` table."""
 
+BAD_GUID = "missing or duplicate guid"
+"""Skip reason: a row without a guid, or with the guid of an earlier row."""
+
+ORPHANED_REACTION = "reaction to a message not in the archive"
+"""Skip reason: a reaction (net of its removals) whose target is not in the file."""
+
+UNREADABLE_REACTION = "reaction with an unreadable target"
+"""Skip reason: a reaction whose ``associated_message_guid`` names no message."""
+
 _UNTHREADED = (UNTHREADED_ID, UNTHREADED_NAME)
-_MESSAGE_COLUMNS = (
-    "text",
-    "attributedBody",
-    "date",
-    "is_from_me",
-    "handle_id",
-    "associated_message_type",
-    "associated_message_guid",
-)
+
+
+class _Row(NamedTuple):
+    """The columns of ``message`` the parse reads (a column the schema lacks reads as None)."""
+
+    rowid: int
+    guid: object
+    text: object
+    attributedBody: object  # noqa: N815 - the column's name
+    date: object
+    is_from_me: object
+    handle_id: object
+    associated_message_type: object
+    associated_message_guid: object
+    cache_has_attachments: object
+    date_edited: object
+    date_retracted: object
+    message_summary_info: object
+
+    def body(self) -> BodyColumns:
+        return BodyColumns(
+            text=self.text, attributed_body=self.attributedBody,
+            has_attachments=self.cache_has_attachments, date_edited=self.date_edited,
+            date_retracted=self.date_retracted, summary_info=self.message_summary_info,
+        )
+
+
 _TEXT_COLUMNS = frozenset({"guid", "text", "associated_message_guid"})
-"""Read as bytes (``CAST(... AS BLOB)``) and decoded by `_Texts`: SQLite never checks UTF-8."""
-
-
-def apple_timestamp(raw: object) -> datetime | None:
-    """Decode a raw ``message.date`` into an aware UTC datetime.
-
-    Args:
-        raw: seconds or nanoseconds since 2001-01-01 UTC (era decided by magnitude);
-            0, NULL, text, NaN or infinity means "undated".
-
-    Returns:
-        The instant, truncated to the microsecond, or None when undated.
-
-    Raises:
-        ValueError: the value is out of the range a datetime can hold.
-    """
-    if raw is None or isinstance(raw, bytes | bool):
-        return None
-    try:
-        value = int(raw)  # type: ignore[call-overload]
-    except (TypeError, ValueError, OverflowError):  # text, NaN, infinity
-        return None
-    if value == 0:
-        return None
-    if abs(value) >= _NANOS_THRESHOLD:
-        seconds, nanos = divmod(value, 1_000_000_000)
-        micros = nanos // 1000
-    else:
-        seconds, micros = value, 0
-    try:
-        return APPLE_EPOCH + timedelta(seconds=seconds, microseconds=micros)
-    except OverflowError as exc:
-        raise ValueError(f"date {value} is out of range") from exc
-
-
-def tapback_kind(assoc_type: object) -> tuple[str, bool] | None:
-    """Classify an ``associated_message_type``: ``(kind, is_add)`` for a tapback, else None."""
-    if not isinstance(assoc_type, int) or isinstance(assoc_type, bool):
-        return None
-    span = len(TAPBACK_KINDS)
-    if _TAPBACK_ADD <= assoc_type < _TAPBACK_ADD + span:
-        return TAPBACK_KINDS[assoc_type - _TAPBACK_ADD], True
-    if _TAPBACK_REMOVE <= assoc_type < _TAPBACK_REMOVE + span:
-        return TAPBACK_KINDS[assoc_type - _TAPBACK_REMOVE], False
-    return None
-
-
-def tapback_target(assoc_guid: object) -> str | None:
-    """Return the bare target guid of an ``associated_message_guid``.
-
-    ``p:N/GUID`` (part N of the message) and ``bp:GUID`` (the whole message) lose their
-    prefix; a bare guid passes through. Returns None for an empty value or a ``p:`` prefix
-    without ``/``.
-    """
-    if not isinstance(assoc_guid, str) or not assoc_guid.strip():
-        return None
-    value = assoc_guid.strip()
-    if value.startswith("bp:"):
-        return value[3:] or None
-    if value.startswith("p:"):
-        _, slash, rest = value.partition("/")
-        return rest if slash and rest else None
-    return value
+"""Read as bytes (``CAST(... AS BLOB)``) and decoded by `RowTexts`: SQLite never checks UTF-8."""
 
 
 class IMessageSource:
@@ -232,99 +209,19 @@ class IMessageSource:
         """
         started = time.perf_counter()
         tables, rows = self._read(path)
-        names = HandleNames(options.handle_names)
-        texts = _Texts()
-        handles = {
-            rowid: texts.decode(address, f"handle ROWID {rowid}", "id") or ""
-            for rowid, address in tables.handles
-        }
-        thread_of_chat = _thread_names(tables, handles, names, texts)
-
-        problems = texts.problems
-        kept: list[tuple[str, str, str, str, str, bool, datetime | None, str]] = []
-        net: dict[tuple[str, str, str], int] = defaultdict(int)
-        seen: set[str] = set()
-        skipped = 0
-        for rowid, raw_guid, text, body, date, from_me, handle_id, assoc_type, raw_assoc in rows:
-            where = f"message ROWID {rowid}"
-            guid = texts.decode(raw_guid, where, "guid")
-            if not guid or guid in seen:
-                skipped += 1
-                problems.append(f"message ROWID {rowid}: missing or duplicate guid")
-                continue
-            seen.add(guid)
-            is_from_me = bool(from_me)
-            address = handles.get(handle_id, "") if isinstance(handle_id, int) else ""
-            if is_from_me:
-                sender_handle, sender_name = "", options.owner_label
-            elif address:
-                sender_handle, sender_name = address, names.name(address)
-            else:
-                sender_handle, sender_name = "", UNKNOWN_SENDER
-            reaction = tapback_kind(assoc_type)
-            if reaction is not None:
-                kind, is_add = reaction
-                assoc_guid = texts.decode(raw_assoc, where, "associated_message_guid")
-                target = tapback_target(assoc_guid)
-                if target is None:
-                    problems.append(f"tapback {guid}: unreadable target {assoc_guid!r}")
-                    continue
-                net[(target, sender_name, kind)] += 1 if is_add else -1
-                continue
-            message_text = _body(text, body, texts, where)
-            if message_text is None:
-                skipped += 1
-                continue
-            try:
-                timestamp = apple_timestamp(date)
-            except ValueError as exc:
-                problems.append(f"message {guid}: {exc}; kept undated")
-                timestamp = None
-            chat_id = tables.first_chat.get(rowid)
-            thread_id, thread_name = thread_of_chat.get(chat_id, _UNTHREADED)
-            kept.append(
-                (guid, thread_id, thread_name, sender_handle, sender_name, is_from_me,
-                 timestamp, message_text)
-            )
-
-        present = {row[0] for row in kept}
-        folded: dict[str, list[Tapback]] = defaultdict(list)
-        orphaned = 0
-        for (target, reactor, kind), count in net.items():
-            if count <= 0:
-                continue
-            if target in present:
-                folded[target].append(Tapback(kind=kind, sender_name=reactor))
-            else:
-                orphaned += 1
-        messages = [
-            SourceMessage(
-                guid=guid, thread_id=thread_id, thread_name=thread_name,
-                sender_handle=sender_handle, sender_name=sender_name, is_from_me=is_from_me,
-                timestamp=timestamp, text=text,
-                tapbacks=tuple(sorted(folded.get(guid, ()), key=tapback_order)),
-            )
-            for (guid, thread_id, thread_name, sender_handle, sender_name, is_from_me,
-                 timestamp, text) in kept
-        ]
-        messages.sort(key=message_order)
-        folded_count = sum(len(v) for v in folded.values())
+        collected = _Collector(tables, options)
+        for row in rows:
+            collected.add(row)
+        archive = collected.archive(self.name)
         logger.info(
-            "imessage %s: %d message(s), %d skipped, %d tapback(s) folded, %d orphaned "
+            "imessage %s: %d message(s), %d skipped %s, %d tapback(s) folded, %d orphaned "
             "in %.2fs",
-            path, len(messages), skipped, folded_count, orphaned,
-            time.perf_counter() - started,
+            path, len(archive.messages), archive.skipped, archive.skipped_reasons,
+            archive.tapbacks_folded, archive.tapbacks_orphaned, time.perf_counter() - started,
         )
-        return ParsedArchive(
-            source=self.name,
-            messages=tuple(messages),
-            skipped=skipped,
-            tapbacks_folded=folded_count,
-            tapbacks_orphaned=orphaned,
-            problems=cap_problems(problems),
-        )
+        return archive
 
-    def _read(self, path: Path) -> tuple[_Tables, list[tuple[object, ...]]]:
+    def _read(self, path: Path) -> tuple[_Tables, list[_Row]]:
         """Read the rows the parse needs, in one short read transaction."""
         where = str(path)
         try:
@@ -347,13 +244,91 @@ class IMessageSource:
                 raise InputError(where, "not an iMessage database (no message table)")
             tables = _Tables.load(conn, names)
             present = column_names(conn, "message")
-            select = ", ".join(_column(c, present) for c in ("guid", *_MESSAGE_COLUMNS))
+            select = ", ".join(_column(c, present) for c in _Row._fields[1:])
             rows = conn.execute(f"SELECT ROWID, {select} FROM message ORDER BY ROWID")
-            return tables, rows.fetchall()
+            return tables, [_Row._make(row) for row in rows]
         except sqlite3.Error as exc:
             raise InputError(where, failure_reason(exc)) from exc
         finally:
             conn.close()
+
+
+class _Collector:
+    """Turns message rows into messages: reactions netted, skipped rows counted by reason."""
+
+    def __init__(self, tables: _Tables, options: MessageSourceOptions) -> None:
+        self._tables = tables
+        self._names = HandleNames(options.handle_names)
+        self._owner = options.owner_label
+        self._texts = RowTexts()
+        self._handles = {
+            rowid: self._texts.decode(address, f"handle ROWID {rowid}", "id") or ""
+            for rowid, address in tables.handles
+        }
+        self._threads = _thread_names(tables, self._handles, self._names, self._texts)
+        self._kept: list[SourceMessage] = []
+        self._net: dict[tuple[str, str, str], int] = defaultdict(int)
+        self._seen: set[str] = set()
+        self._skipped: Counter[str] = Counter()
+
+    def add(self, row: _Row) -> None:
+        """Read one row: a message, a reaction (netted), or a skipped row."""
+        texts, where = self._texts, f"message ROWID {row.rowid}"
+        guid = texts.decode(row.guid, where, "guid")
+        if not guid or guid in self._seen:
+            self._skipped[BAD_GUID] += 1
+            texts.problems.append(f"{where}: missing or duplicate guid")
+            return
+        self._seen.add(guid)
+        sender_handle, sender_name = _sender(row, self._handles, self._names, self._owner)
+        reaction = tapback_kind(row.associated_message_type)
+        if reaction is not None:
+            kind, is_add = reaction
+            assoc = texts.decode(row.associated_message_guid, where, "associated_message_guid")
+            target = tapback_target(assoc)
+            if target is None:
+                self._skipped[UNREADABLE_REACTION] += 1
+                texts.problems.append(f"tapback {guid}: unreadable target {assoc!r}")
+            else:
+                self._net[(target, sender_name, kind)] += 1 if is_add else -1
+            return
+        body = row_body(row.body(), texts, where)
+        if isinstance(body, str):
+            self._skipped[body] += 1
+            return
+        try:
+            timestamp = apple_timestamp(row.date)
+        except ValueError as exc:
+            texts.problems.append(f"message {guid}: {exc}; kept undated")
+            timestamp = None
+        thread_id, thread_name = self._threads.get(
+            self._tables.first_chat.get(row.rowid), _UNTHREADED)
+        self._kept.append(SourceMessage(
+            guid=guid, thread_id=thread_id, thread_name=thread_name,
+            sender_handle=sender_handle, sender_name=sender_name,
+            is_from_me=bool(row.is_from_me), timestamp=timestamp, text=body.text,
+            edited=body.edited, edited_at=body.edited_at, edits=body.edits,
+        ))
+
+    def archive(self, source: str) -> ParsedArchive:
+        """The messages read, oldest first, with reactions folded onto them."""
+        folded, orphaned = _fold(self._net, {m.guid for m in self._kept})
+        self._skipped[ORPHANED_REACTION] += orphaned
+        messages = sorted(
+            (m.model_copy(update={"tapbacks": tuple(sorted(folded[m.guid], key=tapback_order))})
+             if m.guid in folded else m for m in self._kept),
+            key=message_order,
+        )
+        reasons = {reason: n for reason, n in sorted(self._skipped.items()) if n}
+        return ParsedArchive(
+            source=source,
+            messages=tuple(messages),
+            skipped=sum(reasons.values()),
+            skipped_reasons=reasons,
+            tapbacks_folded=sum(len(v) for v in folded.values()),
+            tapbacks_orphaned=orphaned,
+            problems=cap_problems(self._texts.problems),
+        )
 
 
 def _column(name: str, present: set[str]) -> str:
@@ -361,25 +336,6 @@ def _column(name: str, present: set[str]) -> str:
     if name not in present:
         return f"NULL AS {name}"
     return f"CAST({name} AS BLOB) AS {name}" if name in _TEXT_COLUMNS else name
-
-
-class _Texts:
-    """Decodes text values read as bytes; one problem line per repaired value."""
-
-    def __init__(self) -> None:
-        self.problems: list[str] = []
-
-    def decode(self, value: object, where: str, column: str) -> str | None:
-        """The value as text (None for NULL); bytes that are not UTF-8 repaired and noted."""
-        if value is None:
-            return None
-        if not isinstance(value, bytes):
-            return str(value)
-        text, repaired = decode_utf8(value)
-        if repaired:
-            self.problems.append(f"{where}: invalid UTF-8 in {column!r} repaired (U+FFFD "
-                                 "where no character could be read)")
-        return text
 
 
 class _Tables:
@@ -423,7 +379,7 @@ class _Tables:
 
 
 def _thread_names(
-    tables: _Tables, handles: dict[int, str], names: HandleNames, texts: _Texts
+    tables: _Tables, handles: dict[int, str], names: HandleNames, texts: RowTexts
 ) -> dict[int | None, tuple[str, str]]:
     """Chat ROWID → (thread id, thread name); unnamed chats named by their participants."""
     out: dict[int | None, tuple[str, str]] = {}
@@ -445,19 +401,27 @@ def _thread_names(
     return out
 
 
-def _body(text: object, blob: object, texts: _Texts, where: str) -> str | None:
-    """The message text: ``text`` when it holds any, else the decoded ``attributedBody``."""
-    decoded = texts.decode(text, where, "text")
-    if decoded is not None:
-        cleaned = decoded.replace(_PLACEHOLDER, "")
-        if cleaned.strip():
-            return cleaned
-    if isinstance(blob, bytes) and blob:
-        decoded = texts.decode(attributed_body_bytes(blob), where, "attributedBody")
-        if decoded is not None:
-            cleaned = decoded.replace(_PLACEHOLDER, "")
-            if cleaned.strip():
-                return cleaned
-    return None
+def _sender(
+    row: _Row, handles: dict[int, str], names: HandleNames, owner_label: str
+) -> tuple[str, str]:
+    """``(sender_handle, sender_name)`` of a row: the owner, a named handle, or unknown."""
+    if row.is_from_me:
+        return "", owner_label
+    address = handles.get(row.handle_id, "") if isinstance(row.handle_id, int) else ""
+    return (address, names.name(address)) if address else ("", UNKNOWN_SENDER)
 
 
+def _fold(
+    net: dict[tuple[str, str, str], int], present: set[str]
+) -> tuple[dict[str, list[Tapback]], int]:
+    """Reactions left after removals, by target guid; and how many target no kept message."""
+    folded: dict[str, list[Tapback]] = defaultdict(list)
+    orphaned = 0
+    for (target, reactor, kind), count in net.items():
+        if count <= 0:
+            continue
+        if target in present:
+            folded[target].append(Tapback(kind=kind, sender_name=reactor))
+        else:
+            orphaned += 1
+    return folded, orphaned

@@ -39,9 +39,10 @@ field              required  meaning
 
 (1) a message not from the owner needs ``sender`` or ``sender_handle``. Other fields are
 ignored. A line that is not a JSON object, lacks a required field or has a bad value is
-skipped, counted in ``skipped`` and described (with its line number) in ``problems``; it
-never fails the file. A bad reaction is dropped with a problem line (its message is kept). A
-repeated ``guid`` keeps the first line. A file that is not UTF-8 fails (`InputError`).
+skipped, counted in ``skipped`` (reason `BAD_LINE`) and described (with its line number) in
+``problems``; it never fails the file. A bad reaction is dropped with a problem line (its
+message is kept). A repeated ``guid`` keeps the first line. A file that is not UTF-8 fails
+(`InputError`).
 
 Invalid Unicode inside a valid file: a JSON escape of a UTF-16 surrogate (U+D800..U+DFFF)
 that is not half of a pair (an exporter that cut an emoji in two) cannot be stored, tokenized
@@ -86,12 +87,15 @@ from unified_kg_rag.domain.text.decoding import has_surrogates
 from unified_kg_rag.util.errors import InputError
 from unified_kg_rag.util.hashing import sha256_text
 
-__all__ = ["SUFFIXES", "JsonLinesSource"]
+__all__ = ["BAD_LINE", "SUFFIXES", "JsonLinesSource"]
 
 logger = logging.getLogger(__name__)
 
 SUFFIXES = (".jsonl", ".ndjson")
 """File name endings `JsonLinesSource.matches` considers (case-insensitive)."""
+
+BAD_LINE = "bad line"
+"""Skip reason of every line that is not a valid message record."""
 
 _PROBE_BYTES = 1 << 20  # matches() reads at most this much looking for the first line
 
@@ -189,6 +193,7 @@ class JsonLinesSource:
             source=self.name,
             messages=tuple(ordered),
             skipped=skipped,
+            skipped_reasons={BAD_LINE: skipped} if skipped else {},
             tapbacks_folded=folded,
             problems=cap_problems(problems),
         )

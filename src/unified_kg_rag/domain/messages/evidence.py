@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from unified_kg_rag.domain.messages.transcripts import EDITED_MARK, REACTIONS_MARK
 from unified_kg_rag.domain.models import MessageRef, Source
 from unified_kg_rag.domain.text.analysis import lexical_query_terms, lexical_terms, sentence_spans
 
@@ -134,9 +135,9 @@ def _supporting(words: set[str], source: Source) -> list[tuple[MessageRef, str]]
 
 
 def message_body(block: str) -> str:
-    """Return a rendered message block without its time, sender and reactions line."""
+    """Return a rendered message block without its time, sender, edited mark and reactions."""
     lines = block.split("\n")
-    if lines and lines[-1].lstrip().startswith("(reactions:"):
+    while len(lines) > 1 and lines[-1].lstrip().startswith((REACTIONS_MARK, EDITED_MARK)):
         lines = lines[:-1]
     return "\n".join(lines).split(": ", 1)[-1]
 

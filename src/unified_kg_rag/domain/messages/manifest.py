@@ -231,7 +231,7 @@ def spans_record(doc: TranscriptDoc) -> str:
             "doc_key": doc.doc_key,
             "thread_id": doc.thread_id,
             "thread_name": doc.thread_name,
-            "messages": [m.model_dump() for m in doc.messages],
+            "messages": [m.model_dump(exclude_defaults=True) for m in doc.messages],
         },
         ensure_ascii=False,
         separators=(",", ":"),
@@ -278,4 +278,5 @@ def message_ref(
         guid=span.guid, thread_id=stored.thread_id, thread_name=stored.thread_name,
         sender_name=span.sender_name, sender_handle=span.sender_handle,
         is_from_me=span.is_from_me, timestamp=span.timestamp, text=text, label=label,
+        edited=span.edited, edited_at=span.edited_at, edits=span.edits,
     )

@@ -8,7 +8,22 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["MessageRef"]
+__all__ = ["MessageEdit", "MessageRef"]
+
+
+class MessageEdit(BaseModel):
+    """An earlier version of an edited message (its text before an edit).
+
+    Attributes:
+        timestamp: ISO 8601 UTC time this version was written (the send time for the first
+            version, else the edit that produced it), ``""`` when unknown.
+        text: the version's text.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    timestamp: str = ""
+    text: str
 
 
 class MessageRef(BaseModel):
@@ -22,8 +37,13 @@ class MessageRef(BaseModel):
         sender_handle: the sender's raw handle (``""`` for the owner).
         is_from_me: the owner sent it.
         timestamp: ISO 8601 UTC send time, ``""`` when unknown.
-        text: the message as rendered in its transcript (time, sender, body, reactions).
+        text: the message as rendered in its transcript (time, sender, body, an ``(edited
+            ...)`` mark, reactions).
         label: its citation label in the answer context (``3.2``: message 2 of source 3).
+        edited: the sender edited the message after sending it; ``text`` is its last version.
+        edited_at: ISO 8601 UTC time of the last edit, ``""`` when unknown or not edited.
+        edits: the earlier versions of its text, oldest first (the edit history; empty when
+            the archive does not keep it).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -37,3 +57,6 @@ class MessageRef(BaseModel):
     timestamp: str = ""
     text: str = ""
     label: str = ""
+    edited: bool = False
+    edited_at: str = ""
+    edits: tuple[MessageEdit, ...] = ()

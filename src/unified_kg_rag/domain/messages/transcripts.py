@@ -27,11 +27,14 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from unified_kg_rag.domain.messages.ref import MessageEdit
 from unified_kg_rag.domain.text.analysis import repair_unicode
 from unified_kg_rag.util.hashing import sha256_text
 
 __all__ = [
+    "EDITED_MARK",
     "MESSAGE_SCOPE",
+    "REACTIONS_MARK",
     "TAPBACK_KINDS",
     "TRANSCRIPT_MAX_CHARS",
     "UNTHREADED_ID",
@@ -68,6 +71,12 @@ TAPBACK_KINDS: tuple[str, ...] = (
     "loved", "liked", "disliked", "laughed", "emphasized", "questioned", "emoji", "sticker",
 )
 """Reaction kinds by offset from associated_message_type 2000 (add) / 3000 (remove)."""
+
+EDITED_MARK = "(edited"
+"""How the line marking an edited message starts (``    (edited 2024-03-01 18:06)``)."""
+
+REACTIONS_MARK = "(reactions:"
+"""How the line listing a message's reactions starts."""
 
 _CONTINUATION = "    "
 _BREAKS = frozenset({"Cc", "Zl", "Zp"})
@@ -114,8 +123,12 @@ class SourceMessage(_Model):
             ``is_from_me``.
         is_from_me: the owner sent it.
         timestamp: send time, timezone-aware UTC; None when the source has none (0/NULL).
-        text: the body; never empty (rows without recoverable text are skipped by sources).
+        text: the body; never empty (rows without recoverable text are skipped by sources);
+            for an edited message, its last version.
         tapbacks: reactions folded onto this message, sorted.
+        edited: the sender edited it after sending.
+        edited_at: when it was last edited (timezone-aware UTC), None when unknown.
+        edits: its earlier versions, oldest first (empty when the source keeps no history).
     """
 
     guid: str = Field(min_length=1)
@@ -127,6 +140,9 @@ class SourceMessage(_Model):
     timestamp: datetime | None
     text: str = Field(min_length=1)
     tapbacks: tuple[Tapback, ...] = ()
+    edited: bool = False
+    edited_at: datetime | None = None
+    edits: tuple[MessageEdit, ...] = ()
 
     _repaired = field_validator(
         "guid", "thread_id", "thread_name", "sender_handle", "sender_name", "text", mode="before"
@@ -144,7 +160,7 @@ class SourceMessage(_Model):
             "".join(" " if unicodedata.category(c) in _BREAKS else c for c in value).split()
         )
 
-    @field_validator("timestamp")
+    @field_validator("timestamp", "edited_at")
     @classmethod
     def _aware_utc(cls, value: datetime | None) -> datetime | None:
         if value is None:
@@ -160,7 +176,10 @@ class ParsedArchive(_Model):
     Attributes:
         source: the source's registered name (``imessage``, ``jsonl``).
         messages: every recoverable message, oldest first (undated ones first).
-        skipped: rows without recoverable text (counted, never emitted blank).
+        skipped: rows not emitted as messages (counted, never emitted blank), reactions
+            folded onto their message aside.
+        skipped_reasons: ``skipped`` by reason (``no text``, ``attachment only``,
+            ``unsent``, ``bad line`` ...; each source documents its reasons).
         tapbacks_folded: reactions folded onto a message of this file.
         tapbacks_orphaned: reactions whose target is not in this file (dropped).
         problems: one-line notes on rows that were skipped for another reason.
@@ -169,6 +188,7 @@ class ParsedArchive(_Model):
     source: str
     messages: tuple[SourceMessage, ...] = ()
     skipped: int = 0
+    skipped_reasons: dict[str, int] = Field(default_factory=dict)
     tapbacks_folded: int = 0
     tapbacks_orphaned: int = 0
     problems: tuple[str, ...] = ()
@@ -212,6 +232,9 @@ class MessageSpan(_Model):
         sender_handle: raw handle (``""`` for the owner).
         is_from_me: the owner sent it.
         timestamp: ISO 8601 UTC send time, or ``""`` when unknown.
+        edited: the sender edited it after sending.
+        edited_at: ISO 8601 UTC time of the last edit, ``""`` when unknown or not edited.
+        edits: its earlier versions, oldest first.
     """
 
     guid: str
@@ -221,6 +244,9 @@ class MessageSpan(_Model):
     sender_handle: str = ""
     is_from_me: bool = False
     timestamp: str = ""
+    edited: bool = False
+    edited_at: str = ""
+    edits: tuple[MessageEdit, ...] = ()
 
 
 class TranscriptDoc(_Model):
@@ -233,7 +259,8 @@ class TranscriptDoc(_Model):
         thread_name: its display name.
         span: the day span part of the key.
         text: a ``Thread:`` header line, then one ``[YYYY-MM-DD HH:MM] Sender: text`` block
-            per message (continuation lines and reactions indented).
+            per message (continuation lines, an ``(edited ...)`` mark and reactions
+            indented).
         messages: the messages in transcript order, with their offsets in ``text``.
     """
 
@@ -412,20 +439,28 @@ def _day(message: SourceMessage, zone: tzinfo) -> str:
 def _stamp(message: SourceMessage, zone: tzinfo) -> str:
     if message.timestamp is None:
         return "[undated]"
-    t = _local(message.timestamp, zone)
-    return f"[{t.year:04d}-{t.month:02d}-{t.day:02d} {t.hour:02d}:{t.minute:02d}]"
+    return f"[{_clock(message.timestamp, zone)}]"
+
+
+def _clock(stamp: datetime, zone: tzinfo) -> str:
+    """``YYYY-MM-DD HH:MM`` of ``stamp`` in ``zone``."""
+    t = _local(stamp, zone)
+    return f"{t.year:04d}-{t.month:02d}-{t.day:02d} {t.hour:02d}:{t.minute:02d}"
 
 
 def _render_message(message: SourceMessage, zone: tzinfo) -> str:
-    """One message block: the head line, continuation lines, then a reactions line."""
+    """One message block: the head line, continuation lines, an edited mark, reactions."""
     lines = [line.rstrip() for line in message.text.strip().splitlines() or [""]]
     head = f"{_stamp(message, zone)} {message.sender_name}: {lines[0]}"
     rest = [f"{_CONTINUATION}{line}" if line else _CONTINUATION.rstrip() for line in lines[1:]]
+    if message.edited:
+        when = _clock(message.edited_at, zone) if message.edited_at else ""
+        rest.append(f"{_CONTINUATION}{EDITED_MARK}{' ' + when if when else ''})")
     if message.tapbacks:
         reactions = ", ".join(
             f"{t.kind} by {t.sender_name}" for t in sorted(message.tapbacks, key=tapback_order)
         )
-        rest.append(f"{_CONTINUATION}(reactions: {reactions})")
+        rest.append(f"{_CONTINUATION}{REACTIONS_MARK} {reactions})")
     return "\n".join([head, *rest])
 
 
@@ -456,6 +491,9 @@ def _transcript(
                 sender_handle=message.sender_handle,
                 is_from_me=message.is_from_me,
                 timestamp=message.timestamp.isoformat() if message.timestamp else "",
+                edited=message.edited,
+                edited_at=message.edited_at.isoformat() if message.edited_at else "",
+                edits=message.edits,
             )
         )
     return TranscriptDoc(
