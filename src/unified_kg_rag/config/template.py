@@ -105,6 +105,11 @@ def render_reference(model: type[BaseModel] = UkrConfig) -> str:
         "which win. `ukr init` writes the file with every key at its default; `ukr config show`",
         "prints the effective values with secrets masked.",
         "",
+        "Text values must be valid Unicode: a lone surrogate escape (`\\ud83d`) in the file,",
+        "or a byte that is not UTF-8 in a variable, stops with a `ConfigurationError` naming",
+        "the field and the file or variable (exit 2). Settings that name files (`path`,",
+        "`*_file`, `*_path`, `*_dir`) may hold any bytes the file system allows.",
+        "",
     ]
     _reference_section(model, (), out)
     return "\n".join(out).rstrip() + "\n"
