@@ -140,11 +140,13 @@ class JsonLinesSource:
 
         Args:
             path: the ``.jsonl``/``.ndjson`` file.
-            options: handle → name map and the owner's label.
+            options: handle → name map, the owner's label, and the time zone of timestamps
+                without an offset.
 
         Returns:
             The messages (undated first, then by timestamp, then guid); bad lines counted in
-            ``skipped`` and described in ``problems`` (at most 20 listed).
+            ``skipped`` (reason `BAD_LINE`) and, like repaired lines, described in
+            ``problems`` (at most 20 listed).
 
         Raises:
             InputError: the file cannot be read or is not UTF-8 text.
