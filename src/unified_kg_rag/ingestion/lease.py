@@ -195,7 +195,11 @@ async def held_lease(
 
     Raises:
         BuildInProgress: another run holds the lease (raised before the body starts).
-        LeaseLostError: the lease was lost; the body was cancelled or its write refused.
+        LeaseLostError: the lease was lost (released, or taken by another run); the body was
+            cancelled or its write refused.
+        StoreError: renewals failed because the store did (an unreachable server raises
+            `StoreConnectionError`), for two thirds of the term; the body was cancelled or its
+            write refused. The store's message comes first (`LeaseFence.stopped`).
     """
     holder = holder or new_holder()
     sent = time.monotonic()
