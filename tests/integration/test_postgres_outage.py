@@ -117,6 +117,34 @@ def test_a_dropped_connection_to_a_server_still_up_is_not_called_unreachable(
     asyncio.run(body())
 
 
+def test_a_pool_timeout_while_the_server_answers_says_the_pool_was_busy(
+    postgres_url: str,
+) -> None:
+    config = PostgresConfig(schema_name=fresh_catalog(), connect_timeout_s=1, pool_min_size=0,
+                            pool_max_size=1)  # fmt: skip
+
+    async def body() -> None:
+        async with PostgresBackend(postgres_url, config) as store:
+            loop = asyncio.get_running_loop()
+            held = asyncio.Event()
+
+            async def hold(conn: Conn) -> None:  # runs on the backend's own loop thread
+                loop.call_soon_threadsafe(held.set)
+                await conn.execute("SELECT pg_sleep(3)")
+
+            holder = asyncio.create_task(store.database.catalog_tx(hold))
+            await asyncio.wait_for(held.wait(), 10)
+            with pytest.raises(StoreConnectionError) as err:
+                await store.list_indexes()
+            assert str(err.value).endswith(
+                "no free connection within 1 s (stores.postgres.connect_timeout_s): all 1 "
+                "connections of the pool stayed busy (stores.postgres.pool_max_size)")
+            assert "unreachable" not in str(err.value)
+            await holder
+
+    asyncio.run(body())
+
+
 def _write_corpus(folder: Path, n: int) -> None:
     folder.mkdir()
     words = ["harbour", "lighthouse", "keeper", "lamp", "tide", "river", "valley", "forest", "meadow", "orchard", "granary", "mill", "bridge", "ferry", "quarry"]
