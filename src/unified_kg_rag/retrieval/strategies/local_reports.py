@@ -52,7 +52,6 @@ async def report_bucket(
     entity_ids: Sequence[str],
     *,
     similar: Awaitable[list[str]] | None = None,
-    communities: Awaitable[list[Community]] | None = None,
 ) -> Bucket | None:
     """Return the reports bucket (at most ``query.quotas.report``), or None when the quota is 0.
 
@@ -63,8 +62,6 @@ async def report_bucket(
             communities' reports first (`domain.graph.membership.member_communities`).
         similar: the similarity ranking already under way (`similar_report_ids` with
             ``k = quota``, run beside the expansion); None: searched here.
-        communities: every community of the index, already being read (beside the
-            expansion); None: read here when ``membership`` needs them.
 
     Returns:
         The reports, best first; under filters, a report none of whose cited units passes
@@ -79,12 +76,10 @@ async def report_bucket(
         return None
     filling = await (similar if similar is not None else similar_report_ids(ctx, names, quota))
     membership = ctx.config.local_search.report_selection == "membership"
-    held = set(entity_ids)
     found: list[Community] = []
-    if membership and held:
-        found = await (communities if communities is not None
-                       else ctx.stores.graph.get_communities())  # fmt: skip
-    touched = [c.id for c in found if held.intersection(c.member_ids)]
+    if membership and entity_ids:
+        found = await ctx.stores.graph.communities_of(entity_ids)
+    touched = [c.id for c in found]
     # one read: the reports membership ranks (their rank) and those similarity fills with
     fetched = {r.community_id: r for r in await ctx.stores.graph.get_reports(
         list(dict.fromkeys([*touched, *filling])))}  # fmt: skip
@@ -111,11 +106,11 @@ async def report_bucket(
 
 
 class PendingReports:
-    """The report reads of one ``local`` query that need no expanded entity, under way.
+    """The report search of one ``local`` query that needs no expanded entity, under way.
 
-    Started before the expansion so that they overlap it: the similarity search (``k =
-    quota``) and, for ``membership``, the read of every community. `bucket` then ranks with
-    the expanded entities; `settle` cancels what was not needed.
+    Started before the expansion so that it overlaps it: the similarity search (``k =
+    quota``). `bucket` then ranks with the expanded entities; `settle` cancels the search
+    when it was not needed.
 
     Args:
         ctx: the query context.
@@ -127,25 +122,17 @@ class PendingReports:
         self._names = list(names)
         quota = ctx.config.quotas.report
         self._similar = asyncio.ensure_future(similar_report_ids(ctx, names, quota))
-        self._communities = (
-            asyncio.ensure_future(ctx.stores.graph.get_communities())
-            if quota > 0 and ctx.config.local_search.report_selection == "membership" else None
-        )  # fmt: skip
 
     async def bucket(self, entity_ids: Sequence[str]) -> Bucket | None:
         """Return `report_bucket` for the expanded entities ``entity_ids``."""
-        return await report_bucket(self._ctx, self._names, entity_ids, similar=self._similar,
-                                   communities=self._communities)  # fmt: skip
+        return await report_bucket(self._ctx, self._names, entity_ids, similar=self._similar)
 
     def settle(self) -> None:
-        """Cancel the reads still running; mark failures already reported as retrieved."""
-        for task in (self._similar, self._communities):
-            if task is None:
-                continue
-            if not task.done():
-                task.cancel()
-            elif not task.cancelled():
-                task.exception()
+        """Cancel the search if still running; mark a failure already reported as retrieved."""
+        if not self._similar.done():
+            self._similar.cancel()
+        elif not self._similar.cancelled():
+            self._similar.exception()
 
 
 def report_candidate(report: CommunityReport, score: float) -> Candidate:
