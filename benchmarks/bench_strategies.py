@@ -15,8 +15,16 @@ query embedding (question, query entities, keywords) is served from memory. The 
 bootstrap interval of each strategy's recall@5 and @10 minus ``naive``'s says whether a
 difference is more than noise.
 
+For the strategies that put community reports in the context (``local``, ``drift``), which
+the passage recall does not count: *own reports*, the share of seed entities (the entities
+the question selected) whose own community report (that of the deepest community holding
+them that has a report) is in the context; *queries*, the share of questions whose context
+holds the own report of at least one of them; *related*, the share of the context's reports
+whose community holds a seed or an entity of the context.
+
 Usage:  python benchmarks/bench_strategies.py [--project DIR] [--data DIR] [--json OUT]
-        (without --project the index is built first, about 5 minutes on 2 cores)
+        (without --project, or with a folder that holds no index yet, the index is built
+        first, about 5 minutes on 2 cores; --project keeps it there for the next run)
 """
 
 from __future__ import annotations
@@ -37,10 +45,12 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bench_graph_index import DEFAULT_DATA, OPENIE, run_index  # noqa: E402
 
 from unified_kg_rag import RAGChain, build_app, evaluate, load_dataset  # noqa: E402
-from unified_kg_rag.config.models import UkrConfig  # noqa: E402
+from unified_kg_rag.config.models import QueryConfig, UkrConfig  # noqa: E402
 from unified_kg_rag.evaluation.prepare import prepare_hipporag  # noqa: E402
 
 STRATEGIES = ["naive", "simple", "hybrid", "mix", "local", "global", "drift"]
+REPORT_STRATEGIES = ("local", "drift")
+"""Strategies whose community reports are measured (`report_coverage`)."""
 
 
 def bootstrap(diff: list[float], n: int = 10_000, seed: int = 7) -> tuple[float, float, float]:
@@ -74,11 +84,58 @@ class MemoEmbedder:
         return self.memo[text]
 
 
+async def report_coverage(
+    chain: Any, graph: Any, items: list[Any], strategy: str
+) -> dict[str, float]:
+    """Return how often the seed entities' own community reports are in the context.
+
+    The own report of an entity is the report of the deepest community holding it that has a
+    report. Returns ``own_reports`` (over seeds that have one), ``own_report_queries`` (share
+    of questions whose context holds the own report of at least one seed, over questions with
+    such a seed), ``related_reports`` (share of the context's reports whose community holds a
+    seed or an entity of the context) and ``reports_in_context`` (mean per question).
+    """
+    communities = await graph.get_communities()
+    reported = {r.community_id for r in await graph.get_reports([c.id for c in communities])}
+    own: dict[str, Any] = {}
+    for c in communities:
+        if c.id in reported:
+            for m in c.member_ids:
+                if m not in own or c.level > own[m].level:
+                    own[m] = c
+    members = {c.id: set(c.member_ids) for c in communities}
+    seeds_n = seeds_hit = queries_n = queries_hit = reports_n = related_n = 0
+    for item in items:
+        out = await chain.retrieve(item.question, strategy=strategy, top_k=10)
+        in_ctx = [s.id for s in out.sources if s.kind == "report"]
+        entities = {s.id for s in out.sources if s.kind == "entity"}
+        seeds = [e for e in out.metadata.get("seed_entities", []) if e in own]
+        hits = sum(own[e].id in in_ctx for e in seeds)
+        seeds_n, seeds_hit = seeds_n + len(seeds), seeds_hit + hits
+        queries_n, queries_hit = queries_n + bool(seeds), queries_hit + bool(hits)
+        held = entities | set(out.metadata.get("seed_entities", []))
+        reports_n += len(in_ctx)
+        related_n += sum(bool(members.get(c, set()) & held) for c in in_ctx)
+    return {
+        "own_reports": seeds_hit / max(seeds_n, 1),
+        "own_report_queries": queries_hit / max(queries_n, 1),
+        "related_reports": related_n / max(reports_n, 1),
+        "reports_in_context": reports_n / max(len(items), 1),
+    }
+
+
 async def measure(project: Path, dataset: Path, strategies: list[str],
                   overrides: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
     items = load_dataset(dataset)
     config = UkrConfig()
-    query = config.query.model_copy(update=overrides)
+    fields = config.query.model_dump()
+    for key, value in overrides.items():  # dotted keys reach into sections
+        *path, last = key.split(".")
+        section = fields
+        for part in path:
+            section = section[part]
+        section[last] = value
+    query = QueryConfig.model_validate(fields)
     out: dict[str, Any] = {}
     async with build_app(config, project) as app:
         chain = RAGChain(app.index(), embedder=MemoEmbedder(app.embedder), chat_model=None,
@@ -95,6 +152,9 @@ async def measure(project: Path, dataset: Path, strategies: list[str],
                 "per_q": {k: [q.recall.get(f"@{k}", 0.0) for q in r.questions if q.recall]
                           for k in (5, 10)},
             }  # fmt: skip
+            if name in REPORT_STRATEGIES:
+                out[name]["reports"] = await report_coverage(chain, app.index().graph, items,
+                                                             name)  # fmt: skip
     return out
 
 
@@ -115,17 +175,25 @@ def report(rows: dict[str, Any]) -> None:
                 r[f"vs_naive@{k}"] = [m, lo, hi]
             line += "   " + " / ".join(parts)
         print(line)
+    covered = {name: r["reports"] for name, r in rows.items() if "reports" in r}
+    if covered:
+        print(f"  {'reports':<8} {'own':>6} {'queries':>8} {'related':>8} {'per q':>6}")
+        for name, c in covered.items():
+            print(f"  {name:<8} {c['own_reports']:.3f}  {c['own_report_queries']:>7.3f}  "
+                  f"{c['related_reports']:>7.3f}  {c['reports_in_context']:>5.2f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--project", type=Path, default=None,
-                        help="an index already built by this script or bench_graph_index")
+                        help="an index built by this script (built there first when the "
+                        "folder holds none, kept for later runs)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
     parser.add_argument("--set", action="append", default=[],
-                        help="query override as JSON key=value, e.g. --set top_k=10")
+                        help="query override as JSON key=value, e.g. --set top_k=10 or "
+                        "--set local_search.report_selection='\"similarity\"'")
     args = parser.parse_args()
     overrides = {k: json.loads(v) for k, v in (s.split("=", 1) for s in args.set)}
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -133,11 +201,11 @@ def main() -> None:
         prepare_hipporag(args.data / "musique_train.json",
                          args.data / "musique_train_corpus.json", tmp / "musique", force=True)
         project = args.project
-        if project is None:
+        if project is None or not (project / ".ukr").exists():
             from tests.support.openai_server import FakeOpenAIServer
             from tests.support.replay_server import ReplayModel
 
-            project = tmp / "p"
+            project = project or tmp / "p"
             with FakeOpenAIServer(reply=ReplayModel(args.data / OPENIE)) as server:
                 built = run_index(tmp / "musique" / "corpus", project, server)
             print(f"== index built in {built['wall_s']} s")

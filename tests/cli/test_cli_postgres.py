@@ -73,7 +73,10 @@ def test_unreachable_postgres_exits_with_a_store_error(
     monkeypatch.setenv("UKR_STORES__POSTGRES__CONNECT_TIMEOUT_S", "2")
     result = runner.invoke(app, ["query", "owls", "-C", str(tmp_path), "--stores", "postgres"])
     assert result.exit_code == 1
-    assert result.stderr.startswith("StoreConnectionError: PostgreSQL postgresql://u@127.0.0.1:1")
+    assert result.stderr == (
+        "StoreConnectionError: PostgreSQL at postgresql://u@127.0.0.1:1/db is unreachable "
+        '(connection refused, server at "127.0.0.1", port 1)\n'
+    )
     assert "hunter2" not in result.stderr
 
 
@@ -104,3 +107,24 @@ def test_a_held_postgres_index_refuses_a_second_writer(runner: CliRunner, tmp_pa
     assert "is being written by worker-7:99:beef" in result.stderr
     status = runner.invoke(app, ["status", "-C", str(tmp_path), "--stores", "postgres", "--json"])
     assert status.exit_code == 0  # readers are not blocked by the lease
+
+
+def test_a_server_error_with_an_empty_password_url_reads_as_the_server_wrote_it(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres_url: str
+) -> None:
+    """The guide's pgserver URL has an empty password (``postgresql://postgres:@/...``): the
+    masking must leave the server's message as it was, not put ``***`` between its letters."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    info = conninfo_to_dict(postgres_url)
+    if "host" not in info or not str(info["host"]).startswith("/"):
+        pytest.fail("this test needs the pgserver test server (empty password, Unix socket)")
+    url = f"postgresql://{info.get('user', 'postgres')}:@/no_such_db?host={info['host']}"
+    monkeypatch.setenv("UKR_STORES__POSTGRES__URL", url)
+    result = runner.invoke(app, ["status", "-C", str(tmp_path), "--stores", "postgres"])
+    assert result.exit_code == 1, result.output
+    assert result.stderr == (
+        "StoreConnectionError: PostgreSQL postgresql://postgres@/no_such_db: connection "
+        f'failed: connection to server on socket "{info["host"]}/.s.PGSQL.5432" failed: '
+        'FATAL:  database "no_such_db" does not exist\n'
+    )

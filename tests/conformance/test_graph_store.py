@@ -134,6 +134,10 @@ def test_communities_and_reports(backend: StoreBackend) -> None:
         assert await graph.get_communities() == [c0a, c0b, c1]
         assert await graph.get_communities(level=1) == [c1]
         assert await graph.get_communities(level=2) == []
+        assert await graph.communities_of(["b"]) == [c0a, c1]
+        assert await graph.communities_of(["c", "a", "c"]) == [c0a, c0b, c1]
+        assert await graph.communities_of(["zz"]) == []
+        assert await graph.communities_of([]) == []
         r0 = CommunityReport(community_id="c0a", title="T", summary="S", rating=7.5,
                              findings=("f1", "f2"), full_content="full", rank=2.0,
                              text_unit_ids=("u1",))

@@ -77,6 +77,11 @@ class FakeGraphStore:
         found = [c for c in self.communities.values() if level is None or c.level == level]
         return sorted(found, key=lambda c: (c.level, c.id))
 
+    async def communities_of(self, entity_ids: Sequence[str]) -> list[Community]:
+        wanted = set(entity_ids)
+        found = [c for c in self.communities.values() if wanted.intersection(c.member_ids)]
+        return sorted(found, key=lambda c: (c.level, c.id))
+
     async def delete_communities(self, ids: Sequence[str]) -> int:
         for i in ids:
             self.reports.pop(i, None)

@@ -34,6 +34,7 @@ from unified_kg_rag.domain.models import (
 from unified_kg_rag.util.errors import (
     ConfigurationError,
     StoreConnectionError,
+    StoreError,
     StoreSchemaError,
     StoreTimeoutError,
 )
@@ -433,6 +434,28 @@ def test_error_messages_are_scrubbed() -> None:
     text = 'missing "=" after "postgresql://ukr:Pa/ss@db/x" in connection info string'
     assert "Pa/ss" not in scrub(text, url)
     assert scrub("password=hunter2 host=x", "host=x password=hunter2") == "password=*** host=x"
+
+
+@pytest.mark.parametrize(
+    ("url", "secret", "shown"),
+    [
+        ("postgresql://ukr:S3cret@[db/x", "S3cret", "postgresql://ukr:***@[db/x"),
+        ("postgresql://ukr:S3cr%zzet@db/x", "S3cr%zzet", 'token: "***"'),
+    ],
+)
+def test_the_driver_error_kept_as_the_cause_is_scrubbed_too(
+    url: str, secret: str, shown: str
+) -> None:
+    """``--verbose`` prints the cause of a store error: psycopg quotes the connection string
+    it could not parse, password included, unless the cause is scrubbed as well."""
+    store = PostgresBackend(url, PostgresConfig(connect_timeout_s=2))
+    with pytest.raises(StoreError) as err:
+        asyncio.run(store.list_indexes())
+    store.close()
+    cause = err.value.__cause__
+    assert secret not in str(err.value) and cause is not None
+    assert secret not in str(cause) and secret not in repr(cause)
+    assert shown in str(cause) and shown in str(err.value)
 
 
 def test_pool_bounds_are_validated() -> None:

@@ -22,7 +22,7 @@ from unified_kg_rag.domain.models import Collection, Lease
 from unified_kg_rag.ingestion.lease import LeaseLostError, held_lease
 from unified_kg_rag.ingestion.pipeline import IndexPipeline
 from unified_kg_rag.ports import IndexStores
-from unified_kg_rag.util.errors import IndexBusyError
+from unified_kg_rag.util.errors import IndexBusyError, StoreConnectionError
 
 pytestmark = pytest.mark.integration
 
@@ -106,8 +106,9 @@ def test_a_run_that_loses_its_lease_is_stopped() -> None:
                 registry.lease = Lease(holder="other:2:b", acquired_at=0, expires_at=1e12)
                 await asyncio.sleep(5)
 
-        with pytest.raises(LeaseLostError, match="could not be renewed"):
+        with pytest.raises(LeaseLostError, match="could not be renewed") as err:
             await asyncio.wait_for(run(), 3)
+        assert "it is held by other:2:b" in str(err.value)  # taken: still said so
         assert registry.lease is not None and registry.lease.holder == "other:2:b"  # kept
 
     asyncio.run(body())
@@ -179,5 +180,89 @@ def test_a_run_that_resumes_after_its_lease_was_taken_and_released_stops() -> No
 
         with pytest.raises(LeaseLostError, match="released"):
             await asyncio.wait_for(run_a(), 3)
+
+    asyncio.run(body())
+
+
+UNREACHABLE = (
+    "PostgreSQL at postgresql://ukr@db.example:5432/ukr is unreachable (connection refused, "
+    'server at "db.example", port 5432)'
+)
+
+
+class DownRegistry(FakeDocRegistry):
+    """A registry whose store goes down after the lease was taken: every renewal fails after
+    ``hang_s`` (a pool waiting for a connection) with the store's own error."""
+
+    def __init__(self, hang_s: float = 0.0) -> None:
+        super().__init__("idx")
+        self.hang_s = hang_s
+        self.renewals = 0
+
+    async def renew_lease(self, holder: str, ttl_s: float) -> Lease:
+        self.renewals += 1
+        await asyncio.sleep(self.hang_s)
+        raise StoreConnectionError(UNREACHABLE)
+
+
+def test_a_store_outage_during_a_run_is_named_first_not_as_a_lost_lease() -> None:
+    """The heartbeat cannot reach the store: the run stops with the store's error (its kind
+    and message first), not with "another run may own the index now"."""
+
+    async def body() -> None:
+        registry = DownRegistry()
+
+        async def run() -> None:
+            async with held_lease(registry, "idx", ttl_s=0.6, holder="me:1:a"):
+                await asyncio.sleep(5)
+
+        with pytest.raises(StoreConnectionError) as err:
+            await asyncio.wait_for(run(), 3)
+        assert not isinstance(err.value, LeaseLostError)
+        assert str(err.value).startswith(UNREACHABLE)
+        assert "Index 'idx': stopped, its write lease could not be renewed" in str(err.value)
+        assert "another run may own" not in str(err.value)
+        assert registry.renewals >= 2  # retried while the term allowed
+
+    asyncio.run(body())
+
+
+def test_a_write_while_a_renewal_waits_for_a_down_store_names_the_outage() -> None:
+    """Renewals hang (a pool timeout) past two thirds of the term; a write arriving then waits
+    for the renewal's outcome and stops with the store's error, and does not reach the store."""
+    from unified_kg_rag.ingestion.lease import fenced
+
+    async def body() -> None:
+        backend = FakeBackend()
+        registry = DownRegistry(hang_s=1.2)
+        stores = IndexStores(name="idx", search=backend.search_index("idx"),
+                             graph=backend.graph_store("idx"), registry=registry,
+                             records=backend.record_store("idx"))
+
+        async def run() -> None:
+            async with held_lease(registry, "idx", ttl_s=0.9, holder="me:1:a") as fence:
+                guarded = fenced(stores, fence)
+                await asyncio.sleep(0.7)  # past 2/3 of the term; the first renewal hangs
+                await guarded.records.put("ns", "k", "must not land")
+
+        with pytest.raises(StoreConnectionError) as err:
+            await asyncio.wait_for(run(), 5)
+        assert not isinstance(err.value, LeaseLostError)
+        assert str(err.value).startswith(UNREACHABLE)
+        assert await backend.record_store("idx").get("ns", "k") is None
+
+    asyncio.run(body())
+
+
+def test_a_paused_run_without_failed_renewals_still_says_another_run_may_own_the_index() -> None:
+    """With no renewal error known (the process was frozen), the fence cannot name a store
+    failure: the lease message stays."""
+
+    async def body() -> None:
+        registry = FakeDocRegistry("idx")
+        async with held_lease(registry, "idx", ttl_s=30, holder="me:1:a") as fence:
+            fence.renewal_sent -= 25
+            with pytest.raises(LeaseLostError, match="another run may own the index now"):
+                await fence.ready()
 
     asyncio.run(body())

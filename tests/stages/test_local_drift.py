@@ -111,7 +111,7 @@ def test_local_without_llm_seeds_by_name_and_ranks_the_cited_units(tmp_path: Pat
     assert ctx.metadata["query_entities"] == ["Marie Curie"]
     # the question's own lookup finds Marie Curie too: one seed
     assert ctx.metadata["seed_entities"] == [ent("Marie Curie")]
-    assert ctx.metadata["report_selection"] == "similarity"
+    assert ctx.metadata["report_selection"] == "membership"
     assert "llm_calls" not in ctx.metadata
     # support: Marie's own unit (cited by her, her three neighbours and three edges), then
     # the units of Warsaw and Pierre Curie (edge weight 9 before 8), then those only 2-hop
@@ -141,7 +141,7 @@ def test_local_without_llm_seeds_by_name_and_ranks_the_cited_units(tmp_path: Pat
     assert not all_units & BREAD
     reports = _bucket(result, "reports")
     assert len(reports) == 5  # query.quotas.report; the fixture holds five reports
-    assert reports[0].title == "The Curies and the Sorbonne"
+    assert reports[0].title == "Marie and Pierre Curie"  # her own (deepest) community's
 
 
 def test_local_puts_the_edge_between_two_seeds_first(tmp_path: Path) -> None:
@@ -248,8 +248,76 @@ def test_local_membership_reports_follow_the_deepest_communities(tmp_path: Path)
     assert ctx.metadata["report_selection"] == "membership"
     # deepest communities of the expanded entities: Marie, Pierre, Polonium -> level-1
     # "curies"; Warsaw, Poland, Vistula -> "poland" (not split); Sorbonne -> "sorbonne".
-    # Three matches each for the first two: the higher report rank (7 > 6) first
-    assert _ids(_bucket(result, "reports")) == [ids["curies"], ids["poland"], ids["sorbonne"]]
+    # Three matches each for the first two: the higher report rank (7 > 6) first; then the
+    # parent "science"; the bread report (no expanded entity) only fills the quota
+    assert _ids(_bucket(result, "reports")) == [ids["curies"], ids["poland"], ids["sorbonne"],
+                                                ids["science"], ids["bread"]]  # fmt: skip
+
+
+# Reports whose text shares no word with "Where was Marie Curie born?" for the communities
+# Marie Curie belongs to, and a bread report that shares several ("where", "was", "born",
+# "Marie") although no expanded entity belongs to its community.
+WORDLESS_REPORTS = {
+    "curies": ("Radioactivity research", "Two radioactive elements were isolated in a "
+               "laboratory around 1898.", 7.0),
+    "science": ("Physics and chemistry in France", "Laboratory work on radioactive elements "
+                "and university teaching in France.", 8.0),
+    "bread": ("Where sourdough was born", "Where was sourdough born? Marie, a baker, says "
+              "it was born in ancient Egypt.", 3.0),
+}  # fmt: skip
+
+
+def test_local_puts_the_selected_entities_own_community_reports_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15, item 8: with the default selection, the reports of the communities the
+    selected entities belong to come first (deepest, then parents), even when their text does
+    not share a word with the question; similarity only fills the rest of the quota."""
+    from tests.support import graph_fixture
+
+    for name, report in WORDLESS_REPORTS.items():
+        monkeypatch.setitem(graph_fixture.REPORT_TEXT, name, report)
+
+    async def body(fx: GraphFixture) -> tuple[StrategyResult, QueryContext, RetrievalOutput,
+                                              dict[str, str]]:  # fmt: skip
+        ctx = _ctx(fx, "Where was Marie Curie born?")
+        result = await LocalStrategy().retrieve(ctx)
+        # room for two reports: the similarity ranking alone would give the Sorbonne's and
+        # the bread report (see the next test), not Marie Curie's own
+        out = await fx.chain(quotas={"report": 2}).retrieve("Where was Marie Curie born?",
+                                                            strategy="local")  # fmt: skip
+        return result, ctx, out, fx.community_ids
+
+    result, ctx, out, ids = _run(tmp_path, body)
+    assert ctx.metadata["report_selection"] == "membership"
+    # deepest communities of the expanded entities (Marie, Pierre, Polonium -> "curies";
+    # Warsaw, Poland, Vistula -> "poland"; Sorbonne -> "sorbonne"), three matches before one
+    # and report rank 7 before 6 at three; then their parent "science"; then the most similar
+    # report fills the quota of 5
+    assert _ids(_bucket(result, "reports")) == [
+        ids["curies"], ids["poland"], ids["sorbonne"], ids["science"], ids["bread"]]
+    assert ctx.metadata["member_reports"] == 4
+    assert [s.id for s in out.sources if s.kind == "report"] == [ids["curies"], ids["poland"]]
+
+
+def test_local_similarity_selection_is_kept_on_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support import graph_fixture
+
+    for name, report in WORDLESS_REPORTS.items():
+        monkeypatch.setitem(graph_fixture.REPORT_TEXT, name, report)
+
+    async def body(fx: GraphFixture) -> tuple[StrategyResult, QueryContext, dict[str, str]]:
+        ctx = _ctx(fx, "Where was Marie Curie born?", quotas={"report": 2},
+                   local_search={"report_selection": "similarity"})  # fmt: skip
+        return await LocalStrategy().retrieve(ctx), ctx, fx.community_ids
+
+    result, ctx, ids = _run(tmp_path, body)
+    assert ctx.metadata["report_selection"] == "similarity"
+    assert "member_reports" not in ctx.metadata
+    # the reports sharing words with the query win, Marie Curie's own community's is left out
+    assert _ids(_bucket(result, "reports")) == [ids["sorbonne"], ids["bread"]]
 
 
 # --------------------------------------------------------------------- drift
@@ -420,7 +488,7 @@ def test_chain_local_packs_graph_sections_then_passages(tmp_path: Path) -> None:
     assert next(s.id for s in out.sources if s.kind == "entity") == ent("Marie Curie")
     assert rel_id("Marie Curie", "Warsaw") in [s.id for s in out.sources
                                                if s.kind == "relationship"][:3]
-    assert out.metadata["report_selection"] == "similarity"
+    assert out.metadata["report_selection"] == "membership"
 
 
 def test_chain_drift_answer_sees_the_notes_and_makes_one_more_call(tmp_path: Path) -> None:

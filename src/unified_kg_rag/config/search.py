@@ -198,10 +198,14 @@ class LocalSearchConfig(_Section):
         description="Fetch the relationships among the expanded entities, edges between two "
         "seeds first: they carry the hops of a multi-hop chain.",
     )
-    report_selection: Literal["similarity", "membership"] = Field(
-        default="similarity",
-        description="Reports most similar to the query entities (default), or the reports of "
-        "the communities the expanded entities belong to.",
+    report_selection: Literal["membership", "similarity"] = Field(
+        default="membership",
+        description="Which community reports fill `quotas.report`. `membership` (GraphRAG's "
+        "local search): the reports of the communities the expanded entities belong to, each "
+        "entity's deepest community first, then the ones above it (more matched entities "
+        "first, then report rank), then the reports most similar to the query entities fill "
+        "the rest. `similarity`: only the reports most similar to the query entities (an "
+        "entity's own community report can be missing when its text does not name it).",
     )
     neighbour_decay: float = Field(
         default=0.5,

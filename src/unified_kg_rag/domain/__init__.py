@@ -15,7 +15,8 @@ Module map (new code goes in the room of its concept):
   `xml_records` (lenient XML record reader and its escaping).
 - `graph/` — `resolution` (records → one graph), `name_matching`, `summaries` (description
   summaries), `communities` (hierarchical Leiden), `report_context`, `reports` (community
-  reports), `item_text` (how entities and relationships read as text).
+  reports), `membership` (the communities selected entities belong to, ranked), `item_text`
+  (how entities and relationships read as text).
 - `concepts/` — `graph` (the ``lazy`` concept graph), `text` (keyphrases, concept keys),
   `cooccurrence` (co-occurrence edges).
 - `ranking/` — `fusion` (weighted RRF), `mmr`, `ppr` (personalized PageRank), `budget`

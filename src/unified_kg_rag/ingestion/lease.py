@@ -10,6 +10,13 @@ less than a third of the term is left since the last successful renewal was sent
 was paused (SIGSTOP, a frozen VM, a long GC) or cut off from the store stops before its next
 write, while its lease has not lapsed yet, instead of writing over the run that took the index
 over. The heartbeat also cancels the run when a renewal finds the lease lost.
+
+The error names the real cause first. A lease taken by another run raises `LeaseLostError`
+saying who holds it. Renewals that failed because the store failed (a database that is down
+reads ``PostgreSQL at ... is unreachable (connection refused)``) raise that store error's
+kind, its message first, then what it meant for the lease. A write that finds the deadline
+passed while a renewal is still waiting for the store waits for that renewal's outcome (at
+most one term), so the cause is known before the run stops.
 """
 
 from __future__ import annotations
@@ -25,7 +32,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar, cast
 
 from unified_kg_rag.ports import DocRegistry, GraphStore, IndexStores, RecordStore, SearchIndex
-from unified_kg_rag.util.errors import LeaseLostError, StoreError
+from unified_kg_rag.util.errors import (
+    LeaseLostError,
+    StoreConnectionError,
+    StoreError,
+    StoreSchemaError,
+    StoreTimeoutError,
+)
 
 __all__ = ["LeaseFence", "LeaseLostError", "fenced", "held_lease", "new_holder"]
 
@@ -62,26 +75,79 @@ class LeaseFence:
         self.renewal_sent = time.monotonic()
         """When the last successful renewal was sent (monotonic seconds)."""
         self.lost: BaseException | None = None
+        """Why the lease is lost for good: `LeaseLostError`, or the store error renewals met."""
+        self.renewal_error: StoreError | None = None
+        """The store error of the last renewal, when it failed (None after a success)."""
+        self.renewal: asyncio.Future[None] | None = None
+        """The renewal in flight, if any."""
 
     def check(self) -> None:
         """Raise unless the run may still write.
 
         Raises:
-            LeaseLostError: the lease was found lost, or less than a third of its term is left
-                since the last successful renewal was sent.
+            LeaseLostError: the lease was found lost (another run holds it, or it was
+                released), or less than a third of its term is left since the last successful
+                renewal was sent and no renewal failed (the run was paused).
+            StoreError: renewals failed because the store failed (its kind and message
+                first: ``PostgreSQL at ... is unreachable (...)``) and the lease was not
+                renewed for two thirds of its term.
         """
         if self.lost is not None:
-            raise LeaseLostError(
-                f"index {self.index!r}: stopped, the write lease was lost ({self.lost}); what "
-                "was committed stays, the next run repairs the rest"
+            raise self.stopped(self.lost)
+        since = time.monotonic() - self.renewal_sent
+        if since <= self.ttl_s * 2 / 3:
+            return
+        if self.renewal_error is not None:
+            raise self.stopped(self.renewal_error)
+        raise LeaseLostError(
+            f"index {self.index!r}: stopped, the write lease was last renewed {since:.0f} s "
+            f"ago (term {self.ttl_s:g} s, indexing.lease_s); another run may own the index "
+            "now. What was committed stays, the next run repairs the rest"
+        )
+
+    async def ready(self) -> None:
+        """`check`, after waiting for a renewal in flight once the deadline has passed.
+
+        A renewal that is still waiting for the store when the deadline passes is waited for
+        (at most one term), so the error names its outcome (the store's error) instead of
+        guessing.
+        """
+        renewal = self.renewal
+        overdue = time.monotonic() - self.renewal_sent > self.ttl_s * 2 / 3
+        if self.lost is None and overdue and renewal is not None and not renewal.done():
+            await asyncio.wait({renewal}, timeout=self.ttl_s)
+        self.check()
+
+    def stopped(self, cause: BaseException) -> StoreError:
+        """Return the error that stops the run because of ``cause``, the cause named first.
+
+        Args:
+            cause: a `LeaseLostError` (the lease is another run's, or was released), or the
+                store error the renewals met.
+
+        Returns:
+            A `LeaseLostError` for a lost lease; for a store error, an error of its kind
+            (`StoreConnectionError`, `StoreTimeoutError`...) whose message is the store's,
+            then that the lease could not be renewed.
+        """
+        keep = " What was committed stays, the next run repairs the rest"
+        if isinstance(cause, LeaseLostError):
+            return LeaseLostError(
+                f"index {self.index!r}: stopped because the write lease could not be renewed "
+                f"({cause});{keep}"
             )
         since = time.monotonic() - self.renewal_sent
-        if since > self.ttl_s * 2 / 3:
-            raise LeaseLostError(
-                f"index {self.index!r}: stopped, the write lease was last renewed {since:.0f} s "
-                f"ago (term {self.ttl_s:g} s, indexing.lease_s); another run may own the index "
-                "now. What was committed stays, the next run repairs the rest"
-            )
+        kind = next((k for k in _STORE_KINDS if isinstance(cause, k)), StoreError)
+        return kind(
+            f"{cause}. Index {self.index!r}: stopped, its write lease could not be renewed "
+            f"for {since:.0f} s (term {self.ttl_s:g} s, indexing.lease_s).{keep}"
+        )
+
+
+_STORE_KINDS: tuple[type[StoreError], ...] = (
+    StoreConnectionError, StoreTimeoutError, StoreSchemaError,
+)
+"""Store error kinds a stopped run keeps (the cause's kind is what a caller acts on)."""
 
 
 class _Fenced:
@@ -98,7 +164,7 @@ class _Fenced:
         method = cast(Callable[..., Awaitable[Any]], attribute)
 
         async def checked(*args: Any, **kwargs: Any) -> Any:
-            self._fence.check()
+            await self._fence.ready()
             return await method(*args, **kwargs)
 
         return checked
@@ -129,7 +195,11 @@ async def held_lease(
 
     Raises:
         BuildInProgress: another run holds the lease (raised before the body starts).
-        LeaseLostError: the lease was lost; the body was cancelled or its write refused.
+        LeaseLostError: the lease was lost (released, or taken by another run); the body was
+            cancelled or its write refused.
+        StoreError: renewals failed because the store did (an unreachable server raises
+            `StoreConnectionError`), for two thirds of the term; the body was cancelled or its
+            write refused. The store's message comes first (`LeaseFence.stopped`).
     """
     holder = holder or new_holder()
     sent = time.monotonic()
@@ -138,16 +208,27 @@ async def held_lease(
     fence.renewal_sent = sent
     body = asyncio.current_task()
 
+    async def renew() -> None:
+        sent = time.monotonic()
+        try:
+            await registry.renew_lease(holder, ttl_s)
+        except LeaseLostError as exc:
+            fence.lost = exc
+            raise
+        except StoreError as exc:
+            fence.renewal_error = exc
+            raise
+        fence.renewal_sent, fence.renewal_error = sent, None
+
     async def heartbeat() -> None:
         while True:
             await asyncio.sleep(ttl_s / 6)
-            sent = time.monotonic()
+            fence.renewal = asyncio.ensure_future(renew())
             try:
-                await registry.renew_lease(holder, ttl_s)
-                fence.renewal_sent = sent
+                await fence.renewal
                 continue
-            except LeaseLostError as exc:
-                fence.lost = exc
+            except LeaseLostError:
+                pass
             except StoreError as exc:
                 if time.monotonic() - fence.renewal_sent < ttl_s * 2 / 3:
                     logger.warning("index %r: lease renewal failed, will retry: %s", index, exc)
@@ -162,10 +243,7 @@ async def held_lease(
         yield fence
     except asyncio.CancelledError:
         if fence.lost is not None:
-            raise LeaseLostError(
-                f"index {index!r}: stopped because the write lease could not be renewed "
-                f"({fence.lost}); what was committed stays, the next run repairs the rest"
-            ) from fence.lost
+            raise fence.stopped(fence.lost) from fence.lost
         raise
     finally:
         beat.cancel()

@@ -177,6 +177,10 @@ class GraphStore(Protocol):
         """Return communities (of one level when given), ordered by level then id."""
         ...
 
+    async def communities_of(self, entity_ids: Sequence[str]) -> list[Community]:
+        """Return the communities holding any of these entities (every level), by level, id."""
+        ...
+
     async def delete_communities(self, ids: Sequence[str]) -> int:
         """Delete communities (and their reports) by id; return how many existed."""
         ...

@@ -12,11 +12,13 @@ migrate the catalog schema, then open the pool. An index schema is created and m
 first time a write touches the index in this process; reads of an index that does not exist
 return nothing and create nothing.
 
-psycopg errors are translated: unreachable server, failed authentication and exhausted pool
-raise `StoreConnectionError`; a statement cancelled by ``statement_timeout`` raises
-`StoreTimeoutError`; a schema newer than the code or a missing pgvector raise
-`StoreSchemaError`; anything else `StoreError`. Every message names the server (password
-masked).
+psycopg errors are translated (`errors.translate`): unreachable server, failed
+authentication, lost connection and exhausted pool raise `StoreConnectionError`, an
+unreachable server named as such first (``PostgreSQL at ... is unreachable (connection
+refused)``) even when a pool timeout or a dropped statement noticed it; a statement cancelled
+by ``statement_timeout`` raises `StoreTimeoutError`; a schema newer than the code or a missing
+pgvector raise `StoreSchemaError`; anything else `StoreError`. Every message names the server
+(password masked), and so does the driver's exception kept as the cause.
 """
 
 from __future__ import annotations
@@ -36,19 +38,15 @@ from pgvector.psycopg import register_vector_async
 from psycopg import AsyncConnection, sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from unified_kg_rag.adapters.postgres.errors import translate
 from unified_kg_rag.adapters.postgres.migrations import (
     CATALOG_MIGRATIONS,
     INDEX_MIGRATIONS,
     PgMigration,
 )
-from unified_kg_rag.adapters.postgres.urls import masked_location, scrub
+from unified_kg_rag.adapters.postgres.urls import masked_location, scrub, scrub_exception
 from unified_kg_rag.config.models import PostgresConfig
-from unified_kg_rag.util.errors import (
-    StoreConnectionError,
-    StoreError,
-    StoreSchemaError,
-    StoreTimeoutError,
-)
+from unified_kg_rag.util.errors import StoreConnectionError, StoreError, StoreSchemaError
 
 __all__ = [
     "APPLICATION_NAME",
@@ -238,27 +236,25 @@ class PgDatabase:
             raise
         except StoreError:
             raise
-        except PoolTimeout as exc:
-            raise StoreConnectionError(
-                f"PostgreSQL {self.location}: no connection within "
-                f"{self.config.connect_timeout_s:g} s (stores.postgres.connect_timeout_s; pool "
-                f"of {self.config.pool_max_size}): {self._line(exc)}"
-            ) from exc
-        except psycopg.errors.QueryCanceled as exc:
-            raise StoreTimeoutError(
-                f"PostgreSQL {self.location}: statement cancelled after "
-                f"{self.config.statement_timeout_s:g} s (stores.postgres.statement_timeout_s): "
-                f"{self._line(exc)}"
-            ) from exc
-        except psycopg.OperationalError as exc:
-            raise StoreConnectionError(f"PostgreSQL {self.location}: {self._line(exc)}") from exc
-        except psycopg.Error as exc:
-            raise StoreError(f"PostgreSQL {self.location}: {self._line(exc)}") from exc
-        except OSError as exc:
-            raise StoreConnectionError(f"PostgreSQL {self.location}: {exc}") from exc
+        except (psycopg.Error, PoolTimeout, OSError) as exc:
+            scrub_exception(exc, self._url)  # a traceback (--verbose) prints the cause too
+            raise await translate(exc, location=self.location, config=self.config,
+                                  line=self._line, probe=self._probe) from exc
         finally:
             if task is not None:
                 self._inflight.discard(task)
+
+    async def _probe(self) -> BaseException | None:
+        """Try one direct connection; return its error, or None when the server answered."""
+        bound = max(2, math.ceil(self.config.connect_timeout_s)) + 1.0
+        try:
+            conn = await asyncio.wait_for(AsyncConnection.connect(
+                self._url, autocommit=True, **self._connect_kwargs()), bound)
+        except (psycopg.Error, OSError) as exc:  # TimeoutError is an OSError
+            scrub_exception(exc, self._url)
+            return exc
+        await conn.close()
+        return None
 
     async def _pool_ready(self) -> AsyncConnectionPool[Conn]:
         if self._pool is not None:

@@ -265,6 +265,22 @@ class PgGraphStore:
 
         return await self._db.read_index(self._index, job, [])
 
+    async def communities_of(self, entity_ids: Sequence[str]) -> list[Community]:
+        """Return the communities holding any of these entities (every level), by level, id.
+
+        The members are matched in SQL: only the communities found are decoded.
+        """
+
+        async def job(conn: Conn) -> list[Community]:
+            rows = await (await conn.execute(
+                "SELECT data FROM communities WHERE (data::jsonb -> 'member_ids') ?| %s::text[] "
+                "ORDER BY level, id", (list(dict.fromkeys(entity_ids)),))).fetchall()
+            return [Community.model_validate_json(r[0]) for r in rows]
+
+        if not entity_ids:
+            return []
+        return await self._db.read_index(self._index, job, [])
+
     async def delete_communities(self, ids: Sequence[str]) -> int:
         """Delete communities (and their reports) by id; return how many existed."""
 

@@ -261,6 +261,23 @@ class SqliteGraphStore:
 
         return await self._db.read(job)
 
+    async def communities_of(self, entity_ids: Sequence[str]) -> list[Community]:
+        """Return the communities holding any of these entities (every level), by level, id.
+
+        The members are matched in SQL: only the communities found are decoded.
+        """
+
+        def job(conn: sqlite3.Connection) -> list[Community]:
+            rows = conn.execute(
+                "SELECT data FROM communities WHERE index_name = ? AND EXISTS (SELECT 1 FROM "
+                f"json_each(data, '$.member_ids') AS m WHERE m.value IN {_IDS}) "
+                "ORDER BY level, id",
+                (self._index, _ids(entity_ids)),
+            )
+            return [Community.model_validate_json(row[0]) for row in rows]
+
+        return await self._db.read(job) if entity_ids else []
+
     async def delete_communities(self, ids: Sequence[str]) -> int:
         """Delete communities (and their reports) by id; return how many existed."""
 

@@ -17,8 +17,9 @@ reports, each returned as a ranked bucket for the chain to fuse:
    cites) and by *similarity* to the question (a hybrid search restricted to the cited
    units' documents). Two buckets, fused by the chain (`support_weight`, `similarity_weight`).
 4. **Entities, relationships** (seed–seed edges first: they carry the hops of a multi-hop
-   chain, then seed–reached, then the rest, by weight) and **reports** (most similar to the
-   joined query entities, or those of the expanded entities' deepest communities).
+   chain, then seed–reached, then the rest, by weight) and **reports** (`local_reports`:
+   those of the expanded entities' communities, deepest first, then the most similar to the
+   query entities; or only the most similar).
 
 Every sub-search runs through `QueryContext.section`: one that fails non-fatally degrades
 only its own bucket. Filters restrict the text units (and drop graph items none of whose
@@ -37,8 +38,6 @@ from unified_kg_rag.domain.graph.item_text import entity_text, relationship_text
 from unified_kg_rag.domain.graph.name_matching import compact_name_key
 from unified_kg_rag.domain.models import (
     Collection,
-    Community,
-    CommunityReport,
     Entity,
     IndexRecord,
     Relationship,
@@ -52,6 +51,11 @@ from unified_kg_rag.retrieval.strategies.base import (
     QueryContext,
     StrategyResult,
     register_strategy,
+)
+from unified_kg_rag.retrieval.strategies.local_reports import (
+    PendingReports,
+    report_bucket,
+    report_candidate,
 )
 from unified_kg_rag.retrieval.strategies.naive import text_unit_candidate
 from unified_kg_rag.retrieval.strategies.ppr import passes_filters
@@ -177,16 +181,14 @@ class LocalStrategy:
             ) if ids else no_rels  # fmt: skip
             return expansion, rels
 
-        similar_reports = (
-            ctx.section("reports", lambda: report_bucket(ctx, names, []), None)
-            if cfg.report_selection == "similarity" else None
-        )  # fmt: skip
-        if similar_reports is not None:
-            (expansion, rels), reports = await asyncio.gather(chain(), similar_reports)
-        else:
+        # the report reads that need no expanded entity run beside the expansion
+        pending = PendingReports(ctx, names)
+        try:
             expansion, rels = await chain()
             ids = [e.id for e in expansion.entities]
-            reports = await ctx.section("reports", lambda: report_bucket(ctx, names, ids), None)
+            reports = await ctx.section("reports", lambda: pending.bucket(ids), None)
+        finally:
+            pending.settle()
         nothing: tuple[list[Bucket], dict[str, IndexRecord]] = ([], {})
         units, records = await ctx.section(
             "text_units", lambda: self._text_units(ctx, expansion, rels), nothing
@@ -404,81 +406,3 @@ class LocalStrategy:
             for r in ordered if kept(r.text_unit_ids)
         ]  # fmt: skip
         return [Bucket("entities", entities), Bucket("relationships", relationships)]
-
-
-# ------------------------------------------------------------------- reports
-
-
-async def report_bucket(
-    ctx: QueryContext, names: Sequence[str], entity_ids: Sequence[str]
-) -> Bucket | None:
-    """Return the reports bucket (``query.quotas.report`` reports), or None when the quota is 0.
-
-    ``similarity``: a search over the reports (every level) with the joined query entities
-    as its lexical query and the question's embedding as its vector query (one embedding
-    less per query than embedding the joined names).
-    ``membership`` (``local_search.report_selection``) takes the reports of the deepest
-    communities the expanded entities ``entity_ids`` belong to, most matched entities first,
-    then by report rank; when they name none, the reports most similar to the joined query
-    entities stand in (``metadata["report_selection"]`` says which ran). Under filters, a
-    report none of whose cited units passes them is left out.
-    """
-    quota = ctx.config.quotas.report
-    if quota <= 0:
-        return None
-    ids: list[str] = []
-    if ctx.config.local_search.report_selection == "membership":
-        ids = await _member_reports(ctx, entity_ids, quota)
-        if not ids:
-            ctx.metadata["report_selection"] = "similarity (no expanded entity named a community)"
-    if not ids:
-        query = ", ".join(names) or ctx.question
-        mode = SearchMode(ctx.config.search_mode)
-        # the vector side reads the question (already embedded), the lexical side the names
-        vector = None if mode is SearchMode.LEXICAL else await ctx.query_vector()
-        q = ctx.config
-        hits = await ctx.stores.search.search(
-            Collection.REPORTS, query_text=query, query_vector=vector, mode=mode, k=quota,
-            candidate_k=max(q.candidate_k, quota), lexical_weight=q.lexical_weight,
-            vector_weight=q.vector_weight, rrf_k=q.rrf_k,
-        )  # fmt: skip
-        ids = [h.id for h in hits]
-    reports = await ctx.stores.graph.get_reports(ids)
-    if ctx.filters:
-        units = list(dict.fromkeys(u for r in reports for u in r.text_unit_ids))
-        passing = {rec.id for rec in await ctx.stores.search.get(Collection.TEXT_UNITS, units)
-                   if passes_filters(rec.fields, ctx.filters)}  # fmt: skip
-        reports = [r for r in reports if passing.intersection(r.text_unit_ids)]
-    return Bucket("reports", [report_candidate(r, len(reports) - i)
-                              for i, r in enumerate(reports)])  # fmt: skip
-
-
-def report_candidate(report: CommunityReport, score: float) -> Candidate:
-    """Return the context candidate of a community report (its full content)."""
-    return Candidate(
-        kind="report", id=report.community_id,
-        text=report.full_content or f"# {report.title}\n\n{report.summary}",
-        score=score, title=report.title, text_unit_ids=report.text_unit_ids,
-        metadata={"level": report.level, "rating": report.rating, "rank": report.rank,
-                  "community_id": report.community_id},
-    )  # fmt: skip
-
-
-async def _member_reports(
-    ctx: QueryContext, entity_ids: Sequence[str], quota: int
-) -> list[str]:
-    """Return the ids of the deepest communities of ``entity_ids`` that have a report."""
-    if not entity_ids:
-        return []
-    wanted = set(entity_ids)
-    deepest: dict[str, Community] = {}
-    for community in await ctx.stores.graph.get_communities():
-        for member in wanted.intersection(community.member_ids):
-            if member not in deepest or community.level > deepest[member].level:
-                deepest[member] = community
-    matched: dict[str, int] = {}
-    for community in deepest.values():
-        matched[community.id] = matched.get(community.id, 0) + 1
-    reports = {r.community_id: r for r in await ctx.stores.graph.get_reports(list(matched))}
-    ranked = sorted(reports, key=lambda c: (-matched[c], -reports[c].rank, c))
-    return ranked[:quota]
