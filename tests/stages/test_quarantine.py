@@ -276,3 +276,26 @@ def test_a_text_unit_whose_extraction_always_fails_is_quarantined_and_released(
     assert out["calls"][4] == 4 and graphs[4].units_failed[0].failures == 4  # type: ignore[union-attr]
     assert out["calls"][5] == 5 and reports[5].exit_code == 0 and graphs[5].complete  # type: ignore[union-attr]
     assert graphs[5].entities == 7 and out["after"].quarantined == []  # type: ignore[union-attr]
+
+
+def test_units_are_not_quarantined_when_no_unit_was_ever_extracted(tmp_path: Path) -> None:
+    # every extraction fails: a setting or the model is at fault, not every text
+    corpus = write_docs(tmp_path / "corpus")
+
+    def answer(body: dict[str, Any]) -> str:
+        text = _user(body)
+        if "<text>" in text and "<current_items>" not in text:
+            return "Sorry, I cannot comply."
+        return reply(body)
+
+    async def main(server: FakeOpenAIServer) -> list[IndexReport]:
+        async with build_app(_config(server), tmp_path / "p") as app:
+            pipeline = _pipeline(app, FakeEmbedder())
+            return [await pipeline.run([corpus]) for _ in range(4)]
+
+    with FakeOpenAIServer(reply=answer) as server:
+        reports = asyncio.run(main(server))
+    for report in reports:
+        assert report.graph is not None and report.exit_code == 3
+        assert len(report.graph.units_failed) == 4 and report.graph.units_quarantined == 0
+        assert all(f.failures == 0 and not f.quarantined for f in report.graph.units_failed)

@@ -95,8 +95,8 @@ def render_graph(graph: GraphBuildReport) -> None:
 def _quarantine_note(failures: int, quarantined: bool) -> str:
     """The note after a failure line: quarantined now, or how many runs it failed in a row."""
     if quarantined:
-        return (f" [red]quarantined[/] after {failures} failed runs in a row: no longer "
-                "retried until it changes, or `--retry-quarantined`")
+        return (f" ({failures} failed runs in a row: [red]quarantined[/], not retried until "
+                "it changes or `--retry-quarantined`)")
     return f" ({failures} failed runs in a row)" if failures > 1 else ""
 
 

@@ -238,7 +238,8 @@ class GraphIndexer:
                 units, force=force, progress=self._progress, quarantined=held.keys()
             )
             stage.items = outcome.extracted
-        self._extraction_figures(report, outcome, paths, await self.ledger.update(outcome, paths))
+        attempts = await self.ledger.update(outcome, paths) if _counted(outcome) else {}
+        self._extraction_figures(report, outcome, paths, attempts)
         report.records_swept = await self._sweep(units)
 
         with self._stage(report, "resolve") as stage:
@@ -299,8 +300,8 @@ class GraphIndexer:
         report.units_failed = [
             UnitFailure(
                 text_unit_id=t, path=paths.get(t, ""), reason=reason,
-                failures=attempts[t].failures,
-                quarantined=is_quarantined(attempts[t].failures, limit),
+                failures=attempts[t].failures if t in attempts else 0,
+                quarantined=t in attempts and is_quarantined(attempts[t].failures, limit),
             )
             for t, reason in sorted(outcome.failed.items())
         ]
@@ -440,3 +441,20 @@ class GraphIndexer:
                 stage.seconds = round(time.perf_counter() - started, 3)
                 stage.usage = usage
                 report.stages[name] = stage
+
+
+def _counted(outcome: ExtractionOutcome) -> bool:
+    """Whether this run's extraction failures count toward quarantine.
+
+    Only when the model has extracted some unit of the index completely (now or on an earlier
+    run): when no unit ever succeeded, a setting (a timeout, a reply limit, a model that cannot
+    follow the format) is more likely at fault than every text, and quarantining the whole
+    corpus would hide it.
+    """
+    if not outcome.failed:
+        return True
+    ok = any(r.complete for u, r in outcome.records.items() if u not in outcome.failed)
+    if not ok:
+        logger.warning("no text unit was extracted completely (%d failed): not counted toward "
+                       "quarantine; check the model and its settings", len(outcome.failed))
+    return ok
