@@ -91,7 +91,8 @@ async def main(units: int, orphans: int, repeat: int) -> dict[str, Any]:
             rerun, swept, status, count = [], [], [], []
             for _ in range(repeat):
                 seconds, report = await _timed(_pipeline(app, embedder).run([corpus]))
-                assert report.graph is not None and report.graph.skipped_reason
+                assert report.graph is not None
+                assert report.graph.skipped_reason
                 assert report.records_removed == 0
                 rerun.append(seconds)
                 seconds, _ = await _timed(records.count(RECORDS_NAMESPACE))

@@ -84,7 +84,7 @@ def test_a_failed_probe_stops_the_stage_with_the_servers_error() -> None:
     judge = FailureJudge(ProbeChat(down), concurrency=8, stage="extraction")
     with pytest.raises(StageStoppedError):
         asyncio.run(judge.judge(down))
-    with pytest.raises(ModelError, match="cannot connect.*known-good request failed too"):
+    with pytest.raises(ModelError, match=r"cannot connect.*known-good request failed too"):
         judge.raise_if_stopped()
     with pytest.raises(StageStoppedError):
         judge.check()
