@@ -5,7 +5,8 @@ A real OpenAI-compatible HTTP server on 127.0.0.1 (scripted per prompt with
 
 - item 1: an extraction reply the provider cut (``finish_reason: content_filter``, with a
   partial record set) is not a finished record: the unit fails for now, its items before the
-  cut are in the graph, and the next run asks again for it alone; a cut summary or community
+  cut are in the graph, and the next run asks again for it alone (Bedrock's
+  ``guardrail_intervened`` too, on the real Bedrock test server); a cut summary or community
   report fails that item for now too;
 - item 3: one unit (or one report) whose calls keep timing out or answering 503 fails alone
   while the server answers the others; a server that fails every call still stops the stage;
@@ -33,6 +34,7 @@ from tests.stages.test_graph_build import (
     reply,
     write_docs,
 )
+from tests.support.bedrock_server import BedrockScripted, FakeBedrockServer
 from tests.support.openai_server import FakeOpenAIServer, Scripted
 from unified_kg_rag.bootstrap import build_app
 from unified_kg_rag.config.models import UkrConfig
@@ -267,3 +269,43 @@ def test_one_bad_report_reply_fails_at_most_its_report(tmp_path: Path, kind: str
     assert graph.reports_failed <= 1 and report.exit_code in (0, 3)
     assert report.exit_code == (3 if graph.reports_failed else 0)
 
+
+
+def test_a_bedrock_reply_stopped_by_a_guardrail_is_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_REGION",
+                 "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDTESTING")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-testing")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    corpus = write_docs(tmp_path / "corpus")
+    entities, _ = ITEMS[KYOTO]
+    partial = _xml(entities[:1], [])
+
+    def answer(body: dict[str, Any]) -> str:  # the Converse body, read as the OpenAI one
+        return reply({"messages": [
+            {"role": m["role"], "content": " ".join(b.get("text", "") for b in m["content"])}
+            for m in body.get("messages", [])]})
+
+    with FakeBedrockServer(reply=answer) as server:
+        config = UkrConfig.model_validate({
+            "llm": {"kind": "bedrock", "retry_initial_s": 0.01, "retry_max_s": 0.05,
+                    "bedrock": {"endpoint_url": server.endpoint_url, "region": "us-east-1"}},
+            "graph": {"communities": {"min_community_size": 2}, "unit_concurrency": 1},
+        })
+        # one unit at a time, in path order: kyoto.txt's extraction is the fifth call (after
+        # the extraction and gleaning of ada.txt and engine.txt)
+        server.script(*[BedrockScripted() for _ in range(4)],
+                      BedrockScripted(reply=partial, stop_reason="guardrail_intervened"))
+        (first, names1), (second, names2) = asyncio.run(
+            _runs(config, tmp_path / "p", corpus, 2))
+    assert first.graph is not None and second.graph is not None
+    [failed] = first.graph.units_failed
+    assert failed.path == "kyoto.txt" and "'content_filter'" in failed.reason
+    assert first.exit_code == 3 and "Kyoto University" in names1 and "Kyoto" not in names1
+    assert second.exit_code == 0 and second.graph.units_extracted == 1
+    assert {"Kyoto", "Hideki Yukawa"} <= names2
