@@ -229,7 +229,9 @@ class GraphIndexer:
             if await self._stores.records.count(RECORDS_NAMESPACE) != last.get("records"):
                 units = await load_units(self._stores, paths)
                 report.records_swept = await self._sweep(units)
-                await self._record_build(digest, complete=True)
+                # the sweep may have dropped failure entries of texts no longer indexed
+                done = self.digest(list(paths), await self.ledger.quarantined())
+                await self._record_build(done, complete=True)
             return report
         units = await load_units(self._stores, paths)
 
