@@ -224,14 +224,7 @@ class GraphIndexer:
         raw = await self._stores.records.get(INDEX_NAMESPACE, BUILD_KEY)
         last = json.loads(raw) if raw else {}
         if not (force or rebuild) and last.get("digest") == digest and last.get("complete"):
-            report.skipped_reason = "unchanged since the last complete build"
-            report.units_quarantined = len(held)
-            if await self._stores.records.count(RECORDS_NAMESPACE) != last.get("records"):
-                units = await load_units(self._stores, paths)
-                report.records_swept = await self._sweep(units)
-                # the sweep may have dropped failure entries of texts no longer indexed
-                done = self.digest(list(paths), await self.ledger.quarantined())
-                await self._record_build(done, complete=True)
+            await self._skip(report, paths, held, last)
             return report
         units = await load_units(self._stores, paths)
 
@@ -285,6 +278,27 @@ class GraphIndexer:
         done = self.digest(list(paths), await self.ledger.quarantined())
         await self._record_build(done, complete=report.complete)
         return report
+
+    async def _skip(
+        self,
+        report: GraphBuildReport,
+        paths: dict[str, str],
+        held: dict[str, UnitAttempts],
+        last: dict[str, object],
+    ) -> None:
+        """Skip a current build; sweep only when the extraction records were touched since.
+
+        The last build left ``last["records"]`` records; any other count means records were
+        written or left by something else (a killed run, an older version): sweep them.
+        """
+        report.skipped_reason = "unchanged since the last complete build"
+        report.units_quarantined = len(held)
+        if await self._stores.records.count(RECORDS_NAMESPACE) == last.get("records"):
+            return
+        report.records_swept = await self._sweep(await load_units(self._stores, paths))
+        # the sweep may have dropped failure entries of texts no longer indexed
+        done = self.digest(list(paths), await self.ledger.quarantined())
+        await self._record_build(done, complete=True)
 
     def _extraction_figures(
         self,

@@ -178,19 +178,7 @@ class GraphExtractor:
         outcome = ExtractionOutcome()
         keys = outcome.fingerprints = {u.id: self.fingerprint(u.text) for u in units}
         stored = await self._load(keys.values())
-        by_key: dict[str, list[UnitText]] = {}  # identical texts are extracted once
-        for unit in units:
-            key = keys[unit.id]
-            record = stored.get(key)
-            if key in quarantined:
-                outcome.quarantined.append(unit.id)
-                if record is not None:
-                    outcome.records[unit.id] = record
-            elif record is not None and record.complete and not force:
-                outcome.records[unit.id] = record
-                outcome.reused += 1
-            else:
-                by_key.setdefault(key, []).append(unit)
+        by_key = _partition(units, outcome, stored, quarantined, force=force)
         firsts = [group[0] for group in by_key.values()]
         judge = FailureJudge(self._chat, concurrency=self._concurrency, stage="extraction")
         progress.start("extract", len(firsts))
@@ -314,6 +302,34 @@ class GraphExtractor:
             if not merged.added or not reply.complete:
                 break
         return record
+
+
+def _partition(
+    units: Sequence[UnitText],
+    outcome: ExtractionOutcome,
+    stored: dict[str, ExtractionRecord],
+    quarantined: Collection[str],
+    *,
+    force: bool,
+) -> dict[str, list[UnitText]]:
+    """Enter the quarantined and reused units in ``outcome``; return the rest by fingerprint.
+
+    Identical texts share a fingerprint and are extracted once.
+    """
+    by_key: dict[str, list[UnitText]] = {}
+    for unit in units:
+        key = outcome.fingerprints[unit.id]
+        record = stored.get(key)
+        if key in quarantined:
+            outcome.quarantined.append(unit.id)
+            if record is not None:  # the items of its last cut reply
+                outcome.records[unit.id] = record
+        elif record is not None and record.complete and not force:
+            outcome.records[unit.id] = record
+            outcome.reused += 1
+        else:
+            by_key.setdefault(key, []).append(unit)
+    return by_key
 
 
 def parses(parse: Callable[..., object]) -> Callable[[str], bool]:
