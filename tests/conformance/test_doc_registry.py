@@ -157,3 +157,28 @@ def test_renewal_fails_once_the_lease_was_released_or_taken(backend: StoreBacken
         assert (await registry.get_lease()).holder == "c:3:z"  # type: ignore[union-attr]
 
     asyncio.run(body())
+
+
+def test_quarantined_records_keep_their_count_and_diff_as_unchanged_at_their_content(
+    backend: StoreBackend,
+) -> None:
+    async def body() -> None:
+        reg = backend.doc_registry("default")
+        stuck = DocRecord(
+            document_id="q", path="q.md", source_scope="s1", content_hash="hq",
+            status=DocStatus.QUARANTINED, text_unit_ids=("old-u1",), error="ValueError: boom",
+            updated_at=1700000000.5, failure_count=3,
+        )
+        await reg.put([stuck, doc("q2", "r.md", "hr", DocStatus.QUARANTINED), doc("p", "p.md")])
+        assert (await reg.get(["q"]))["q"] == stuck
+        assert (await reg.get(["q"]))["q"].failure_count == 3
+        assert await reg.status_counts() == {"processed": 1, "quarantined": 2}
+        # at the content it failed on: unchanged (not retried); at new content: changed
+        delta = await reg.diff("s1", {"q": "hq", "q2": "hr-new", "p": "h"})
+        assert delta == DocumentDelta(
+            changed=("q2",), unchanged=("p", "q"), quarantined=("q",)
+        )
+        assert [r.document_id for r in await reg.list_records() if
+                r.status is DocStatus.QUARANTINED] == ["q", "q2"]
+
+    asyncio.run(body())

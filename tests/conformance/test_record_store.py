@@ -43,3 +43,23 @@ def test_namespaces_and_scopes_are_separate(backend: StoreBackend) -> None:
         assert await backend.list_indexes() == []  # records alone do not make an index
 
     asyncio.run(body())
+
+
+def test_keys_lists_one_namespace_of_one_scope_in_code_point_order(backend: StoreBackend) -> None:
+    async def body() -> None:
+        one, two = backend.record_store("one"), backend.record_store("two")
+        shared = backend.record_store("_shared")
+        assert await one.keys("extract") == []
+        await one.put_many("extract", {"b": "1", "a": "2", "Z": "3", "é": "4", "ab": "5"})
+        await one.put("other", "c", "x")
+        await two.put("extract", "d", "y")
+        await shared.put("extract", "e", "z")
+        assert await one.keys("extract") == ["Z", "a", "ab", "b", "é"]
+        assert await one.keys("other") == ["c"]
+        assert await two.keys("extract") == ["d"]
+        assert await shared.keys("extract") == ["e"]
+        await one.delete("extract", ["ab"])
+        assert await one.keys("extract") == ["Z", "a", "b", "é"]
+        assert await backend.record_store("never-written").keys("extract") == []
+
+    asyncio.run(body())

@@ -78,6 +78,9 @@ class FakeRecordStore:
     async def count(self, namespace: str) -> int:
         return sum(ns == namespace for ns, _ in self.values)
 
+    async def keys(self, namespace: str) -> list[str]:
+        return sorted(k for ns, k in self.values if ns == namespace)
+
 
 class FakeBackend:
     """A `StoreBackend` whose ports are in-memory fakes, one set per index (or scope)."""

@@ -22,9 +22,9 @@ community without members, a child's members inside its parent's), every report 
 stored community, and every other item (search records, vectors, lineage, BM25 statistics of
 the other collections, rankings outside the reports collection) must equal B's exactly. Then
 A is rebuilt with ``--reset``, which clusters from scratch: afterwards A equals B exactly,
-communities and reports included. Extraction records are compared exactly too: without a
-crash, every run that removes text collects the records only that text had
-(`GraphIndexer.collect_records`), so A holds a record for exactly the texts B extracted.
+communities and reports included. Extraction records are compared exactly too: every graph
+build sweeps the records no listed text unit reads (`ingestion.graph.record_sweep`), so A
+holds a record for exactly the texts B extracted.
 """
 
 from __future__ import annotations

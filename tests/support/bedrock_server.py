@@ -30,6 +30,7 @@ import threading
 import time
 import zlib
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -113,10 +114,15 @@ class FakeBedrockServer:
 
     Args:
         stream_chunk_chars: characters per streamed ``contentBlockDelta``.
+        reply: builds the default reply from the request body (default: echo of the last
+            user message, ``"echo: <text>"``).
     """
 
-    def __init__(self, *, stream_chunk_chars: int = 4) -> None:
+    def __init__(
+        self, *, stream_chunk_chars: int = 4, reply: Callable[[dict[str, Any]], str] | None = None
+    ) -> None:
         self.stream_chunk_chars = stream_chunk_chars
+        self.reply = reply or _default_reply
         self.requests: list[BedrockRequest] = []
         self._queue: deque[BedrockScripted] = deque()
         self._lock = threading.Lock()
@@ -217,7 +223,7 @@ def _make_handler(server: FakeBedrockServer) -> type[BaseHTTPRequestHandler]:
                 if entry.status != 200:
                     self._error(entry.status, entry.code, entry.message)
                     return
-                text = entry.reply if entry.reply is not None else _default_reply(body)
+                text = entry.reply if entry.reply is not None else server.reply(body)
                 text, stop_reason = _shape(text, body)
                 stop_reason = entry.stop_reason or stop_reason
                 if request.operation == "converse":

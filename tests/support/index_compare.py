@@ -2,7 +2,8 @@
 
 `snapshot` reads everything an index holds from its SQLite file (read-only): search records
 (text, fields, vector) and the BM25 statistics of each collection, lineage rows, registry records, graph-store entities, relationships,
-communities and reports, and the extraction / concept-graph records. `assert_same_index`
+communities and reports, and the extraction records, extraction-failure entries and
+concept-graph records. `assert_same_index`
 compares two snapshots exactly, except vectors (`numpy.allclose`: embedding batches may pad
 differently). `ranked` and `assert_same_ranking` compare search results: ids in order, with
 items whose scores tie (within float noise) allowed in either order.
@@ -60,7 +61,7 @@ def snapshot(db: str, index: str = "default") -> dict[str, Any]:
                            ("communities", "id"), ("reports", "community_id")):
             out[table] = {i: json.loads(d) for i, d in q(
                 f"SELECT {key}, data FROM {table} WHERE index_name = ?", (index,))}
-        for ns in ("extraction_records", "lazy"):
+        for ns in ("extraction_records", "lazy", "extraction_failures"):
             out[ns] = dict(q("SELECT key, value FROM records WHERE scope = ? AND namespace = ?",
                              (index, ns)).fetchall())
         return out

@@ -9,7 +9,9 @@ Speaks enough of the API for the ``openai`` SDK:
   ``dimensions`` is honoured.
 
 Scripted behaviour: `FakeOpenAIServer.script` queues `Scripted` responses that are used, in
-order, before the defaults (fail with 503 twice, then succeed; return 401; answer slowly).
+order, before the defaults (fail with 503 twice, then succeed; return 401; answer slowly). An
+entry may apply only to requests whose messages contain a text (``match``: one text unit's
+prompt) and may answer several requests, or every one (``times``).
 Every request is recorded (`requests`), and the highest number of requests in flight at
 once is kept (`max_in_flight`).
 
@@ -46,6 +48,9 @@ class Scripted:
         delay_s: seconds to wait before answering (timeouts, concurrency tests).
         finish_reason: finish reason of a chat reply.
         path: only requests to this path use the entry (None: any path).
+        match: only requests with a message containing this text use the entry (None: any).
+        times: how many requests the entry answers before it is used up (None: every
+            matching request, for good).
     """
 
     status: int = 200
@@ -54,6 +59,8 @@ class Scripted:
     delay_s: float = 0.0
     finish_reason: str = "stop"
     path: str | None = None
+    match: str | None = None
+    times: int | None = 1
 
 
 @dataclass
@@ -100,6 +107,7 @@ class FakeOpenAIServer:
         self.max_in_flight = 0
         self._in_flight = 0
         self._queue: deque[Scripted] = deque()
+        self._used: dict[int, int] = {}  # id(entry) -> requests it answered
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -160,8 +168,10 @@ class FakeOpenAIServer:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
             for i, entry in enumerate(self._queue):
-                if entry.path is None or path.endswith(entry.path):
-                    del self._queue[i]
+                if _applies(entry, path, body):
+                    used = self._used[id(entry)] = self._used.get(id(entry), 0) + 1
+                    if entry.times is not None and used >= entry.times:
+                        del self._queue[i]
                     return entry
             return Scripted()
 
@@ -179,6 +189,14 @@ class _QuietServer(ThreadingHTTPServer):
         if isinstance(sys.exc_info()[1], ConnectionError):
             return
         super().handle_error(request, client_address)
+
+
+def _applies(entry: Scripted, path: str, body: dict[str, Any]) -> bool:
+    if entry.path is not None and not path.endswith(entry.path):
+        return False
+    if entry.match is None:
+        return True
+    return any(entry.match in str(m.get("content", "")) for m in body.get("messages", []))
 
 
 def _echo(body: dict[str, Any]) -> str:

@@ -58,7 +58,11 @@ def render_graph(graph: GraphBuildReport) -> None:
         f"{graph.records_reused} from stored records)"
     )
     if graph.units_truncated:
-        table.add_row("  replies cut at the length limit", str(graph.units_truncated))
+        table.add_row("  replies cut (items before the cut kept)", str(graph.units_truncated))
+    if graph.units_quarantined:
+        table.add_row("  quarantined (skipped)", str(graph.units_quarantined))
+    if graph.records_swept:
+        table.add_row("  extraction records swept", str(graph.records_swept))
     table.add_row("entities / relationships", f"{graph.entities} / {graph.relationships}")
     merges = ", ".join(f"{k} {v}" for k, v in sorted(graph.merges.items()) if v)
     if merges:
@@ -84,8 +88,16 @@ def render_graph(graph: GraphBuildReport) -> None:
     for f in graph.units_failed:
         out_console.print(
             f"[red]extraction failed[/]: {escape(f.path)} (unit {f.text_unit_id[:12]}): "
-            f"{escape(f.reason)}", soft_wrap=True,
+            f"{escape(f.reason)}{_quarantine_note(f.failures, f.quarantined)}", soft_wrap=True,
         )
+
+
+def _quarantine_note(failures: int, quarantined: bool) -> str:
+    """The note after a failure line: quarantined now, or how many runs it failed in a row."""
+    if quarantined:
+        return (f" ({failures} failed runs in a row: [red]quarantined[/], not retried until "
+                "it changes or `--retry-quarantined`)")
+    return f" ({failures} failed runs in a row)" if failures > 1 else ""
 
 
 def render_estimate(est: CostEstimate) -> None:
@@ -114,6 +126,10 @@ def render_report(report: IndexReport) -> None:
     )
     unchanged = "  unchanged (processed again)" if report.reset else "  unchanged (skipped)"
     table.add_row(unchanged, str(report.documents_unchanged))
+    if report.documents_quarantined:
+        table.add_row("  quarantined (skipped)", str(report.documents_quarantined))
+    if report.documents_released:
+        table.add_row("  quarantined, tried again", str(report.documents_released))
     table.add_row("  failed", str(len(report.failed)))
     table.add_row("text units written", str(report.text_units_written))
     table.add_row(
@@ -149,7 +165,8 @@ def render_report(report: IndexReport) -> None:
         out_console.print(f"[yellow]not deleted[/]: {escape(report.deletion_note)}",
                           soft_wrap=True)
     for f in report.failed:
-        out_console.print(f"[red]failed[/]: {escape(f.path)}: {escape(f.reason)}", soft_wrap=True)
+        out_console.print(f"[red]failed[/]: {escape(f.path)}: {escape(f.reason)}"
+                          f"{_quarantine_note(f.failures, f.quarantined)}", soft_wrap=True)
     for problem in report.messages.problems if report.messages is not None else ():
         out_console.print(f"[yellow]archive problem[/]: {escape(problem)}", soft_wrap=True)
     if report.lazy is not None:
@@ -165,6 +182,20 @@ def render_report(report: IndexReport) -> None:
             )
     if report.graph is not None:
         render_graph(report.graph)
+    _quarantine_notice(report)
+
+
+def _quarantine_notice(report: IndexReport) -> None:
+    """One line when quarantined items were skipped (they do not fail the run)."""
+    units = report.graph.units_quarantined if report.graph is not None else 0
+    parts = [f"{n} {what}" for n, what in ((report.documents_quarantined, "document(s)"),
+                                           (units, "text unit extraction(s)")) if n]
+    if parts:
+        out_console.print(
+            f"[yellow]quarantined[/]: {' and '.join(parts)} skipped (they failed on "
+            "consecutive runs): `ukr status` lists them, `ukr index PATH --retry-quarantined` "
+            "tries them again.", soft_wrap=True,
+        )
 
 
 def _message_rows(table: Table, report: IndexReport) -> None:
@@ -228,6 +259,15 @@ def index_command(
         ),
     ] = False,
     yes: YesOpt = False,
+    retry_quarantined: Annotated[
+        bool,
+        typer.Option(
+            "--retry-quarantined",
+            help="Try again the documents and text units quarantined after failing on "
+            "`indexing.quarantine_after` consecutive runs (otherwise skipped until their "
+            "content changes).",
+        ),
+    ] = False,
     source: SourceOpt = None,
     handles: HandlesOpt = None,
     owner: OwnerOpt = None,
@@ -247,7 +287,9 @@ def index_command(
     stops the run before anything is written unless `--yes` is given. `--reset` rebuilds the
     whole index without taking it offline (see the incremental guide). Exit status 3 when any
     document, extraction or report failed (the others are indexed; the next run retries what
-    failed).
+    failed). A document or text unit that failed on `indexing.quarantine_after` consecutive
+    runs is quarantined: skipped by later runs (a notice, not a failure) until its content
+    changes or `--retry-quarantined`.
 
     Message archives (an iMessage `chat.db`/`sms.db`, a JSON Lines export) are recognised by
     their content, or read with `--source`: their messages become thread-day transcripts, and
@@ -271,7 +313,8 @@ def index_command(
                 pipeline = index_pipeline(app, index, progress=progress,
                                           force_rebuild=force_rebuild)
                 return await pipeline.run(
-                    paths, confirm_deletions=yes, reset=reset, messages=messages
+                    paths, confirm_deletions=yes, reset=reset, messages=messages,
+                    retry_quarantined=retry_quarantined,
                 )
 
     report = run(

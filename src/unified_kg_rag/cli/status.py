@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import typer
 from pydantic import BaseModel, Field
+from rich.markup import escape
 from rich.table import Table
 
 from unified_kg_rag.cli.common import (
@@ -20,6 +22,9 @@ from unified_kg_rag.cli.common import (
     run,
 )
 from unified_kg_rag.ingestion.status import IndexStatus
+
+if TYPE_CHECKING:
+    from unified_kg_rag.bootstrap import App
 
 __all__ = ["StatusReport", "status_command"]
 
@@ -43,18 +48,18 @@ def status_command(
 
     Drift: communities without a report, entities in no community, documents failed, pending
     or deleting. When the share of those (`indexing.reset_drift_share`) is passed, a line
-    recommends `ukr index PATH --reset`.
+    recommends `ukr index PATH --reset`. Also lists the documents and text units quarantined
+    after failing on consecutive runs (with their last error), and counts the extraction
+    records no text unit reads any more (with an LLM configured).
     """
 
     async def main() -> StatusReport:
         from unified_kg_rag.bootstrap import build_app
-        from unified_kg_rag.ingestion.status import describe_index
 
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         async with build_app(config, project_dir) as app:
             names = await app.backend.list_indexes()
-            share = config.indexing.reset_drift_share
-            infos = [await describe_index(app.index(n), reset_drift_share=share) for n in names]
+            infos = [await _describe(app, name) for name in names]
             return StatusReport(
                 project_dir=str(project_dir), store=app.backend.location, indexes=infos
             )
@@ -82,7 +87,11 @@ def status_command(
             state = f"lease lapses in {left:.0f} s" if left > 0 else "lease lapsed"
             table.add_row("writer", f"{printable(info.writer.holder)} ({state})")
         _drift_rows(table, info)
+        if info.extraction_records_orphaned:
+            table.add_row("extraction records orphaned", f"{info.extraction_records_orphaned} "
+                          "(the next `ukr index` run deletes them)")
         out_console.print(table)
+        _quarantine_lines(info)
         if info.drift.reset_recommended:
             out_console.print(
                 f"[yellow]drift {info.drift.share:.0%} > {info.drift.threshold:.0%}[/] "
@@ -90,6 +99,37 @@ def status_command(
                 f"{printable(info.name)}` to rebuild index '{printable(info.name)}' in place",
                 soft_wrap=True,
             )
+
+
+async def _describe(app: App, name: str) -> IndexStatus:
+    """Describe one index; count orphan records when the LLM graph's keys can be computed."""
+    from unified_kg_rag.ingestion.graph.build import graph_extractor, needs_llm
+    from unified_kg_rag.ingestion.status import describe_index
+
+    config, index = app.config, app.index(name)
+    chat = app.chat_model if needs_llm(config.methodologies()) else None
+    extractor = (graph_extractor(config, chat, index.records, app.project_dir)
+                 if chat is not None else None)
+    return await describe_index(
+        index, reset_drift_share=config.indexing.reset_drift_share,
+        quarantine_after=config.indexing.quarantine_after, extractor=extractor,
+    )
+
+
+def _quarantine_lines(info: IndexStatus) -> None:
+    """One line per quarantined document or text unit, then how to release them."""
+    for item in info.quarantined:
+        out_console.print(
+            f"[yellow]quarantined {item.kind}[/]: {escape(printable(item.path))}"
+            + (f" (unit {item.id[:12]})" if item.kind == "text unit" else "")
+            + f", {item.failures} failed runs in a row: {escape(printable(item.error))}",
+            soft_wrap=True,
+        )
+    if info.quarantined:
+        out_console.print(
+            "Quarantined items are skipped by `ukr index` until their content changes; "
+            "`ukr index PATH --retry-quarantined` tries them again.", soft_wrap=True
+        )
 
 
 def _drift_rows(table: Table, info: IndexStatus) -> None:

@@ -65,7 +65,9 @@ class ExtractionConfig(_Section):
         default=4096,
         ge=64,
         description="Longest extraction or gleaning reply, in tokens. A reply cut at this "
-        "length keeps its complete records and the unit is reported as truncated.",
+        "length keeps its complete records for this run, but the unit fails for now and the "
+        "next run asks again (it is quarantined if it is cut on `indexing.quarantine_after` "
+        "runs in a row).",
     )
 
     @field_validator("entity_types")

@@ -321,6 +321,16 @@ class IndexingConfig(_Section):
         "folder is suddenly empty (unmounted, moved), stops before writing anything. 1.0 asks "
         "only for an empty folder.",
     )
+    quarantine_after: int = Field(
+        default=3,
+        ge=0,
+        description="Consecutive runs a document (reading, parsing, chunking, embedding) or a "
+        "text unit (graph extraction) may fail for a reason of its own before it is "
+        "quarantined: no longer retried by later runs, listed by `ukr status`, released by "
+        "`ukr index PATH --retry-quarantined` or by a change of its content. A success resets "
+        "the count; failures that are not the item's own (a server that is down, a store "
+        "error, authentication) never count. 0: never quarantine.",
+    )
     reset_drift_share: float = Field(
         default=0.1,
         ge=0.0,

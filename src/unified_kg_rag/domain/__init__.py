@@ -26,6 +26,7 @@ Module map (new code goes in the room of its concept):
   (transcript units, manifest diff, stored spans), `evidence` (per-message provenance),
   `ref` (`MessageRef`).
 - `index/` — `delta` (corpus vs doc registry), `write_lease` (the single-writer rule),
-  `meta` (facts an index records about itself).
+  `meta` (facts an index records about itself), `attempts` (consecutive failures,
+  quarantine).
 - `prompts/` — the prompt templates (Markdown files, versioned by name).
 """

@@ -270,6 +270,7 @@ class DocStatus(StrEnum):
     FAILED = "failed"
     PENDING = "pending"
     DELETING = "deleting"
+    QUARANTINED = "quarantined"
 
 
 class DocRecord(_Model):
@@ -283,11 +284,15 @@ class DocRecord(_Model):
             and of the settings that shaped their text units (chunk size, overlap, chunking
             and embedding-input versions): a change to either re-indexes the document.
         status: processed, failed, pending (written ahead of a document's store writes
-            and replaced once they landed), or deleting (written ahead of the removal of its
-            text units, the record deleted once they are gone; a run finishes it).
+            and replaced once they landed), deleting (written ahead of the removal of its
+            text units, the record deleted once they are gone; a run finishes it), or
+            quarantined (failed on ``indexing.quarantine_after`` consecutive runs at this
+            content: not retried until the content changes or ``--retry-quarantined``).
         text_unit_ids: the text units this document produced, in order.
         error: the one-line reason of the last failure.
         updated_at: UNIX time (seconds) of the last change.
+        failure_count: consecutive runs that failed on this content for a reason of its own
+            (0 once it is processed, or when its content changed).
     """
 
     document_id: str
@@ -298,6 +303,7 @@ class DocRecord(_Model):
     text_unit_ids: tuple[str, ...] = ()
     error: str | None = None
     updated_at: float = 0.0
+    failure_count: int = 0
 
 
 class Lease(_Model):
@@ -315,13 +321,18 @@ class Lease(_Model):
 
 
 class DocumentDelta(_Model):
-    """A corpus diffed against the registry by content hash (document ids in each set)."""
+    """A corpus diffed against the registry by content hash (document ids in each set).
+
+    ``quarantined`` lists the documents of ``unchanged`` whose record is quarantined (a
+    subset: a quarantined document whose content changed is in ``changed``).
+    """
 
     new: tuple[str, ...] = ()
     changed: tuple[str, ...] = ()
     unchanged: tuple[str, ...] = ()
     failed_before: tuple[str, ...] = ()
     missing: tuple[str, ...] = ()
+    quarantined: tuple[str, ...] = ()
 
 
 class IndexInfo(_Model):

@@ -75,19 +75,15 @@ class Removal:
     Attributes:
         documents: the registry records removed (as they were before the removal).
         text_units_removed: text units deleted from the search index.
-        texts: the texts of the removed text units that were still stored (for the
-            extraction-record garbage collection).
     """
 
     documents: list[DocRecord] = field(default_factory=list)
     text_units_removed: int = 0
-    texts: list[str] = field(default_factory=list)
 
     def add(self, other: Removal) -> None:
         """Count ``other`` (a later removal of the same run) in this one."""
         self.documents += other.documents
         self.text_units_removed += other.text_units_removed
-        self.texts += other.texts
 
 
 def walked_scopes(paths: Sequence[Path], parsing: ParsingConfig) -> dict[str, list[Path]]:
@@ -273,9 +269,6 @@ async def remove_documents(
     unit_ids = [t for r in records for t in r.text_unit_ids]
     for i in range(0, len(unit_ids), _BATCH):
         batch = unit_ids[i : i + _BATCH]
-        removal.texts.extend(
-            rec.text for rec in await stores.search.get(Collection.TEXT_UNITS, batch)
-        )
         removal.text_units_removed += await stores.search.delete(Collection.TEXT_UNITS, batch)
     await stores.registry.delete([r.document_id for r in records])
     logger.info("removed %d document(s) and %d text unit(s) from index %s",
@@ -426,25 +419,22 @@ async def delete_documents(
     # went but before the graphs were derived left them stale, and repeating it must repair
     # them (each build skips itself when its inputs match its last complete build).
     derived_report = IndexReport(index=report.index)
-    await derived.run(stores, derived_report, removal.texts)
+    await derived.run(stores, derived_report)
     report.graph, report.lazy = derived_report.graph, derived_report.lazy
     report.records_removed = derived_report.records_removed
     return report
 
 
-async def remove_stale_units(
-    stores: IndexStores, unit_ids: Sequence[str], texts: list[str]
-) -> int:
+async def remove_stale_units(stores: IndexStores, unit_ids: Sequence[str]) -> int:
     """Delete the stale text units of changed documents; return how many existed.
+
+    Their extraction records go with the graph build's sweep (`ingestion.graph.record_sweep`).
 
     Args:
         stores: the index's (fenced) stores.
         unit_ids: the stale text unit ids.
-        texts: receives the texts of the units still stored, read before the deletion (for
-            the extraction-record garbage collection after the graph build).
 
     Raises:
         StoreError: the search index failed.
     """
-    texts.extend(r.text for r in await stores.search.get(Collection.TEXT_UNITS, unit_ids))
     return await stores.search.delete(Collection.TEXT_UNITS, unit_ids)

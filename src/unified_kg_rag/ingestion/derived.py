@@ -1,7 +1,7 @@
 """`DerivedStages`: what an indexing or deletion run derives from the stored text units.
 
 After the text units of a run landed (or were removed): the LLM knowledge graph
-(`GraphIndexer`), the garbage collection of extraction records only removed text had, the
+(`GraphIndexer`, which also sweeps the extraction records no text unit reads any more), the
 LLM-free concept graph (`LazyIndexer`), and the record of the methodologies the index holds.
 Each build reads the units of ``processed`` documents only and skips itself when its inputs
 match its last complete build, so a run that changed nothing derives nothing, and a run that
@@ -11,7 +11,6 @@ removed documents derives every item again from the surviving units.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
@@ -96,27 +95,26 @@ class DerivedStages:
         self,
         stores: IndexStores,
         report: IndexReport,
-        removed_texts: Sequence[str] = (),
         *,
         rebuild: bool = False,
+        retry_quarantined: bool = False,
     ) -> None:
-        """Build the graphs, collect the records of removed text, record the methodologies.
+        """Build the graphs and record the methodologies.
 
         Args:
             stores: the index's (fenced) stores.
-            report: receives ``graph``, ``lazy``, ``records_removed`` and
-                ``graph_items_orphaned``.
-            removed_texts: texts of the text units the run removed (deleted documents' and
-                stale units of changed documents).
+            report: receives ``graph``, ``lazy``, ``records_removed`` (the extraction records
+                the graph build swept) and ``graph_items_orphaned``.
             rebuild: ``--reset``: build even when the inputs are unchanged (reusing the stored
                 extraction records and the response cache) and then delete the graph items
                 the new build's manifest does not list (`ingestion.reset`).
+            retry_quarantined: extract the quarantined text units again.
 
         Raises:
             StoreError: a store failed.
             ConfigurationError: a configured prompt file is unusable.
         """
-        report.graph = await self._graph(stores, rebuild=rebuild)
+        report.graph = await self._graph(stores, rebuild=rebuild, retry=retry_quarantined)
         graph = report.graph
         if rebuild and graph is not None and not graph.error and not graph.skipped_reason:
             report.graph_items_orphaned = await sweep_graph_orphans(
@@ -124,9 +122,8 @@ class DerivedStages:
                     m in ("lightrag", "hipporag") for m in graph.methodologies
                 ),
             )
-        if removed_texts and self.rebuilds_graph and self._chat is not None:
-            indexer = self.graph_indexer(stores, self._chat)
-            report.records_removed = await indexer.collect_records(removed_texts)
+        if graph is not None:
+            report.records_removed = graph.records_swept
         report.lazy = await self._lazy(stores, rebuild=rebuild)
         await record_methodologies(stores.records, self._config.methodologies(), report)
 
@@ -145,7 +142,9 @@ class DerivedStages:
             progress=self._progress,
         ).run(force=self._force or rebuild)
 
-    async def _graph(self, stores: IndexStores, *, rebuild: bool) -> GraphBuildReport | None:
+    async def _graph(
+        self, stores: IndexStores, *, rebuild: bool, retry: bool
+    ) -> GraphBuildReport | None:
         """Build the LLM knowledge graph when a graph methodology is selected."""
         methodologies = self._config.methodologies()
         if not needs_llm(methodologies):
@@ -157,7 +156,7 @@ class DerivedStages:
             )
         try:
             return await self.graph_indexer(stores, self._chat).run(
-                force=self._force, rebuild=rebuild
+                force=self._force, rebuild=rebuild, retry_quarantined=retry
             )
         except ModelError as exc:
             # the model is unreachable or refuses us: what is stored stays, the next run resumes

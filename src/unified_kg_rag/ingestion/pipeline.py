@@ -11,7 +11,11 @@ batches: parse → chunk → embed (only text units not already stored with a ve
 A document is committed only after its text units landed, so a run stopped at any point
 (Ctrl-C, a crash) loses nothing: the next run finds the stored units by id and embeds only
 what is missing. A document that fails is recorded ``failed`` with its reason (its earlier
-units, if any, are kept) and tried again by the next run; the others proceed.
+units, if any, are kept) and tried again by the next run; the others proceed. An error
+escaping a batch's write is isolated by bisection to the documents at fault
+(`ingestion.document_failures`); a document that fails on ``indexing.quarantine_after``
+consecutive runs is ``quarantined`` and skipped until its content changes or the run is
+told ``retry_quarantined``.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,22 +32,24 @@ from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.messages.transcripts import TranscriptDoc
 from unified_kg_rag.domain.models import (
-    Collection,
-    DocStatus,
     Document,
     TextUnit,
     TokenUsage,
 )
-from unified_kg_rag.domain.text.embedding_input import embedding_input
+from unified_kg_rag.ingestion.commit import commit_batch
 from unified_kg_rag.ingestion.corpus import CorpusFile, discover, read_file
 from unified_kg_rag.ingestion.deletion import (
     delete_documents,
     remove_documents,
-    remove_stale_units,
     walk_deletions,
     walked_scopes,
 )
 from unified_kg_rag.ingestion.derived import DerivedStages
+from unified_kg_rag.ingestion.document_failures import (
+    own_reason,
+    record_document_failure,
+    write_isolating,
+)
 from unified_kg_rag.ingestion.graph.build import needs_llm
 from unified_kg_rag.ingestion.graph.estimate import CostEstimate, estimate_graph_cost
 from unified_kg_rag.ingestion.lease import fenced, held_lease
@@ -61,7 +67,6 @@ from unified_kg_rag.ingestion.prepare import (
     failure_reason,
     fingerprint,
     parse_and_chunk,
-    registry_record,
 )
 from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ingestion.report import DeleteReport, FailedDocument, IndexReport
@@ -69,9 +74,6 @@ from unified_kg_rag.ingestion.reset import check_reset, sweep_orphan_units
 from unified_kg_rag.ingestion.units import (
     UnitText,
     text_unit_record,
-    unit_title,
-    unit_union,
-    units_to_embed,
 )
 from unified_kg_rag.ports import (
     ChatModel,
@@ -145,7 +147,6 @@ class IndexPipeline:
         self._parsers = parsers
         self._config = config
         self._progress: ProgressReporter = progress or NULL_PROGRESS
-        self._removed_texts: list[str] = []
         self._derived = DerivedStages(  # graphs and record collection after the text units
             config, embedder=embedder, budget_tokenizer=self._budget_tokenizer,
             progress=self._progress, chat_model=chat_model, project_dir=project_dir,
@@ -159,6 +160,7 @@ class IndexPipeline:
         confirm_deletions: bool = False,
         reset: bool = False,
         messages: MessageRun | None = None,
+        retry_quarantined: bool = False,
     ) -> IndexReport:
         """Index the files under ``paths``; only new, changed and previously failed ones work.
 
@@ -180,6 +182,9 @@ class IndexPipeline:
             messages: options of the message archives among ``paths`` (`ingestion.messages`:
                 archives are found by their source's probe, or all named files with
                 ``--source``; their transcripts are the documents indexed).
+            retry_quarantined: try the quarantined documents and text units again
+                (``--retry-quarantined``); otherwise they are skipped until their content
+                changes.
 
         Returns:
             The run's `IndexReport`; ``report.exit_code`` is 3 when any document, extraction
@@ -200,7 +205,6 @@ class IndexPipeline:
         """
         started = time.perf_counter()
         report = IndexReport(index=self._stores.name, reset=reset)
-        self._removed_texts = []
         run = messages or MessageRun()
         found, skipped = discover(
             paths, parsing=self._config.parsing, extensions=sorted(self._parsers),
@@ -217,7 +221,7 @@ class IndexPipeline:
             if reset:
                 await check_reset(self._stores, rebuilds=rebuilds)
             hashed, unread = await self._hash_all(files)
-            todo = await self._diff(hashed, report, reset=reset)
+            todo = await self._diff(hashed, report, reset=reset, retry=retry_quarantined)
             doomed = await walk_deletions(
                 self._stores, files, roots, report, rebuilds=rebuilds,
                 share=share, confirm=confirm_deletions,
@@ -231,8 +235,8 @@ class IndexPipeline:
                 )
                 todo += [_Hashed(f, h, doc) for f, h, doc in plan.todo]
             # the guards refuse above: nothing is written before this line
-            for file, error in unread:
-                await self._record_failure(file, "", error, report)
+            for file, error in unread:  # not counted toward quarantine: reading costs nothing
+                await self._record_failure(file, "", failure_reason(file, error), report)
             removal = await remove_documents(
                 self._stores, [*doomed, *plan.replaced], found={h.file.document_id for h in todo}
             )
@@ -245,11 +249,9 @@ class IndexPipeline:
             report.documents_deleted = len(removal.documents)
             report.text_units_deleted = removal.text_units_removed
             if reset:
-                report.text_units_orphaned = await sweep_orphan_units(
-                    self._stores, self._removed_texts
-                )
+                report.text_units_orphaned = await sweep_orphan_units(self._stores)
             await self._derived.run(
-                self._stores, report, [*removal.texts, *self._removed_texts], rebuild=reset
+                self._stores, report, rebuild=reset, retry_quarantined=retry_quarantined
             )
         report.usage = usage
         report.elapsed_s = round(time.perf_counter() - started, 3)
@@ -377,9 +379,13 @@ class IndexPipeline:
         return fingerprint(self._config, content_hash)
 
     async def _diff(
-        self, hashed: list[_Hashed], report: IndexReport, *, reset: bool
+        self, hashed: list[_Hashed], report: IndexReport, *, reset: bool, retry: bool
     ) -> list[_Hashed]:
-        """Return the documents to process: new, changed, failed before (all with ``reset``)."""
+        """Return the documents to process: new, changed, failed before (all with ``reset``).
+
+        Quarantined documents at the content they failed on are skipped (counted in
+        ``documents_quarantined``), by a reset too, unless ``retry``.
+        """
         by_scope: dict[str, dict[str, _Hashed]] = {}
         for h in hashed:
             by_scope.setdefault(h.file.source_scope, {})[h.file.document_id] = h
@@ -391,10 +397,16 @@ class IndexPipeline:
             report.documents_new += len(delta.new)
             report.documents_changed += len(delta.changed)
             report.documents_retried += len(delta.failed_before)
-            report.documents_unchanged += len(delta.unchanged)
+            quarantined = set(delta.quarantined)
+            report.documents_unchanged += len(delta.unchanged) - len(quarantined)
             wanted = set(delta.new) | set(delta.changed) | set(delta.failed_before)
             if reset:
-                wanted |= set(delta.unchanged)
+                wanted |= set(delta.unchanged) - quarantined
+            if retry:
+                wanted |= quarantined
+                report.documents_released += len(quarantined)
+            else:
+                report.documents_quarantined += len(quarantined)
             todo.extend(h for doc_id, h in docs.items() if doc_id in wanted)
         return todo
 
@@ -408,15 +420,39 @@ class IndexPipeline:
             ready: list[tuple[_Hashed, Document, list[TextUnit]]] = []
             for r in parsed:
                 if r.value is None:
-                    await self._record_failure(r.item.file, r.item.content_hash, r.error, report)
+                    reason = failure_reason(r.item.file, r.error)
+                    await self._record_failure(r.item.file, r.item.content_hash, reason, report)
                     self._progress.advance("index")
                 else:
                     doc, units = r.value
                     ready.append((r.item, doc, units))
             if ready:
-                await self._write(ready, report)
+                await write_isolating(ready, self._committer(report), self._write_failed(report))
                 self._progress.advance("index", len(ready))
         self._progress.finish("index")
+
+    def _committer(
+        self, report: IndexReport
+    ) -> Callable[[Sequence[tuple[_Hashed, Document, list[TextUnit]]]], Awaitable[None]]:
+        """Return the writer of (part of) a batch (`ingestion.commit.commit_batch`)."""
+
+        async def commit(part: Sequence[tuple[_Hashed, Document, list[TextUnit]]]) -> None:
+            await commit_batch(self._stores, self._config, self._embedder,
+                               [(item.file, doc, units) for item, doc, units in part], report)
+
+        return commit
+
+    def _write_failed(
+        self, report: IndexReport
+    ) -> Callable[[tuple[_Hashed, Document, list[TextUnit]], BaseException], Awaitable[None]]:
+        """Return the recorder of a document whose write failed alone (bisection's culprit)."""
+
+        async def fail(entry: tuple[_Hashed, Document, list[TextUnit]],
+                       error: BaseException) -> None:
+            item = entry[0]
+            await self._record_failure(item.file, item.content_hash, own_reason(error), report)
+
+        return fail
 
     async def _parse_and_chunk(self, item: _Hashed) -> tuple[Document, list[TextUnit]]:
         return await asyncio.to_thread(self._parse_and_chunk_sync, item)
@@ -427,70 +463,9 @@ class IndexPipeline:
             tokenizer=self._tokenizer, parsers=self._parsers,
         )
 
-    async def _write(
-        self, ready: list[tuple[_Hashed, Document, list[TextUnit]]], report: IndexReport
-    ) -> None:
-        search = self._stores.search
-        registry = self._stores.registry
-        previous = await registry.get([doc.id for _, doc, _ in ready])
-        # Write-ahead: before any search write, each document is recorded pending with the
-        # union of its old and new text units, so a run stopped anywhere below is repaired by
-        # the next one (a pending document is always processed again, and its stale units are
-        # computed from that union).
-        await registry.put(
-            [
-                registry_record(self._config, item.file, doc, DocStatus.PENDING,
-                                unit_union(previous.get(doc.id), units))
-                for item, doc, units in ready
-            ]
-        )
-        units = [u for _, _, doc_units in ready for u in doc_units]
-        fresh = await units_to_embed(search, units)
-        if fresh:
-            started = time.perf_counter()
-            vectors = await self._embedder.embed_documents(
-                [embedding_input(u.text, unit_title(u)) for u in fresh]
-            )
-            report.embedding_s = round(report.embedding_s + time.perf_counter() - started, 3)
-            await search.upsert(
-                Collection.TEXT_UNITS, [text_unit_record(u) for u in fresh], vectors
-            )
-        report.text_units_embedded += len(fresh)
-        report.text_units_reused += len(units) - len(fresh)
-        report.text_units_written += len(fresh)
-
-        stale: list[str] = []
-        for _, doc, doc_units in ready:
-            old = previous.get(doc.id)
-            if old is not None:
-                keep = {u.id for u in doc_units}
-                stale.extend(t for t in old.text_unit_ids if t not in keep)
-        if stale:  # texts kept for the extraction-record collection after the graph build
-            report.text_units_removed += await remove_stale_units(
-                self._stores, stale, self._removed_texts
-            )
-        await registry.put(
-            [
-                registry_record(self._config, item.file, doc, DocStatus.PROCESSED,
-                                tuple(u.id for u in units))
-                for item, doc, units in ready
-            ]
-        )
-
     async def _record_failure(
-        self,
-        file: CorpusFile,
-        content_hash: str,
-        error: BaseException | None,
-        report: IndexReport,
+        self, file: CorpusFile, content_hash: str, reason: str, report: IndexReport
     ) -> None:
-        reason = failure_reason(file, error)
-        report.failed.append(FailedDocument(path=file.display_path, reason=reason))
-        self._progress.warn(f"{file.display_path}: {reason}")
-        logger.info("failed to index %s: %s", file.display_path, reason)
-        previous = (await self._stores.registry.get([file.document_id])).get(file.document_id)
-        kept = previous.text_unit_ids if previous else ()
-        await self._stores.registry.put(
-            [registry_record(self._config, file, None, DocStatus.FAILED, kept,
-                             content_hash=content_hash, error=reason)]
+        await record_document_failure(
+            self._stores, self._config, file, content_hash, reason, report, self._progress
         )

@@ -13,6 +13,7 @@ import time
 from collections.abc import Mapping
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.index.attempts import carried_failures
 from unified_kg_rag.domain.messages.manifest import chunk_transcript
 from unified_kg_rag.domain.messages.transcripts import MESSAGE_SCOPE, TranscriptDoc, transcript_hash
 from unified_kg_rag.domain.models import DocRecord, DocStatus, Document, TextUnit
@@ -122,12 +123,15 @@ def registry_record(
     *,
     content_hash: str = "",
     error: str | None = None,
+    carry_from: DocRecord | None = None,
 ) -> DocRecord:
     """Build the registry record of a corpus entry.
 
     A parsed document's (or transcript's) fingerprint is taken from its content now (the
     file may have changed since it was hashed); without one, ``content_hash`` (a
-    fingerprint) is recorded.
+    fingerprint) is recorded. ``carry_from`` (the record it replaces, for a write-ahead
+    ``pending`` record) passes on its consecutive failures at the same content, so an
+    interrupted attempt does not reset the count toward quarantine.
     """
     if doc is not None:
         transcript = doc.metadata.get("source_scope") == MESSAGE_SCOPE
@@ -141,6 +145,7 @@ def registry_record(
         text_unit_ids=unit_ids,
         error=error,
         updated_at=time.time(),
+        failure_count=carried_failures(carry_from, content_hash),
     )
 
 

@@ -12,10 +12,21 @@ __all__ = ["DeleteReport", "DeletedDocument", "FailedDocument", "IndexReport", "
 
 
 class FailedDocument(BaseModel):
-    """A document that could not be indexed in this run, and why (one line)."""
+    """A document that could not be indexed in this run, and why (one line).
+
+    Attributes:
+        path: the file as shown to the user.
+        reason: why, in one line.
+        failures: consecutive runs it failed on at this content, this one included (0 when
+            not counted: a file that could not be read, a skipped file).
+        quarantined: it reached ``indexing.quarantine_after`` this run: later runs skip it
+            until its content changes or ``--retry-quarantined``.
+    """
 
     path: str
     reason: str
+    failures: int = 0
+    quarantined: bool = False
 
 
 class MessageReport(BaseModel):
@@ -77,6 +88,9 @@ class IndexReport(BaseModel):
         documents_retried: documents that had failed before and were tried again.
         documents_unchanged: documents whose bytes are unchanged: skipped (processed again by
             a reset).
+        documents_quarantined: documents quarantined by an earlier run and unchanged since:
+            skipped (not a failure of this run; ``ukr status`` lists them).
+        documents_released: quarantined documents tried again (``--retry-quarantined``).
         documents_deleted: documents removed from the index: not found in a walked folder,
             or left ``deleting`` by a run that was killed while removing them.
         documents_missing: documents of a walked folder that this run did not find but kept
@@ -111,6 +125,8 @@ class IndexReport(BaseModel):
     documents_changed: int = 0
     documents_retried: int = 0
     documents_unchanged: int = 0
+    documents_quarantined: int = 0
+    documents_released: int = 0
     documents_deleted: int = 0
     documents_missing: int = 0
     documents_kept_on_disk: int = 0
@@ -137,7 +153,8 @@ class IndexReport(BaseModel):
     def exit_code(self) -> int:
         """0 if all was indexed, 1 if the graph build stopped, 3 if an item failed.
 
-        An item: a document, a text unit's extraction or a community report.
+        An item: a document, a text unit's extraction or a community report (quarantined this
+        run included). Items quarantined by earlier runs and skipped do not count.
 
         The next run retries what failed or resumes what stopped.
         """

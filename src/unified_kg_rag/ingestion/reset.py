@@ -61,7 +61,7 @@ async def check_reset(stores: IndexStores, *, rebuilds: bool) -> None:
         )
 
 
-async def sweep_orphan_units(stores: IndexStores, texts: list[str]) -> int:
+async def sweep_orphan_units(stores: IndexStores) -> int:
     """Delete the text units that no registry record names; return how many.
 
     Every record counts as an owner, whatever its status (a ``failed`` document keeps its
@@ -70,7 +70,6 @@ async def sweep_orphan_units(stores: IndexStores, texts: list[str]) -> int:
 
     Args:
         stores: the index's (fenced) stores, after the run's documents were committed.
-        texts: receives the removed units' texts (for the extraction-record collection).
 
     Raises:
         StoreError: a store failed (the next reset removes what is left).
@@ -80,7 +79,6 @@ async def sweep_orphan_units(stores: IndexStores, texts: list[str]) -> int:
     removed = 0
     for i in range(0, len(orphans), _BATCH):
         batch = orphans[i : i + _BATCH]
-        texts.extend(r.text for r in await stores.search.get(Collection.TEXT_UNITS, batch))
         removed += await stores.search.delete(Collection.TEXT_UNITS, batch)
     if removed:
         logger.info("removed %d text unit(s) no document of index %s names", removed,

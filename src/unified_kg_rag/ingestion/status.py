@@ -1,8 +1,15 @@
-"""What an index holds and how far it drifted, for `ukr status` and `describe_index`."""
+"""What an index holds and how far it drifted, for `ukr status` and `describe_index`.
+
+Besides counts and drift: the quarantined documents and text units (seed 000 §5.3), and the
+extraction records no text unit reads any more (issue #15: left by a killed run; the next
+`ukr index` run sweeps them).
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from unified_kg_rag.domain.index.meta import (
     INDEX_NAMESPACE,
@@ -10,9 +17,12 @@ from unified_kg_rag.domain.index.meta import (
     parse_methodologies,
 )
 from unified_kg_rag.domain.models import Collection, DocStatus, IndexInfo
+from unified_kg_rag.ingestion.graph.extract import GraphExtractor
+from unified_kg_rag.ingestion.graph.record_sweep import current_keys, orphan_records
+from unified_kg_rag.ingestion.graph.unit_attempts import UnitLedger
 from unified_kg_rag.ports import IndexStores
 
-__all__ = ["IndexDrift", "IndexStatus", "describe_index", "index_drift"]
+__all__ = ["IndexDrift", "IndexStatus", "QuarantinedItem", "describe_index", "index_drift"]
 
 DEFAULT_RESET_DRIFT_SHARE = 0.1
 """``indexing.reset_drift_share``'s default."""
@@ -55,10 +65,43 @@ class IndexDrift(BaseModel):
     reset_recommended: bool = False
 
 
+class QuarantinedItem(BaseModel):
+    """A document or text unit no longer retried after failing on consecutive runs.
+
+    Attributes:
+        kind: ``document`` (reading, parsing, chunking or embedding failed) or ``text unit``
+            (its graph extraction failed).
+        path: the document's path (a text unit's document).
+        id: the document id, or the text unit id.
+        failures: consecutive runs it failed on.
+        error: the last failure's reason, one line.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["document", "text unit"]
+    path: str
+    id: str
+    failures: int
+    error: str
+
+
 class IndexStatus(IndexInfo):
-    """`IndexInfo` plus the index's drift (`IndexDrift`)."""
+    """`IndexInfo` plus the index's drift, quarantined items and orphan extraction records.
+
+    Attributes:
+        drift: what a full rebuild would set right (`IndexDrift`).
+        quarantined: documents and text units quarantined (``ukr index PATH
+            --retry-quarantined`` or a change of their content releases them).
+        extraction_records_orphaned: stored extraction records no text unit of the index
+            reads under the current model, prompts and settings (the next ``ukr index`` run
+            deletes them); None when not counted (no LLM configured, or no graph
+            methodology: the record keys cannot be computed).
+    """
 
     drift: IndexDrift = IndexDrift()
+    quarantined: list[QuarantinedItem] = Field(default_factory=list)
+    extraction_records_orphaned: int | None = None
 
 
 async def index_drift(
@@ -121,13 +164,21 @@ async def index_drift(
 
 
 async def describe_index(
-    stores: IndexStores, *, reset_drift_share: float = DEFAULT_RESET_DRIFT_SHARE
+    stores: IndexStores,
+    *,
+    reset_drift_share: float = DEFAULT_RESET_DRIFT_SHARE,
+    quarantine_after: int = 3,
+    extractor: GraphExtractor | None = None,
 ) -> IndexStatus:
     """Return the documents per status, item counts, embedding model and drift of one index.
 
     Args:
         stores: the index's stores (only read).
         reset_drift_share: ``indexing.reset_drift_share`` (when to recommend a reset).
+        quarantine_after: ``indexing.quarantine_after`` (which text units are quarantined).
+        extractor: the configuration's graph extractor, when an LLM and a graph methodology
+            are configured: then orphan extraction records are counted (this reads every
+            text unit's text) and only quarantined units the index still holds are listed.
 
     Raises:
         StoreError: a store failed.
@@ -138,6 +189,7 @@ async def describe_index(
     raw = await stores.records.get(INDEX_NAMESPACE, METHODOLOGIES_KEY)
     methodologies = parse_methodologies(raw)
     documents = await stores.registry.status_counts()
+    keep = await current_keys(stores, extractor) if extractor is not None else None
     return IndexStatus(
         name=stores.name,
         methodologies=methodologies,
@@ -150,4 +202,30 @@ async def describe_index(
             stores, methodologies=methodologies, documents=documents,
             threshold=reset_drift_share,
         ),
+        quarantined=await _quarantined(stores, documents, quarantine_after, keep),
+        extraction_records_orphaned=(
+            None if keep is None else len(await orphan_records(stores, keep))
+        ),
     )
+
+
+async def _quarantined(
+    stores: IndexStores, documents: dict[str, int], limit: int, keep: set[str] | None
+) -> list[QuarantinedItem]:
+    """The quarantined documents (by path), then the quarantined text units (by path)."""
+    items: list[QuarantinedItem] = []
+    if documents.get(DocStatus.QUARANTINED.value):
+        items += [
+            QuarantinedItem(kind="document", path=r.path, id=r.document_id,
+                            failures=r.failure_count, error=r.error or "")
+            for r in await stores.registry.list_records()
+            if r.status is DocStatus.QUARANTINED
+        ]
+    units = await UnitLedger(stores.records, limit).quarantined()
+    items += sorted(
+        (QuarantinedItem(kind="text unit", path=a.path, id=a.text_unit_id,
+                         failures=a.failures, error=a.error)
+         for key, a in units.items() if keep is None or key in keep),
+        key=lambda i: (i.path, i.id),
+    )
+    return items

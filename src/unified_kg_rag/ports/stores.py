@@ -289,6 +289,10 @@ class RecordStore(Protocol):
         """Return the number of records in ``namespace``."""
         ...
 
+    async def keys(self, namespace: str) -> list[str]:
+        """Return every key of ``namespace``, sorted by code point (for orphan sweeps)."""
+        ...
+
 
 class StoreBackend(Protocol):
     """Opens the store ports of named indexes on one backend (a SQLite file, a database)."""

@@ -133,4 +133,11 @@ INDEX_MIGRATIONS: tuple[PgMigration, ...] = (
             )""",
         ),
     ),
+    # Documents may be recorded ``quarantined`` (with a ``failure_count`` in their JSON): the
+    # status index serves `ukr status`; recording the migration makes an older version
+    # refuse the schema (StoreSchemaError) instead of failing on a status it does not know.
+    PgMigration(
+        "0002_doc_status_quarantined",
+        ("CREATE INDEX doc_records_status ON doc_records (status)",),
+    ),
 )

@@ -106,3 +106,14 @@ class PgRecordStore:
             return int(row[0]) if row else 0
 
         return await self._read(job, 0)
+
+    async def keys(self, namespace: str) -> list[str]:
+        """Return every key of ``namespace``, sorted by code point (keys use the "C" collation)."""
+
+        async def job(conn: Conn) -> list[str]:
+            rows = await (await conn.execute(
+                f"SELECT key FROM records WHERE {self._where}namespace = %s ORDER BY key",
+                (*self._args, namespace))).fetchall()
+            return [str(r[0]) for r in rows]
+
+        return await self._read(job, [])

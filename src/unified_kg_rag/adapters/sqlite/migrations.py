@@ -168,6 +168,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
         then=rebuild_lexical_index,
     ),
+    # Documents may be recorded ``quarantined`` (with a ``failure_count`` in their JSON): the
+    # status index serves `ukr status`; recording the migration makes an older version
+    # refuse the file (StoreSchemaError) instead of failing on a status it does not know.
+    Migration(
+        "0005_doc_status_quarantined",
+        ("CREATE INDEX doc_records_status ON doc_records (index_name, status)",),
+    ),
 )
 
 _CREATE_LEDGER = (

@@ -84,3 +84,14 @@ class SqliteRecordStore:
             ).fetchone()[0])
 
         return await self._db.read(job)
+
+    async def keys(self, namespace: str) -> list[str]:
+        """Return every key of ``namespace``, sorted by code point."""
+
+        def job(conn: sqlite3.Connection) -> list[str]:
+            return [str(row[0]) for row in conn.execute(
+                "SELECT key FROM records WHERE scope = ? AND namespace = ? ORDER BY key",
+                (self._scope, namespace),
+            )]
+
+        return await self._db.read(job)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from unified_kg_rag.domain.llm.finish import reply_complete
 from unified_kg_rag.util.hashing import sha256_json
 
 __all__ = [
@@ -77,10 +78,14 @@ class ExtractionRecord(_Model):
             record store key, so identical text anywhere reuses the record.
         entities: the entities the unit states, in reply order, one per entity key.
         relationships: the relationships it states, one per (source, target, type) key.
-        truncated: a reply was cut off by the length limit; the complete items before the cut
-            are kept.
+        truncated: a reply was cut off (a finish reason other than ``stop``, or records left
+            unclosed); the complete items before the cut are kept.
         gleaning_rounds: gleaning calls made for this unit.
         model: the chat model id that answered.
+        finish_reason: the finish reason of the extraction or gleaning reply that was not
+            complete (``length``, ``content_filter`` ...), else ``stop``. None in a record
+            written before finish reasons were kept: it reads as ``length`` when
+            ``truncated``.
     """
 
     fingerprint: str
@@ -89,6 +94,18 @@ class ExtractionRecord(_Model):
     truncated: bool = False
     gleaning_rounds: int = 0
     model: str = ""
+    finish_reason: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        """True when every reply behind the record was complete (finish reason ``stop``).
+
+        A record that is not complete holds the items before a cut: it is used by the run
+        that got it (and for a quarantined unit), but the next run asks the model again.
+        """
+        if self.finish_reason is None:  # written before finish reasons were kept
+            return not self.truncated
+        return reply_complete(self.finish_reason)
 
 
 def extraction_fingerprint(

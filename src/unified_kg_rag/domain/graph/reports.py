@@ -25,6 +25,7 @@ from unified_kg_rag.domain.graph.report_context import (
     entity_degrees,
 )
 from unified_kg_rag.domain.models import Community, CommunityReport, Message
+from unified_kg_rag.domain.text.analysis import repair_unicode
 from unified_kg_rag.util.errors import ModelOutputError
 
 __all__ = [
@@ -110,7 +111,9 @@ def parse_report_reply(reply: str) -> ParsedReport:
     prose before or after the object, key case (``"Title"``), a rating given as a string
     (``"7.5"``, ``"8/10"``), findings given as plain strings. When several objects carry a
     title, the last one wins (a model that corrects itself). Trailing commas are not
-    tolerated (the object is then unreadable).
+    tolerated (the object is then unreadable). A ``\ud800``-style escape of a lone surrogate
+    in a string reads as U+FFFD (the text must stay storable), and a rating too large for a
+    float reads as 10.
 
     Args:
         reply: the model's reply text.
@@ -184,7 +187,7 @@ def _text(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
-        return value.strip()
+        return repair_unicode(value).strip()
     if isinstance(value, list):
         return " ".join(_text(v) for v in value).strip()
     return str(value).strip()
@@ -193,8 +196,10 @@ def _text(value: object) -> str:
 def _rating(value: object) -> float:
     if isinstance(value, bool):
         return 0.0
-    if isinstance(value, int | float):
-        number = float(value)
+    if isinstance(value, int):
+        number = float(min(max(value, 0), 10))  # an integer too large for a float
+    elif isinstance(value, float):
+        number = value
     elif isinstance(value, str) and (m := _NUMBER.search(value)) is not None:
         number = float(m.group())
     else:

@@ -3,11 +3,13 @@
 Runs after the text-unit pipeline. The graph is derived from the extraction records of every
 text unit the index holds (seed 000 §4.1: resolution starts from the merge of all records),
 so it never depends on batching or run history. A build whose inputs (the text units, the
-model, prompts, settings and methodologies) match the last complete build is skipped; a build
-with failed units or reports is written (so queries see what succeeded) but not recorded as
-complete, so the next run asks again for what failed and only that. After a document is
-removed, the build derives every item again from the surviving units' records (no stale fact
-survives) and `GraphIndexer.collect_records` deletes the records only removed text had.
+model, prompts, settings, methodologies and the quarantined extractions) match the last
+complete build is skipped; a build with failed units or reports is written (so queries see
+what succeeded) but not recorded as complete, so the next run asks again for what failed and
+only that. After a document is removed, the build derives every item again from the surviving
+units' records (no stale fact survives). Each build counts the units' consecutive failures
+(`ingestion.graph.unit_attempts`: quarantine) and sweeps the extraction records no current
+text unit reads (`ingestion.graph.record_sweep`) before it records itself.
 """
 
 from __future__ import annotations
@@ -15,30 +17,40 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.domain.graph.communities import detect_communities
 from unified_kg_rag.domain.graph.resolution import resolve_graph
+from unified_kg_rag.domain.index.attempts import UnitAttempts, is_quarantined
 from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE
 from unified_kg_rag.domain.llm.usage import usage_scope
-from unified_kg_rag.domain.models import CommunityReport, DocStatus, Entity, Relationship
+from unified_kg_rag.domain.models import CommunityReport, Entity, Relationship
 from unified_kg_rag.domain.prompts import load_prompt
-from unified_kg_rag.ingestion.units import load_units, processed_unit_paths
-from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, ProgressReporter, TokenCounter
+from unified_kg_rag.ingestion.units import UnitText, load_units, processed_unit_paths
+from unified_kg_rag.ports import (
+    ChatModel,
+    Embedder,
+    IndexStores,
+    ProgressReporter,
+    RecordStore,
+    TokenCounter,
+)
 from unified_kg_rag.util.errors import ConfigurationError
 from unified_kg_rag.util.hashing import sha256_json
 
 from .delta import context_fingerprints, delta_partition, load_previous, save_partition
-from .extract import GraphExtractor
+from .extract import RECORDS_NAMESPACE, ExtractionOutcome, GraphExtractor
+from .record_sweep import current_keys, sweep_records
 from .report import GraphBuildReport, StageReport, UnitFailure
 from .reports import ReportWriter
 from .summarize import DescriptionSummarizer, summary_tasks
+from .unit_attempts import UnitLedger
 from .write import GraphItems, GraphWriter
 
-__all__ = ["BUILD_KEY", "GraphIndexer", "load_template", "needs_llm"]
+__all__ = ["BUILD_KEY", "GraphIndexer", "graph_extractor", "load_template", "needs_llm"]
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +104,31 @@ def load_template(
     return text
 
 
+def graph_extractor(
+    config: UkrConfig, chat: ChatModel, records: RecordStore, project_dir: Path | None = None
+) -> GraphExtractor:
+    """Return the `GraphExtractor` of ``config`` (its prompt files read, its settings).
+
+    Raises:
+        ConfigurationError: a configured prompt file is unreadable or lacks a placeholder.
+    """
+    graph = config.graph
+    return GraphExtractor(
+        chat,
+        records,
+        graph.extraction,
+        extraction_template=load_template(
+            project_dir, graph.extraction.prompt_file, "extract_graph.v1",
+            "graph.extraction.prompt_file", ("{text}",),
+        ),
+        gleaning_template=load_template(
+            project_dir, graph.extraction.gleaning_prompt_file, "glean_graph.v1",
+            "graph.extraction.gleaning_prompt_file", ("{text}", "{current_items}"),
+        ),
+        concurrency=graph.unit_concurrency,
+    )
+
+
 class GraphIndexer:
     """Extract → glean → resolve → summarize → communities → reports → write, for one index.
 
@@ -126,22 +163,10 @@ class GraphIndexer:
             m for m in config.methodologies() if m in GRAPH_METHODOLOGIES
         )
         fanout = graph.unit_concurrency
-        self.extraction_template = load_template(
-            project_dir, graph.extraction.prompt_file, "extract_graph.v1",
-            "graph.extraction.prompt_file", ("{text}",),
-        )
-        self.gleaning_template = load_template(
-            project_dir, graph.extraction.gleaning_prompt_file, "glean_graph.v1",
-            "graph.extraction.gleaning_prompt_file", ("{text}", "{current_items}"),
-        )
-        self.extractor = GraphExtractor(
-            chat,
-            stores.records,
-            graph.extraction,
-            extraction_template=self.extraction_template,
-            gleaning_template=self.gleaning_template,
-            concurrency=fanout,
-        )
+        self.extractor = graph_extractor(config, chat, stores.records, project_dir)
+        self.extraction_template = self.extractor.extraction_template
+        self.gleaning_template = self.extractor.gleaning_template
+        self.ledger = UnitLedger(stores.records, config.indexing.quarantine_after)
         self._summary_template = load_prompt("summarize_descriptions.v1")
         self.summarizer = DescriptionSummarizer(
             chat, counter, graph.resolution, template=self._summary_template, concurrency=fanout
@@ -154,21 +179,28 @@ class GraphIndexer:
             chat, counter, graph.reports, template=self._report_template, concurrency=fanout
         )
 
-    def digest(self, unit_ids: list[str]) -> str:
-        """Return the digest of a build's inputs: text units, model, prompts, settings."""
-        return sha256_json(
-            {
-                "units": sorted(unit_ids),
-                "extraction": self.extractor.fingerprint(""),
-                "summary_prompt": self._summary_template,
-                "report_prompt": self._report_template,
-                "graph": self._config.graph.model_dump(mode="json"),
-                "methodologies": self.methodologies,
-                "embedding": self._embedder.model_id,
-            }
-        )
+    def digest(self, unit_ids: list[str], quarantined: Iterable[str] = ()) -> str:
+        """Return the digest of a build's inputs: text units, model, prompts, settings.
 
-    async def run(self, *, force: bool = False, rebuild: bool = False) -> GraphBuildReport:
+        ``quarantined`` (the fingerprints of the quarantined extractions) enters only when
+        not empty, so releasing them makes the next run build again.
+        """
+        value: dict[str, object] = {
+            "units": sorted(unit_ids),
+            "extraction": self.extractor.fingerprint(""),
+            "summary_prompt": self._summary_template,
+            "report_prompt": self._report_template,
+            "graph": self._config.graph.model_dump(mode="json"),
+            "methodologies": self.methodologies,
+            "embedding": self._embedder.model_id,
+        }
+        if held := sorted(quarantined):
+            value["quarantined"] = held
+        return sha256_json(value)
+
+    async def run(
+        self, *, force: bool = False, rebuild: bool = False, retry_quarantined: bool = False
+    ) -> GraphBuildReport:
         """Build (or skip, when current) the index's graph.
 
         Args:
@@ -176,6 +208,8 @@ class GraphIndexer:
                 build even when the inputs are unchanged.
             rebuild: build even when the inputs are unchanged, reusing the stored extraction
                 records and the response cache (``--reset``: no call for unchanged text).
+            retry_quarantined: send the quarantined extractions too
+                (``--retry-quarantined``).
 
         Raises:
             ModelError: the model failed in a way that is not one item's own (authentication,
@@ -185,24 +219,23 @@ class GraphIndexer:
         report = GraphBuildReport(methodologies=self.methodologies)
         paths = await processed_unit_paths(self._stores)
         report.text_units = len(paths)
-        digest = self.digest(list(paths))
+        held = {} if retry_quarantined else await self.ledger.quarantined()
+        digest = self.digest(list(paths), held)
         raw = await self._stores.records.get(INDEX_NAMESPACE, BUILD_KEY)
         last = json.loads(raw) if raw else {}
         if not (force or rebuild) and last.get("digest") == digest and last.get("complete"):
-            report.skipped_reason = "unchanged since the last complete build"
+            await self._skip(report, paths, held, last)
             return report
         units = await load_units(self._stores, paths)
 
         with self._stage(report, "extract") as stage:
-            outcome = await self.extractor.run(units, force=force, progress=self._progress)
+            outcome = await self.extractor.run(
+                units, force=force, progress=self._progress, quarantined=held.keys()
+            )
             stage.items = outcome.extracted
-        report.records_reused = outcome.reused
-        report.units_extracted = outcome.extracted
-        report.units_truncated = len(outcome.truncated)
-        report.units_failed = [
-            UnitFailure(text_unit_id=t, path=paths.get(t, ""), reason=reason)
-            for t, reason in sorted(outcome.failed.items())
-        ]
+        attempts = await self.ledger.update(outcome, paths) if _counted(outcome) else {}
+        self._extraction_figures(report, outcome, paths, attempts)
+        report.records_swept = await self._sweep(units)
 
         with self._stage(report, "resolve") as stage:
             resolved = resolve_graph(
@@ -241,42 +274,67 @@ class GraphIndexer:
             await save_partition(
                 self._stores, self._config.graph.communities, items.communities, contexts
             )
-        await self._stores.records.put(
-            INDEX_NAMESPACE, BUILD_KEY,
-            json.dumps({"digest": digest, "complete": report.complete}),
-        )
+        # the quarantined set after this run (newly quarantined units in, released ones out)
+        done = self.digest(list(paths), await self.ledger.quarantined())
+        await self._record_build(done, complete=report.complete)
         return report
 
-    async def collect_records(self, removed_texts: Sequence[str]) -> int:
-        """Delete the extraction records that only removed text had (after a removal).
+    async def _skip(
+        self,
+        report: GraphBuildReport,
+        paths: dict[str, str],
+        held: dict[str, UnitAttempts],
+        last: dict[str, object],
+    ) -> None:
+        """Skip a current build; sweep only when the extraction records were touched since.
 
-        The texts of every text unit the registry still lists (``deleting`` documents left
-        out) keep their records, so identical text in a surviving document is not extracted
-        again. Records of a run killed before this step are left: harmless, they are never
-        read for a unit that does not exist.
-
-        Args:
-            removed_texts: texts of the text units removed this run.
-
-        Returns:
-            The number of records deleted.
-
-        Raises:
-            StoreError: a store failed.
+        The last build left ``last["records"]`` records; any other count means records were
+        written or left by something else (a killed run, an older version): sweep them.
         """
-        if not removed_texts:
-            return 0
-        listed = {
-            t: r.path
-            for r in await self._stores.registry.list_records()
-            if r.status is not DocStatus.DELETING
-            for t in r.text_unit_ids
-        }
-        kept = await load_units(self._stores, listed)
-        removed = await self.extractor.forget(removed_texts, [u.text for u in kept])
-        if removed:
-            logger.info("deleted %d extraction record(s) of removed text", removed)
-        return removed
+        report.skipped_reason = "unchanged since the last complete build"
+        report.units_quarantined = len(held)
+        if await self._stores.records.count(RECORDS_NAMESPACE) == last.get("records"):
+            return
+        report.records_swept = await self._sweep(await load_units(self._stores, paths))
+        # the sweep may have dropped failure entries of texts no longer indexed
+        done = self.digest(list(paths), await self.ledger.quarantined())
+        await self._record_build(done, complete=True)
+
+    def _extraction_figures(
+        self,
+        report: GraphBuildReport,
+        outcome: ExtractionOutcome,
+        paths: dict[str, str],
+        attempts: dict[str, UnitAttempts],
+    ) -> None:
+        """Fill the extraction part of ``report`` (failed units with their failure counts)."""
+        limit = self._config.indexing.quarantine_after
+        report.records_reused = outcome.reused
+        report.units_extracted = outcome.extracted
+        report.units_truncated = len(outcome.truncated)
+        report.units_quarantined = len(outcome.quarantined)
+        report.units_failed = [
+            UnitFailure(
+                text_unit_id=t, path=paths.get(t, ""), reason=reason,
+                failures=attempts[t].failures if t in attempts else 0,
+                quarantined=t in attempts and is_quarantined(attempts[t].failures, limit),
+            )
+            for t, reason in sorted(outcome.failed.items())
+        ]
+
+    async def _sweep(self, units: Sequence[UnitText]) -> int:
+        """Delete the extraction records (and failure entries) no listed text unit reads."""
+        return await sweep_records(
+            self._stores, await current_keys(self._stores, self.extractor, units)
+        )
+
+    async def _record_build(self, digest: str, *, complete: bool) -> None:
+        """Record the build's digest, completeness and the extraction records it left."""
+        left = await self._stores.records.count(RECORDS_NAMESPACE)
+        await self._stores.records.put(
+            INDEX_NAMESPACE, BUILD_KEY,
+            json.dumps({"digest": digest, "complete": complete, "records": left}),
+        )
 
     async def _summarize(
         self,
@@ -399,3 +457,20 @@ class GraphIndexer:
                 stage.seconds = round(time.perf_counter() - started, 3)
                 stage.usage = usage
                 report.stages[name] = stage
+
+
+def _counted(outcome: ExtractionOutcome) -> bool:
+    """Whether this run's extraction failures count toward quarantine.
+
+    Only when the model has extracted some unit of the index completely (now or on an earlier
+    run): when no unit ever succeeded, a setting (a timeout, a reply limit, a model that cannot
+    follow the format) is more likely at fault than every text, and quarantining the whole
+    corpus would hide it.
+    """
+    if not outcome.failed:
+        return True
+    ok = any(r.complete for u, r in outcome.records.items() if u not in outcome.failed)
+    if not ok:
+        logger.warning("no text unit was extracted completely (%d failed): not counted toward "
+                       "quarantine; check the model and its settings", len(outcome.failed))
+    return ok

@@ -27,11 +27,22 @@ class StageReport(BaseModel):
 
 
 class UnitFailure(BaseModel):
-    """A text unit whose extraction failed this run (retried by the next run)."""
+    """A text unit whose extraction failed this run (retried by the next run).
+
+    Attributes:
+        text_unit_id: the text unit.
+        path: its document's path.
+        reason: why, in one line (an error, or the finish reason of a cut reply).
+        failures: consecutive runs its extraction failed, this one included.
+        quarantined: it reached ``indexing.quarantine_after`` this run: later runs skip it
+            until its text changes or ``--retry-quarantined``.
+    """
 
     text_unit_id: str
     path: str
     reason: str
+    failures: int = 0
+    quarantined: bool = False
 
 
 class GraphBuildReport(BaseModel):
@@ -46,8 +57,14 @@ class GraphBuildReport(BaseModel):
         text_units: text units the graph was built from.
         records_reused: units whose stored extraction record was used (no model call).
         units_extracted: units sent to the model this run.
-        units_truncated: units whose reply was cut by the length limit (complete records kept).
-        units_failed: units whose extraction failed; the next run asks for them again.
+        units_truncated: units whose record holds a cut reply (its items before the cut are
+            used; a reply cut by the provider also makes the unit fail for now).
+        units_failed: units whose extraction failed (a cut reply included); the next run asks
+            for them again.
+        units_quarantined: units skipped because they are quarantined (failed on
+            ``indexing.quarantine_after`` consecutive runs); not a failure of this run.
+        records_swept: extraction records no text unit of the index reads any more (removed
+            text, other settings), deleted by this build.
         entities: entities in the graph.
         relationships: relationships in the graph.
         merges: merges done by each resolution rule (``entity_key``, ``compact_name_key``,
@@ -70,6 +87,8 @@ class GraphBuildReport(BaseModel):
     units_extracted: int = 0
     units_truncated: int = 0
     units_failed: list[UnitFailure] = Field(default_factory=list)
+    units_quarantined: int = 0
+    records_swept: int = 0
     entities: int = 0
     relationships: int = 0
     merges: dict[str, int] = Field(default_factory=dict)
@@ -93,6 +112,7 @@ class GraphBuildReport(BaseModel):
     def succeeded(self) -> bool:
         """True when no text unit, report or the build itself failed.
 
-        A failed summary keeps its concatenated description and does not count.
+        A failed summary keeps its concatenated description and does not count; units
+        quarantined by earlier runs and skipped do not count either.
         """
         return not self.error and not self.units_failed and not self.reports_failed

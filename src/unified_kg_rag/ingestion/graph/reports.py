@@ -2,9 +2,11 @@
 
 The deepest level is reported first, so a parent whose own context was cut can add its
 children's summaries. One call per community; the reply is a structured JSON report
-(`domain.graph.reports.parse_report_reply`). A report that fails (unreadable reply, rejected
-request) is left out and counted: the build is then not recorded as current, and the next run
-asks again (the reports that succeeded come back from the LLM response cache).
+(`domain.graph.reports.parse_report_reply`). A report that fails (unreadable reply, a reply
+the provider cut, rejected request, a call that keeps failing while others are answered) is
+left out and counted: the build is then not recorded as current, and the next run asks again
+(the reports that succeeded come back from the LLM response cache). When the server is down
+the stage stops (`ingestion.graph.failures.FailureJudge`).
 """
 
 from __future__ import annotations
@@ -21,13 +23,16 @@ from unified_kg_rag.domain.graph.reports import (
     render_report_messages,
 )
 from unified_kg_rag.domain.llm.cache_control import accept_replies
+from unified_kg_rag.domain.llm.finish import describe_finish
 from unified_kg_rag.domain.llm.usage import spend_note
 from unified_kg_rag.domain.models import Community, CommunityReport, Entity, Relationship
 from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ports import ChatModel, ProgressReporter, TokenCounter
 from unified_kg_rag.util.aio import map_bounded
+from unified_kg_rag.util.errors import ModelOutputError
 
-from .extract import is_unit_error, parses
+from .extract import parses
+from .failures import FailureJudge, read_reply
 
 __all__ = ["ReportWriter", "ReportsOutcome", "community_name"]
 
@@ -108,6 +113,7 @@ class ReportWriter:
         done: dict[str, CommunityReport] = dict(existing or {})
         asked = {c.id for c in communities}
         failed: list[str] = []
+        judge = FailureJudge(self._chat, concurrency=self._concurrency, stage="report")
         progress.start("reports", len(communities))
         for level in sorted({c.level for c in communities}, reverse=True):
             level_communities = sorted(
@@ -115,21 +121,25 @@ class ReportWriter:
             )
 
             async def one(community: Community) -> CommunityReport:
+                judge.check()
                 try:
-                    return await self._report(community, entities, by_member, done)
+                    report = await self._report(community, entities, by_member, done)
+                except Exception as exc:
+                    reason = await judge.judge(exc)
+                    logger.warning("report of %s failed: %s", community_name(community), reason)
+                    raise
                 finally:
                     progress.advance("reports", note=spend_note())
+                judge.answered()
+                return report
 
             results = await map_bounded(level_communities, one, concurrency=self._concurrency)
+            judge.raise_if_stopped()
             for result in results:
                 if result.value is not None:
                     done[result.item.id] = result.value
-                    continue
-                if result.error is not None and not is_unit_error(result.error):
-                    raise result.error
-                failed.append(result.item.id)
-                logger.warning("report of %s failed: %s", community_name(result.item),
-                               result.error)
+                else:
+                    failed.append(result.item.id)
         progress.finish("reports")
         return ReportsOutcome(
             sorted((r for r in done.values() if r.community_id in asked),
@@ -169,7 +179,11 @@ class ReportWriter:
                 ),
                 max_tokens=self._config.max_reply_tokens,
             )
-        parsed = parse_report_reply(reply.text)
+        if not reply.complete:
+            raise ModelOutputError(
+                f"report reply {describe_finish(reply.finish_reason)}; asked again next run"
+            )
+        parsed = read_reply(parse_report_reply, reply.text, "report")
         rank = float(sum(entities[m].rank for m in community.member_ids if m in entities))
         return community_report(
             community, parsed, rank=rank, text_unit_ids=context.text_unit_ids

@@ -4,8 +4,11 @@ Resolution joins what each text unit said about an item; a joined description lo
 ``summarize_over_tokens`` is summarized by the LLM. Fragments that do not fit one call's
 input (``summary_max_input_tokens``) are summarized batch by batch and the batch summaries
 summarized again (map-reduce). A failed call keeps the concatenation: a summary is an
-improvement, never a reason to lose a description. Replies come back from the LLM response
-cache on a re-run, so an unchanged item costs no call.
+improvement, never a reason to lose a description. A reply the provider cut (length limit,
+content filter) fails that item for now: it is not cached, and the next run asks again.
+Replies come back from the LLM response cache on a re-run, so an unchanged item costs no
+call. A call that keeps failing fails its item while others are answered; when the server is
+down the stage stops (`ingestion.graph.failures.FailureJudge`).
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ from dataclasses import dataclass
 
 from unified_kg_rag.config.graph import ResolutionConfig
 from unified_kg_rag.domain.graph.resolution import render_summary_messages, summary_batches
+from unified_kg_rag.domain.llm.finish import describe_finish
 from unified_kg_rag.domain.llm.usage import spend_note
 from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ports import ChatModel, ProgressReporter, TokenCounter
 from unified_kg_rag.util.aio import map_bounded
 from unified_kg_rag.util.errors import ModelOutputError
 
-from .extract import is_unit_error
+from .failures import FailureJudge
 
 __all__ = ["DescriptionSummarizer", "SummaryOutcome", "SummaryTask", "summary_tasks"]
 
@@ -90,27 +94,27 @@ class DescriptionSummarizer:
         """
         progress = progress or NULL_PROGRESS
         progress.start("summarize", len(tasks))
+        judge = FailureJudge(self._chat, concurrency=self._concurrency, stage="summary")
 
         async def one(task: SummaryTask) -> str:
+            judge.check()
             try:
-                return await self._summarize(task)
+                summary = await self._summarize(task)
+            except Exception as exc:
+                reason = await judge.judge(exc)
+                logger.info("summary of %s failed (%s); keeping the concatenation",
+                            task.name, reason)
+                raise
             finally:
                 progress.advance("summarize", note=spend_note())
+            judge.answered()
+            return summary
 
         results = await map_bounded(tasks, one, concurrency=self._concurrency)
         progress.finish("summarize")
-        summaries: dict[str, str] = {}
-        failed = 0
-        for result in results:
-            if result.value is not None:
-                summaries[result.item.item_id] = result.value
-                continue
-            if result.error is not None and not is_unit_error(result.error):
-                raise result.error
-            failed += 1
-            logger.info("summary of %s failed (%s); keeping the concatenation",
-                        result.item.name, result.error)
-        return SummaryOutcome(summaries, failed)
+        judge.raise_if_stopped()
+        summaries = {r.item.item_id: r.value for r in results if r.value is not None}
+        return SummaryOutcome(summaries, len(results) - len(summaries))
 
     async def _summarize(self, task: SummaryTask) -> str:
         fragments = list(task.fragments)
@@ -131,6 +135,10 @@ class DescriptionSummarizer:
             ),
             max_tokens=max(64, self._config.summary_max_words * 3),
         )
+        if not reply.complete:
+            raise ModelOutputError(
+                f"summary reply for {name!r} {describe_finish(reply.finish_reason)}"
+            )
         text = reply.text.strip()
         if not text:
             raise ModelOutputError(f"empty summary reply for {name!r}")
