@@ -46,6 +46,8 @@ class Scripted:
         delay_s: seconds to wait before answering (timeouts, concurrency tests).
         finish_reason: finish reason of a chat reply.
         path: only requests to this path use the entry (None: any path).
+        match: only chat requests whose last user message contains this text use the entry
+            (None: any request).
     """
 
     status: int = 200
@@ -54,6 +56,7 @@ class Scripted:
     delay_s: float = 0.0
     finish_reason: str = "stop"
     path: str | None = None
+    match: str | None = None
 
 
 @dataclass
@@ -160,9 +163,12 @@ class FakeOpenAIServer:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
             for i, entry in enumerate(self._queue):
-                if entry.path is None or path.endswith(entry.path):
-                    del self._queue[i]
-                    return entry
+                if entry.path is not None and not path.endswith(entry.path):
+                    continue
+                if entry.match is not None and entry.match not in _last_user(body):
+                    continue
+                del self._queue[i]
+                return entry
             return Scripted()
 
     def _done(self) -> None:
@@ -181,9 +187,13 @@ class _QuietServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-def _echo(body: dict[str, Any]) -> str:
+def _last_user(body: dict[str, Any]) -> str:
     users = [m.get("content", "") for m in body.get("messages", []) if m.get("role") == "user"]
-    return f"echo: {users[-1] if users else ''}"
+    return str(users[-1]) if users else ""
+
+
+def _echo(body: dict[str, Any]) -> str:
+    return f"echo: {_last_user(body)}"
 
 
 def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:

@@ -22,12 +22,13 @@ from pydantic import ValidationError
 
 from unified_kg_rag.config.models import QueryConfig
 from unified_kg_rag.domain.answers.abstention import detect_abstention
-from unified_kg_rag.domain.answers.citations import cited_numbers
+from unified_kg_rag.domain.answers.citations import check_citations
 from unified_kg_rag.domain.index.meta import (
     INDEX_NAMESPACE,
     METHODOLOGIES_KEY,
     parse_methodologies,
 )
+from unified_kg_rag.domain.llm.finish import StreamFinish
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.messages.evidence import evidence_from_answer
 from unified_kg_rag.domain.models import (
@@ -37,6 +38,7 @@ from unified_kg_rag.domain.models import (
 )
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, Reranker, TokenCounter
 from unified_kg_rag.retrieval.answer import (
+    AnswerText,
     extractive_answer,
     generative_answer,
     map_reduce_answer,
@@ -230,19 +232,21 @@ class RAGChain:
                 prep.result.cannot_answer
             ):
                 answer, kind = await self._answer(prep, retrieval)
-                yield answer
+                yield answer.text
             else:
                 parts: list[str] = []
                 outcome: dict[str, bool] = {}
+                finish = StreamFinish()
                 async for delta in stream_answer(
                     self._chat, prep.ctx.question, retrieval.sources,
                     max_tokens=cfg.answer_max_tokens, style=self._style(prep),
-                    abstention=cfg.abstention.mode == "mark", outcome=outcome,
+                    abstention=cfg.abstention.mode == "mark", outcome=outcome, finish=finish,
                 ):  # fmt: skip
                     parts.append(delta)
                     yield delta
-                answer, kind = "".join(parts).strip(), "generative"
-                if not answer and not outcome.get("abstained"):
+                answer = AnswerText("".join(parts).strip(), finish.finish_reason)
+                kind = "generative"
+                if not answer.text and not outcome.get("abstained"):
                     raise ModelError("the model streamed an empty answer (after reasoning "
                                      "blocks were removed)")  # fmt: skip
                 if outcome.get("abstained"):
@@ -388,45 +392,54 @@ class RAGChain:
         style = prep.ctx.config.answer_style
         return (prep.result.answer_style or "concise") if style == "auto" else style
 
-    async def _answer(self, prep: _Prepared, retrieval: RetrievalOutput) -> tuple[str, str]:
+    async def _answer(
+        self, prep: _Prepared, retrieval: RetrievalOutput
+    ) -> tuple[AnswerText, str]:
         cfg = prep.ctx.config
         sources = retrieval.sources
         if prep.result.cannot_answer:
-            return f"I cannot answer: {prep.result.cannot_answer}.", "cannot_answer"
+            reason = prep.result.cannot_answer
+            return AnswerText(f"I cannot answer: {reason}."), "cannot_answer"
         if not sources:
-            return CANNOT_ANSWER, "cannot_answer"
+            return AnswerText(CANNOT_ANSWER), "cannot_answer"
         if self._chat is not None:
             if prep.strategy == "lazy":
-                text = await map_reduce_answer(
+                written = await map_reduce_answer(
                     self._chat, prep.ctx.question, sources, max_tokens=cfg.answer_max_tokens
                 )
             else:
-                text = await generative_answer(
+                written = await generative_answer(
                     self._chat, prep.ctx.question, sources, max_tokens=cfg.answer_max_tokens,
                     style=self._style(prep), abstention=cfg.abstention.mode == "mark",
                 )  # fmt: skip
-            return text, "generative"
+            return written, "generative"
         passages = sorted(sources, key=lambda s: (s.kind != "text_unit", s.n))
         text = await extractive_answer(
             prep.ctx.question, self._embedder, await prep.ctx.query_vector(), passages,
             sentences=cfg.extractive_sentences, lexical_weight=cfg.extractive_lexical_weight,
             min_relative=cfg.extractive_min_relative,
         )  # fmt: skip
-        return text, "extractive"
+        return AnswerText(text), "extractive"
 
     async def _finish(
         self,
         prep: _Prepared,
         retrieval: RetrievalOutput,
-        answer: str,
+        written: AnswerText,
         kind: str,
         usage: TokenUsage,
         answer_started: float,
         started: float,
     ) -> RAGOutput:
         cfg = prep.ctx.config
+        answer = written.text
         metadata = dict(retrieval.metadata)
         metadata["context_tokens"] = retrieval.context_tokens
+        metadata["answer_complete"] = written.complete
+        metadata["finish_reason"] = written.finish_reason
+        cut = {**_as_dict(metadata.get("incomplete_replies")), **written.incomplete}
+        if cut:
+            metadata["incomplete_replies"] = cut
         if kind == "cannot_answer":
             metadata["abstained"] = True
             metadata["abstention_reason"] = "no_context"
@@ -443,6 +456,8 @@ class RAGChain:
         timings = dict(retrieval.timings_ms)
         timings["answer"] = _ms(answer_started)
         timings["total"] = _ms(started)
+        citations = check_citations(answer, retrieval.sources)
+        metadata["invalid_citations"] = list(citations.invalid)
         return RAGOutput(
             question=prep.inp.question,
             answer=answer,
@@ -450,7 +465,7 @@ class RAGChain:
             strategy=prep.strategy,
             index=self._stores.name,
             sources=tuple(retrieval.sources),
-            cited=cited_numbers(answer, {s.n for s in retrieval.sources}),
+            cited=citations.cited,
             evidence=evidence_from_answer(answer, retrieval.sources),
             usage=usage,
             timings_ms=timings,
@@ -475,6 +490,10 @@ class RAGChain:
         return parse_methodologies(
             await self._stores.records.get(INDEX_NAMESPACE, METHODOLOGIES_KEY)
         )
+
+
+def _as_dict(value: object) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
 def _ms(start: float, end: float | None = None) -> float:

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from unified_kg_rag.config.models import QueryConfig
-from unified_kg_rag.domain.models import MetadataValue
+from unified_kg_rag.domain.models import Completion, MetadataValue
 from unified_kg_rag.domain.ranking.fusion import weighted_rrf
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores
 from unified_kg_rag.util.errors import (
@@ -272,6 +272,18 @@ class QueryContext:
             assert isinstance(degraded, dict)
             degraded[name] = f"{type(exc).__name__}: {exc}"
             return default
+
+    def note_reply(self, step: str, reply: Completion) -> None:
+        """Record a cut reply of ``step`` (``global_map.2``) in ``metadata["incomplete_replies"]``.
+
+        A reply the model did not finish (`Completion.complete` false: the length limit, a
+        content filter ...) is still used; the answer built on it says so.
+        """
+        if reply.complete:
+            return
+        cut = self.metadata.setdefault("incomplete_replies", {})
+        if isinstance(cut, dict):
+            cut[step] = reply.finish_reason
 
     def count_llm_call(self, n: int = 1) -> None:
         """Count ``n`` model calls made by the strategy (``metadata["llm_calls"]``)."""

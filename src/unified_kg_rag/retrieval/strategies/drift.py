@@ -262,7 +262,7 @@ class DriftStrategy:
         folds = min(cfg.primer_folds, len(reports))
         results = await _all([
             ctx.section(f"drift.primer.{i + 1}",
-                        partial(self._fold, ctx, reports[i::folds], sem), None)
+                        partial(self._fold, ctx, reports[i::folds], sem, i + 1), None)
             for i in range(folds)
         ])  # fmt: skip
         return reports, [r for r in results if r is not None]
@@ -277,7 +277,11 @@ class DriftStrategy:
         return text.strip()
 
     async def _fold(
-        self, ctx: QueryContext, reports: Sequence[CommunityReport], sem: asyncio.Semaphore
+        self,
+        ctx: QueryContext,
+        reports: Sequence[CommunityReport],
+        sem: asyncio.Semaphore,
+        number: int,
     ) -> IntermediateAnswer:
         budget = ctx.config.drift_search.primer_context_tokens
         parts: list[str] = []
@@ -292,7 +296,8 @@ class DriftStrategy:
             question=ctx.question, reports="\n\n".join(parts)
         )
         async with sem:
-            return _parse(await self._ask(ctx, prompt), ctx.question, "primer")
+            reply = await self._ask(ctx, prompt, f"drift.primer.{number}")
+            return _parse(reply, ctx.question, "primer")
 
     # ----------------------------------------------------------------- actions
 
@@ -323,7 +328,7 @@ class DriftStrategy:
             )
 
             async def answer_it() -> IntermediateAnswer:
-                return _parse(await self._ask(ctx, prompt), followup, "action")
+                return _parse(await self._ask(ctx, prompt, f"{name}.answer"), followup, "action")
 
             # a failed answer leaves out only itself: the search's evidence still counts
             answer = await ctx.section(f"{name}.answer", answer_it, None)
@@ -339,7 +344,8 @@ class DriftStrategy:
                 for section, why in degraded.items():
                     mine[f"{name}.{section}"] = why
 
-    async def _ask(self, ctx: QueryContext, prompt: str) -> str:
+    async def _ask(self, ctx: QueryContext, prompt: str, step: str = "") -> str:
+        """Return the reply to ``prompt``; a cut reply of ``step`` is recorded (note_reply)."""
         assert ctx.chat_model is not None
         try:
             reply = await ctx.chat_model.complete(
@@ -349,6 +355,8 @@ class DriftStrategy:
             )
         finally:
             ctx.count_llm_call()
+        if step:
+            ctx.note_reply(step, reply)
         return reply.text
 
     # ------------------------------------------------------------------ reduce

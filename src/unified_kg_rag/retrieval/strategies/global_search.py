@@ -176,8 +176,12 @@ async def _fetch_reports(ctx: QueryContext, ids: Sequence[str]) -> dict[str, Rep
     }  # fmt: skip
 
 
-async def _complete(ctx: QueryContext, prompt: str, max_tokens: int) -> str:
-    """Return the model's reply to one user message (counted, failed or not)."""
+async def _complete(ctx: QueryContext, prompt: str, max_tokens: int, step: str = "") -> str:
+    """Return the model's reply to one user message (counted, failed or not).
+
+    ``step`` names a reply the answer rests on: when cut, it is recorded
+    (`QueryContext.note_reply`).
+    """
     assert ctx.chat_model is not None
     try:
         reply = await ctx.chat_model.complete(
@@ -185,6 +189,8 @@ async def _complete(ctx: QueryContext, prompt: str, max_tokens: int) -> str:
         )
     finally:
         ctx.count_llm_call()
+    if step:
+        ctx.note_reply(step, reply)
     return reply.text
 
 
@@ -323,7 +329,9 @@ async def _map_batch(ctx: QueryContext, batch: _Batch) -> list[KeyPoint]:
     prompt = load_prompt(MAP_PROMPT).format(
         question=ctx.question, reports=format_batch(batch.texts)
     )
-    reply = await _complete(ctx, prompt, ctx.config.global_search.map_max_tokens)
+    reply = await _complete(
+        ctx, prompt, ctx.config.global_search.map_max_tokens, f"global_map.{batch.number}"
+    )
     points = parse_map_reply(reply, len(batch.reports))
     if points is None:
         raise ModelOutputError(f"map batch {batch.number}: the reply held no readable key points")
