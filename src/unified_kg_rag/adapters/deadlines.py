@@ -14,6 +14,12 @@ the call:
 
 Blocking SDKs (boto3) run in daemon threads (`util.threads`): the awaiting side returns at
 the deadline and the thread finishes in the background.
+
+A chat call made inside a query with a deadline (``query.deadline_s``, `domain.llm.deadline`)
+takes at most the query's time left when that is shorter (``within_query``): past it the
+call raises `QueryDeadlineError` (not transient: no retry can give the time back), and a
+stream that already wrote text ends there, finish reason ``deadline``. Ending it here, at the
+adapter, lets the layers above release what they held back (the reasoning filter's start).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
 from unified_kg_rag.adapters.llm.layer import aclose_iterator
+from unified_kg_rag.domain.llm.deadline import QueryDeadline, current_query_deadline
 from unified_kg_rag.domain.llm.finish import record_stream_finish
 from unified_kg_rag.util.errors import ModelError
 
@@ -55,39 +62,74 @@ def deadline_error(
     )
 
 
+def _limit(deadline_s: float, within_query: bool) -> tuple[float, QueryDeadline | None]:
+    """The seconds a call may take, and the query deadline when it is the one that binds."""
+    query = current_query_deadline() if within_query else None
+    if query is not None and query.remaining() < deadline_s:
+        return query.remaining(), query
+    return deadline_s, None
+
+
 async def call_within(
-    call: Awaitable[T], deadline_s: float, on_deadline: Callable[[], ModelError]
+    call: Awaitable[T],
+    deadline_s: float,
+    on_deadline: Callable[[], ModelError],
+    *,
+    within_query: bool = False,
 ) -> T:
-    """Await ``call`` for at most ``deadline_s`` seconds.
+    """Await ``call`` for at most ``deadline_s`` seconds (or the query's time left).
+
+    Args:
+        call: the awaitable (a coroutine: closed unawaited when no time is left).
+        deadline_s: the call's own deadline, seconds.
+        on_deadline: builds the error of a call past its own deadline.
+        within_query: also bound by the current query's deadline when that is shorter.
 
     Raises:
         ModelError: the error ``on_deadline()`` builds, when the deadline passed (the call
             is cancelled).
+        QueryDeadlineError: the query's deadline passed first (``within_query``).
         Whatever ``call`` raised.
     """
-    scope = asyncio.timeout(deadline_s)
+    limit, query = _limit(deadline_s, within_query)
+    if query is not None and limit <= 0:
+        close = getattr(call, "close", None)
+        if callable(close):
+            close()
+        raise query.error()
+    scope = asyncio.timeout(limit)
     try:
         async with scope:
             return await call
     except TimeoutError:
         if scope.expired():
-            raise on_deadline() from None
+            raise (query.error() if query is not None else on_deadline()) from None
         raise
 
 
 async def stream_within(
-    stream: AsyncIterator[str], deadline_s: float, on_deadline: Callable[[], ModelError]
+    stream: AsyncIterator[str],
+    deadline_s: float,
+    on_deadline: Callable[[], ModelError],
+    *,
+    within_query: bool = False,
 ) -> AsyncIterator[str]:
     """Yield ``stream``'s pieces until it ends or ``deadline_s`` seconds have passed.
 
     Past the deadline before the first non-empty piece, raise ``on_deadline()``; after
-    one, close the stream, record the finish reason ``deadline`` and stop.
+    one, close the stream, record the finish reason ``deadline`` and stop. With
+    ``within_query``, the current query's time left counts when shorter (its error is then
+    `QueryDeadlineError`).
 
     Raises:
         ModelError: the deadline passed before any text (``on_deadline()``).
+        QueryDeadlineError: the query's deadline passed first, before any text.
         Whatever ``stream`` raised.
     """
-    until = asyncio.get_running_loop().time() + deadline_s
+    limit, query = _limit(deadline_s, within_query)
+    if query is not None:
+        on_deadline = query.error
+    until = asyncio.get_running_loop().time() + limit
     iterator = aiter(stream)
     wrote = False
     try:

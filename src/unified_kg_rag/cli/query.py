@@ -232,6 +232,12 @@ def query_command(
     user: Annotated[
         str, typer.Option("--user", help="Whose conversation it is.")
     ] = "default",
+    deadline: Annotated[
+        float | None,
+        typer.Option("--deadline", min=0.001, help="Longest the whole query may take, seconds: "
+                     "past it the answer is built from what was found so far (flagged). "
+                     "[default: query.deadline_s]"),
+    ] = None,
     project: ProjectOpt = None,
     stores: StoresOpt = None,
     config_file: ConfigOpt = None,
@@ -264,7 +270,7 @@ def query_command(
             request = RAGInput(
                 question=question, strategy=strategy, filters=dict(parsed),
                 conversation_id=conversation, user_id=user,
-                overrides={"top_k": top_k, "search_mode": mode},
+                overrides={"top_k": top_k, "search_mode": mode, "deadline_s": deadline},
             )  # fmt: skip
             if not streaming:
                 return await chain.ainvoke(request)

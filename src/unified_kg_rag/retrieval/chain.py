@@ -15,24 +15,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-
-from pydantic import ValidationError
 
 from unified_kg_rag.config.models import QueryConfig
 from unified_kg_rag.domain.answers.abstention import detect_abstention
 from unified_kg_rag.domain.answers.citations import check_citations
-from unified_kg_rag.domain.index.meta import (
-    INDEX_NAMESPACE,
-    METHODOLOGIES_KEY,
-    parse_methodologies,
-)
+from unified_kg_rag.domain.llm.deadline import QueryDeadline, query_deadline
 from unified_kg_rag.domain.llm.finish import StreamFinish
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.messages.evidence import evidence_from_answer
 from unified_kg_rag.domain.models import (
-    Collection,
     RAGOutput,
     TokenUsage,
 )
@@ -58,6 +51,7 @@ from unified_kg_rag.retrieval.models import (
     RetrievalOutput,
     SearchOutput,
 )
+from unified_kg_rag.retrieval.request import build_input, check_index, check_request
 from unified_kg_rag.retrieval.strategies import (
     STRATEGIES,
     Bucket,
@@ -71,8 +65,8 @@ from unified_kg_rag.retrieval.strategies.auto import (
     route_with_llm,
 )
 from unified_kg_rag.util.errors import (
-    EmbeddingMismatchError,
     ModelError,
+    QueryDeadlineError,
     UsageError,
 )
 
@@ -142,8 +136,11 @@ class RAGChain:
             StoreError: a store failed.
             ModelError: an authentication failure, or a failure of a required reranker.
         """
-        with usage_scope() as usage:
-            prep = await self._prepare(self._input(question, filters, overrides))
+        inp = build_input(question, filters, overrides)
+        asked, cfg = check_request(inp, self._config)
+        with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
+            prep = await self._prepare(inp, asked, cfg, deadline)
+        _note_deadline(prep.ctx.metadata, deadline)
         return SearchOutput(
             question=prep.inp.question,
             standalone_question=prep.ctx.question,
@@ -172,9 +169,12 @@ class RAGChain:
         Raises:
             The errors of `search`.
         """
-        with usage_scope() as usage:
-            prep = await self._prepare(self._input(question, filters, overrides))
+        inp = build_input(question, filters, overrides)
+        asked, cfg = check_request(inp, self._config)
+        with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
+            prep = await self._prepare(inp, asked, cfg, deadline)
             out = await self._pack(prep)
+        _note_deadline(out.metadata, deadline)
         out.usage = usage
         return out
 
@@ -187,11 +187,14 @@ class RAGChain:
             The errors of `search`, and ModelError when the answer model fails.
         """
         started = time.perf_counter()
-        with usage_scope() as usage:
-            prep = await self._prepare(self._input(question, filters, overrides))
+        inp = build_input(question, filters, overrides)
+        asked, cfg = check_request(inp, self._config)
+        with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
+            prep = await self._prepare(inp, asked, cfg, deadline)
             retrieval = await self._pack(prep)
             t0 = time.perf_counter()
             answer, kind = await self._answer(prep, retrieval)
+        _note_deadline(retrieval.metadata, deadline)
         return await self._finish(prep, retrieval, answer, kind, usage, t0, started)
 
     def invoke(
@@ -223,11 +226,12 @@ class RAGChain:
             The errors of `ainvoke`.
         """
         started = time.perf_counter()
-        with usage_scope() as usage:
-            prep = await self._prepare(self._input(question, filters, overrides))
+        inp = build_input(question, filters, overrides)
+        asked, cfg = check_request(inp, self._config)
+        with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
+            prep = await self._prepare(inp, asked, cfg, deadline)
             retrieval = await self._pack(prep)
             t0 = time.perf_counter()
-            cfg = prep.ctx.config
             if self._chat is None or not retrieval.sources or prep.strategy == "lazy" or (
                 prep.result.cannot_answer
             ):
@@ -237,79 +241,36 @@ class RAGChain:
                 parts: list[str] = []
                 outcome: dict[str, bool] = {}
                 finish = StreamFinish()
-                async for delta in stream_answer(
-                    self._chat, prep.ctx.question, retrieval.sources,
-                    max_tokens=cfg.answer_max_tokens, style=self._style(prep),
-                    abstention=cfg.abstention.mode == "mark", outcome=outcome, finish=finish,
-                ):  # fmt: skip
-                    parts.append(delta)
-                    yield delta
-                answer = AnswerText("".join(parts).strip(), finish.finish_reason)
-                kind = "generative"
-                if not answer.text and not outcome.get("abstained"):
-                    raise ModelError("the model streamed an empty answer (after reasoning "
-                                     "blocks were removed)")  # fmt: skip
-                if outcome.get("abstained"):
-                    retrieval.metadata["streamed_abstention"] = True
+                try:
+                    async for delta in stream_answer(
+                        self._chat, prep.ctx.question, retrieval.sources,
+                        max_tokens=cfg.answer_max_tokens, style=self._style(prep),
+                        abstention=cfg.abstention.mode == "mark", outcome=outcome,
+                        finish=finish,
+                    ):  # fmt: skip
+                        parts.append(delta)
+                        yield delta
+                except QueryDeadlineError:  # before any text: the extractive answer instead
+                    answer, kind = await self._extractive(prep, retrieval, deadline_cut=True)
+                    yield answer.text
+                else:
+                    answer = AnswerText("".join(parts).strip(), finish.finish_reason)
+                    kind = "generative"
+                    if not answer.text and not outcome.get("abstained"):
+                        raise ModelError("the model streamed an empty answer (after reasoning "
+                                         "blocks were removed)")  # fmt: skip
+                    if outcome.get("abstained"):
+                        retrieval.metadata["streamed_abstention"] = True
+        _note_deadline(retrieval.metadata, deadline)
         yield await self._finish(prep, retrieval, answer, kind, usage, t0, started)
 
     # ----------------------------------------------------------------- internals
 
-    @staticmethod
-    def _input(
-        question: str | RAGInput, filters: FilterMap | None, overrides: Mapping[str, object]
-    ) -> RAGInput:
-        if isinstance(question, RAGInput):
-            if filters is None and not overrides:
-                return question
-            merged = {**question.overrides, **overrides}
-            chosen = question.filters if filters is None else dict(filters)
-            return question.model_copy(update={"filters": chosen, "overrides": merged})
-        return RAGInput(question=question, filters=dict(filters or {}),
-                        overrides=dict(overrides))  # fmt: skip
-
-    def _effective(self, inp: RAGInput) -> QueryConfig:
-        overrides = dict(inp.overrides)
-        if inp.strategy is not None and overrides.get("strategy") is None:
-            overrides["strategy"] = inp.strategy
-        unknown = sorted(k for k in overrides if k not in QueryConfig.model_fields)
-        if unknown:
-            raise UsageError(f"unknown query setting(s): {', '.join(unknown)}", field="overrides")
-        values = {k: v for k, v in overrides.items() if v is not None}
-        if not values:
-            return self._config
-        try:
-            return QueryConfig.model_validate({**self._config.model_dump(), **values})
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"])
-            raise UsageError(first["msg"], field=f"query.{field}") from exc
-
-    async def _prepare(self, inp: RAGInput) -> _Prepared:
-        question = inp.question.strip()
-        if not question:
-            raise UsageError("must not be empty", field="question")
-        unknown = sorted(k for k in inp.filters if k not in FILTER_FIELDS)
-        if unknown:
-            raise UsageError(
-                f"unknown filter field(s) {', '.join(map(repr, unknown))}; passages can be "
-                f"filtered on {', '.join(FILTER_FIELDS)}",
-                field="filters",
-            )
-        if len(question) > MAX_QUESTION_CHARS:
-            raise UsageError(
-                f"is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}",
-                field="question",
-            )
-        if "rerank" in inp.overrides:
-            raise UsageError(
-                "query.rerank cannot change for one call: the reranker is built with the app "
-                "(set it in ukr.yaml or UKR_QUERY__RERANK__*)",
-                field="overrides",
-            )
-        cfg = self._effective(inp)
+    async def _prepare(
+        self, inp: RAGInput, question: str, cfg: QueryConfig, deadline: QueryDeadline | None
+    ) -> _Prepared:
         timings: dict[str, float] = {}
-        held = await self._check_index()
+        held = await check_index(self._stores, self._embedder)
         if cfg.strategy != "auto":  # refused before any model call, the rewrite's included
             explicit = STRATEGIES.get(cfg.strategy)
             explicit.require(held, self._stores.name)
@@ -334,7 +295,7 @@ class RAGChain:
         ctx = QueryContext(
             question=standalone, stores=self._stores, embedder=self._embedder,
             chat_model=self._chat, config=cfg, filters=dict(inp.filters), held=held,
-            metadata=metadata,
+            metadata=metadata, deadline=deadline,
         )  # fmt: skip
         t0 = time.perf_counter()
         raw = await spec.factory().retrieve(ctx)
@@ -402,7 +363,9 @@ class RAGChain:
             return AnswerText(f"I cannot answer: {reason}."), "cannot_answer"
         if not sources:
             return AnswerText(CANNOT_ANSWER), "cannot_answer"
-        if self._chat is not None:
+        if self._chat is None:
+            return await self._extractive(prep, retrieval)
+        try:
             if prep.strategy == "lazy":
                 written = await map_reduce_answer(
                     self._chat, prep.ctx.question, sources, max_tokens=cfg.answer_max_tokens
@@ -412,8 +375,18 @@ class RAGChain:
                     self._chat, prep.ctx.question, sources, max_tokens=cfg.answer_max_tokens,
                     style=self._style(prep), abstention=cfg.abstention.mode == "mark",
                 )  # fmt: skip
-            return written, "generative"
-        passages = sorted(sources, key=lambda s: (s.kind != "text_unit", s.n))
+        except QueryDeadlineError:
+            return await self._extractive(prep, retrieval, deadline_cut=True)
+        return written, "generative"
+
+    async def _extractive(
+        self, prep: _Prepared, retrieval: RetrievalOutput, *, deadline_cut: bool = False
+    ) -> tuple[AnswerText, str]:
+        """The extractive answer; ``deadline_cut``: it stands in for a generative one."""
+        cfg = prep.ctx.config
+        if deadline_cut:
+            retrieval.metadata["answer_fallback"] = _DEADLINE_FALLBACK
+        passages = sorted(retrieval.sources, key=lambda s: (s.kind != "text_unit", s.n))
         text = await extractive_answer(
             prep.ctx.question, self._embedder, await prep.ctx.query_vector(), passages,
             sentences=cfg.extractive_sentences, lexical_weight=cfg.extractive_lexical_weight,
@@ -472,24 +445,22 @@ class RAGChain:
             metadata=metadata,
         )
 
-    async def _check_index(self) -> tuple[str, ...]:
-        """Check the index can be queried; return the methodologies it holds."""
-        name = self._stores.name
-        if await self._stores.search.count(Collection.TEXT_UNITS) == 0:
-            raise UsageError(
-                f"index {name!r} holds no text units; index documents first with "
-                f"`ukr index PATH --index {name}`",
-                field="index",
-            )
-        bound = await self._stores.search.embedding()
-        if bound is not None and bound[0] != self._embedder.model_id:
-            raise EmbeddingMismatchError(
-                f"index {name!r} was built with embedding model {bound[0]!r}; the configured "
-                f"model is {self._embedder.model_id!r}. Configure the original model to query it"
-            )
-        return parse_methodologies(
-            await self._stores.records.get(INDEX_NAMESPACE, METHODOLOGIES_KEY)
-        )
+
+_DEADLINE_FALLBACK = (
+    "the model could not finish the answer before the deadline, so it is extractive, from "
+    "the same sources"
+)
+
+
+def _note_deadline(metadata: dict[str, object], deadline: QueryDeadline | None) -> None:
+    """Record whether the query's deadline passed before its answer was ready."""
+    if deadline is None:
+        metadata["deadline_hit"] = False
+        return
+    metadata["deadline_s"] = deadline.seconds
+    metadata["deadline_hit"] = deadline.hit or deadline.passed
+    if deadline.cut_calls:
+        metadata["deadline_cut_calls"] = deadline.cut_calls
 
 
 def _as_dict(value: object) -> dict[str, str]:

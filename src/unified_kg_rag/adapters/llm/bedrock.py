@@ -155,7 +155,9 @@ class BedrockChatModel:
             ConfigurationError: boto3 is missing or the AWS profile/region is unusable.
         """
         params = self._params(messages, max_tokens, temperature, stop)
-        return stream_within(self._deltas(params), self.config.deadline_s, self._deadline_error)
+        return stream_within(
+            self._deltas(params), self.config.deadline_s, self._deadline_error, within_query=True
+        )
 
     async def _deltas(self, params: dict[str, Any]) -> AsyncIterator[str]:
         """Stream one request; yield its text deltas, record its stop reason."""

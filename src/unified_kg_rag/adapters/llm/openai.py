@@ -121,7 +121,9 @@ class OpenAIChatModel:
                 the first delta (transient).
         """
         params = self._params(messages, max_tokens, temperature, stop)
-        return stream_within(self._deltas(params), self.config.deadline_s, self._deadline_error)
+        return stream_within(
+            self._deltas(params), self.config.deadline_s, self._deadline_error, within_query=True
+        )
 
     async def _create(self, params: dict[str, Any]) -> Any:
         """Send one request (``params`` as the SDK takes them), translating SDK errors."""

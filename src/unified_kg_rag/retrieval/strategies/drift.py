@@ -17,8 +17,10 @@
 Model calls per query: at most ``1 + primer_folds + n_depth × followups_per_round``
 (``metadata["llm_calls_bound"]``). The action searches make no call: they find their entities
 by name, without the LLM. A failed call degrades only its own answer; a round whose actions
-all failed ends the rounds; a fatal error (store, 401/403) fails the query and cancels the
-calls in flight. Without an LLM, one local search for the question stands in.
+all failed ends the rounds, and so does the query's deadline (no round starts once it has
+passed: the answers and buckets found so far are the result); a fatal error (store, 401/403)
+fails the query and cancels the calls in flight. Without an LLM, one local search for the
+question stands in.
 """
 
 from __future__ import annotations
@@ -206,6 +208,9 @@ class DriftStrategy:
             open_.append((0.0, 0, ctx.question))
         rounds = 0
         for depth in range(1, cfg.n_depth + 1):
+            if ctx.out_of_time:
+                ctx.metadata["drift_stopped"] = f"the query's deadline passed before round {depth}"
+                break
             open_.sort(key=lambda t: (-t[0], t[1]))
             picked = open_[: cfg.followups_per_round]
             del open_[: cfg.followups_per_round]

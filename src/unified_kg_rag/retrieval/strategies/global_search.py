@@ -11,8 +11,10 @@ and handed to the answer as one synthesized section, followed by the reports the
 
 Degradation: a batch whose call failed or whose reply cannot be read stays *unrated*
 (``metadata["degraded"]``); when no point passed but some reports were never rated, those
-reports pass through. When every map call failed the first error is raised; a fatal error
-(no model access) always is. Without an LLM the cut's reports are ranked by similarity.
+reports pass through. When every map call failed the first error is raised, unless the
+query's deadline cut them (the map replies that arrived are used, the rest pass through
+unrated); a fatal error (no model access) always is. Without an LLM the cut's reports are
+ranked by similarity.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from unified_kg_rag.retrieval.strategies.base import (
 )
 from unified_kg_rag.retrieval.strategies.filtering import reports_passing
 from unified_kg_rag.util.aio import map_bounded
-from unified_kg_rag.util.errors import ModelOutputError
+from unified_kg_rag.util.errors import ModelOutputError, QueryDeadlineError
 
 __all__ = ["NO_LLM_FALLBACK", "NO_RELEVANT_POINT", "GlobalSearchStrategy", "Report"]
 
@@ -351,7 +353,8 @@ async def _map_reduce(ctx: QueryContext, reports: Sequence[Report]) -> StrategyR
         if is_fatal(error):
             raise error
     failed_calls = [e for e in errors if not isinstance(e, ModelOutputError)]
-    if failed_calls and len(failed_calls) == len(batches):
+    out_of_time = any(isinstance(e, QueryDeadlineError) for e in errors)
+    if failed_calls and len(failed_calls) == len(batches) and not out_of_time:
         raise failed_calls[0]
     points: list[RankedPoint] = []
     unrated: list[Report] = []
