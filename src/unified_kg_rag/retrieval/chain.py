@@ -137,7 +137,7 @@ class RAGChain:
             ModelError: an authentication failure, or a failure of a required reranker.
         """
         inp = build_input(question, filters, overrides)
-        asked, cfg = check_request(inp, self._config)
+        inp, asked, cfg = check_request(inp, self._config)
         with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
             prep = await self._prepare(inp, asked, cfg, deadline)
         _note_deadline(prep.ctx.metadata, deadline)
@@ -170,7 +170,7 @@ class RAGChain:
             The errors of `search`.
         """
         inp = build_input(question, filters, overrides)
-        asked, cfg = check_request(inp, self._config)
+        inp, asked, cfg = check_request(inp, self._config)
         with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
             prep = await self._prepare(inp, asked, cfg, deadline)
             out = await self._pack(prep)
@@ -188,7 +188,7 @@ class RAGChain:
         """
         started = time.perf_counter()
         inp = build_input(question, filters, overrides)
-        asked, cfg = check_request(inp, self._config)
+        inp, asked, cfg = check_request(inp, self._config)
         with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
             prep = await self._prepare(inp, asked, cfg, deadline)
             retrieval = await self._pack(prep)
@@ -227,7 +227,7 @@ class RAGChain:
         """
         started = time.perf_counter()
         inp = build_input(question, filters, overrides)
-        asked, cfg = check_request(inp, self._config)
+        inp, asked, cfg = check_request(inp, self._config)
         with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
             prep = await self._prepare(inp, asked, cfg, deadline)
             retrieval = await self._pack(prep)

@@ -4,6 +4,17 @@
 validates it and returns the question and the query settings in effect (`QueryConfig` with
 the request's overrides); `check_index` checks the index can answer at all. Every failure is
 a one-line error naming the field.
+
+Text that is not valid Unicode (lone UTF-16 surrogates: a command line decoded with
+``surrogateescape`` from bytes that are not UTF-8, a library caller's broken string) cannot
+be encoded as UTF-8, so it would fail later, far from its cause: in the tokenizer, a SQLite
+write, the JSON output or the terminal. It is settled here, per field:
+
+- the question is repaired (a lone surrogate becomes U+FFFD, a split pair is joined): the
+  rest of the question still finds its passages, and the output shows what was searched;
+- filter values, the conversation and user ids, the strategy and every other text setting
+  are refused: a repaired filter value would silently match nothing, and two different
+  broken ids could be repaired into one (one user reading another's conversation).
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ from unified_kg_rag.domain.index.meta import (
     parse_methodologies,
 )
 from unified_kg_rag.domain.models import Collection
+from unified_kg_rag.domain.text.analysis import repair_unicode
 from unified_kg_rag.ports import Embedder, IndexStores
 from unified_kg_rag.retrieval.models import FILTER_FIELDS, MAX_QUESTION_CHARS, FilterMap, RAGInput
 from unified_kg_rag.util.errors import EmbeddingMismatchError, UsageError
@@ -55,6 +67,8 @@ def effective_config(base: QueryConfig, inp: RAGInput) -> QueryConfig:
     if unknown:
         raise UsageError(f"unknown query setting(s): {', '.join(unknown)}", field="overrides")
     values = {k: v for k, v in overrides.items() if v is not None}
+    for key, value in values.items():
+        _refuse_invalid_text(value, f"query.{key}")
     if not values:
         return base
     try:
@@ -65,14 +79,21 @@ def effective_config(base: QueryConfig, inp: RAGInput) -> QueryConfig:
         raise UsageError(first["msg"], field=f"query.{field}") from exc
 
 
-def check_request(inp: RAGInput, base: QueryConfig) -> tuple[str, QueryConfig]:
-    """Validate a request; return its question (stripped) and the settings in effect.
+def check_request(inp: RAGInput, base: QueryConfig) -> tuple[RAGInput, str, QueryConfig]:
+    """Validate a request; return it (its question repaired), the question and its settings.
+
+    Returns:
+        The request with its question as valid Unicode (what the output echoes and the
+        conversation stores), the question stripped, and the settings in effect.
 
     Raises:
-        UsageError: a blank or overlong question, an unknown filter field, a ``rerank``
-            override, or a bad setting.
+        UsageError: a blank or overlong question, an unknown filter field, a filter value,
+            id or setting that is not valid Unicode, a ``rerank`` override, or a bad setting.
     """
-    question = inp.question.strip()
+    repaired = repair_unicode(inp.question)
+    if repaired is not inp.question:
+        inp = inp.model_copy(update={"question": repaired})
+    question = repaired.strip()
     if not question:
         raise UsageError("must not be empty", field="question")
     unknown = sorted(k for k in inp.filters if k not in FILTER_FIELDS)
@@ -82,6 +103,11 @@ def check_request(inp: RAGInput, base: QueryConfig) -> tuple[str, QueryConfig]:
             f"filtered on {', '.join(FILTER_FIELDS)}",
             field="filters",
         )
+    for key, value in inp.filters.items():
+        _refuse_invalid_text(value, f"filters.{key}")
+    _refuse_invalid_text(inp.conversation_id, "conversation_id")
+    _refuse_invalid_text(inp.user_id, "user_id")
+    _refuse_invalid_text(inp.strategy, "strategy")
     if len(question) > MAX_QUESTION_CHARS:
         raise UsageError(
             f"is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}",
@@ -93,7 +119,7 @@ def check_request(inp: RAGInput, base: QueryConfig) -> tuple[str, QueryConfig]:
             "(set it in ukr.yaml or UKR_QUERY__RERANK__*)",
             field="overrides",
         )
-    return question, effective_config(base, inp)
+    return inp, question, effective_config(base, inp)
 
 
 async def check_index(stores: IndexStores, embedder: Embedder) -> tuple[str, ...]:
@@ -118,3 +144,21 @@ async def check_index(stores: IndexStores, embedder: Embedder) -> tuple[str, ...
             f"model is {embedder.model_id!r}. Configure the original model to query it"
         )
     return parse_methodologies(await stores.records.get(INDEX_NAMESPACE, METHODOLOGIES_KEY))
+
+
+def _refuse_invalid_text(value: object, field: str) -> None:
+    """Refuse ``value`` (a string, or a list of them) when it is not valid Unicode.
+
+    Raises:
+        UsageError: naming ``field``, its first surrogate code point and its position.
+    """
+    values = value if isinstance(value, list | tuple) else [value]
+    for item in values:
+        if isinstance(item, str) and repair_unicode(item) != item:
+            at = next(i for i, ch in enumerate(item) if "\ud800" <= ch <= "\udfff")
+            raise UsageError(
+                f"is not valid Unicode text: it holds a surrogate code point "
+                f"(U+{ord(item[at]):04X} at character {at + 1}), as bytes that are not UTF-8 "
+                f"decode to; the value was {ascii(item)[:80]}",
+                field=field,
+            )
