@@ -162,20 +162,25 @@ class LazyStrategy:
     async def _is_relevant(
         self, ctx: QueryContext, subquery: str, text: str, similarity: float
     ) -> bool:
-        if ctx.chat_model is None or ctx.out_of_time:
-            return similarity >= ctx.config.lazy.relevance_threshold
-        try:
-            reply = await ctx.chat_model.complete(
-                [Message(role="user",
-                         content=_RELEVANCE_PROMPT.format(question=subquery, passage=text))],
-                max_tokens=3,
-            )  # fmt: skip
-        except QueryDeadlineError:
-            ctx.metadata["lazy_fallback"] = (
-                "the query's deadline passed: the remaining relevance tests used similarity"
-            )
-            return similarity >= ctx.config.lazy.relevance_threshold
-        return reply.text.strip().lower().startswith("yes")
+        by_similarity = similarity >= ctx.config.lazy.relevance_threshold
+        if ctx.chat_model is None:
+            return by_similarity
+        if not ctx.out_of_time:
+            try:
+                reply = await ctx.chat_model.complete(
+                    [Message(role="user",
+                             content=_RELEVANCE_PROMPT.format(question=subquery, passage=text))],
+                    max_tokens=3,
+                )  # fmt: skip
+            except QueryDeadlineError:
+                pass
+            else:
+                return reply.text.strip().lower().startswith("yes")
+        ctx.metadata.setdefault(
+            "lazy_fallback",
+            "the query's deadline passed: the remaining relevance tests used similarity",
+        )
+        return by_similarity
 
 
 def _community_units(
