@@ -8,6 +8,13 @@ generative with an LLM (concise or comprehensive prompt, optional decline marker
 without; "cannot answer" without any model call when the context is empty.
 `RAGOutput.sources` are the packed sections, truncated text included: nothing the answer step
 did not see, nothing it saw left out. Errors follow seed 000 §8.1 (`is_fatal`).
+
+Every answer is flagged in its metadata: ``answer_complete`` and ``finish_reason`` (a reply cut
+by the length limit, a filter or a deadline is delivered, never passed off as complete),
+``incomplete_replies``, ``invalid_citations`` (labels naming no source,
+`domain.answers.citations`) and ``deadline_hit``: ``query.deadline_s`` bounds the whole query
+(`domain.llm.deadline`); past it each step keeps what it has and the answer falls back to the
+extractive one.
 """
 
 from __future__ import annotations
