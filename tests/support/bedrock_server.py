@@ -88,6 +88,11 @@ class BedrockScripted:
         stream_error: for a stream, the exception code sent after the first delta (camel
             case, as Bedrock's event names: ``throttlingException``).
         stop_reason: the ``stopReason`` to report (None: from stop sequences and maxTokens).
+        trickle_s: seconds between the pieces of a trickled reply: with it, the headers go
+            at once and the body (JSON, or the event frames of a stream) goes
+            ``trickle_bytes`` bytes at a time, after its first ``trickle_after_bytes`` bytes.
+        trickle_bytes: bytes per trickled piece.
+        trickle_after_bytes: body bytes sent at once before the trickle starts.
     """
 
     status: int = 200
@@ -97,6 +102,9 @@ class BedrockScripted:
     delay_s: float = 0.0
     stream_error: str | None = None
     stop_reason: str | None = None
+    trickle_s: float = 0.0
+    trickle_bytes: int = 1
+    trickle_after_bytes: int = 0
 
 
 @dataclass
@@ -217,6 +225,7 @@ def _make_handler(server: FakeBedrockServer) -> type[BaseHTTPRequestHandler]:
             request = BedrockRequest(operation=parts[2], model_id=unquote(parts[1]), body=body,
                                      headers={k.lower(): v for k, v in self.headers.items()})
             entry = server._next(request)
+            self._entry, self._sent = entry, 0
             try:
                 if entry.delay_s:
                     time.sleep(entry.delay_s)
@@ -247,7 +256,24 @@ def _make_handler(server: FakeBedrockServer) -> type[BaseHTTPRequestHandler]:
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(data)
+            self._write(data)
+
+        def _write(self, data: bytes) -> None:
+            """Send body bytes, trickled when the entry says so (`BedrockScripted.trickle_s`)."""
+            entry: BedrockScripted = self._entry
+            if entry.trickle_s <= 0:
+                self.wfile.write(data)
+                return
+            free = max(0, entry.trickle_after_bytes - self._sent)
+            pieces = [data[:free]] if free else []
+            step = max(1, entry.trickle_bytes)
+            pieces += [data[i:i + step] for i in range(free, len(data), step)]
+            for n, piece in enumerate(pieces):
+                if piece and (n or not free):
+                    time.sleep(entry.trickle_s)
+                self.wfile.write(piece)
+                self.wfile.flush()
+                self._sent += len(piece)
 
         def _error(self, status: int, code: str, message: str) -> None:
             self._json(status, {"message": message}, {"x-amzn-ErrorType": f"{code}:"})
@@ -274,7 +300,7 @@ def _make_handler(server: FakeBedrockServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(sum(len(f) for f in frames)))
             self.end_headers()
             for frame in frames:  # frame by frame, so the client's buffer sees them arrive
-                self.wfile.write(frame)
+                self._write(frame)
                 self.wfile.flush()
 
     return Handler

@@ -9,9 +9,10 @@ Speaks enough of the API for the ``openai`` SDK:
   ``dimensions`` is honoured.
 
 Scripted behaviour: `FakeOpenAIServer.script` queues `Scripted` responses that are used, in
-order, before the defaults (fail with 503 twice, then succeed; return 401; answer slowly). An
-entry may apply only to requests whose messages contain a text (``match``: one text unit's
-prompt) and may answer several requests, or every one (``times``).
+order, before the defaults (fail with 503 twice, then succeed; return 401; answer slowly;
+trickle the reply body a few bytes at a time, `Scripted.trickle_s`). An entry may apply only
+to requests whose messages contain a text (``match``: one text unit's prompt) and may answer
+several requests, or every one (``times``).
 Every request is recorded (`requests`), and the highest number of requests in flight at
 once is kept (`max_in_flight`).
 
@@ -51,6 +52,12 @@ class Scripted:
         match: only requests with a message containing this text use the entry (None: any).
         times: how many requests the entry answers before it is used up (None: every
             matching request, for good).
+        trickle_s: seconds between the pieces of a trickled reply: with it, the headers go
+            at once and the body (JSON, or the SSE events of a stream) goes ``trickle_bytes``
+            bytes at a time, after its first ``trickle_after_bytes`` bytes (0: none at once).
+        trickle_bytes: bytes per trickled piece.
+        trickle_after_bytes: body bytes sent at once before the trickle starts (a stream's
+            first deltas, say).
     """
 
     status: int = 200
@@ -61,6 +68,9 @@ class Scripted:
     path: str | None = None
     match: str | None = None
     times: int | None = 1
+    trickle_s: float = 0.0
+    trickle_bytes: int = 1
+    trickle_after_bytes: int = 0
 
 
 @dataclass
@@ -199,9 +209,13 @@ def _applies(entry: Scripted, path: str, body: dict[str, Any]) -> bool:
     return any(entry.match in str(m.get("content", "")) for m in body.get("messages", []))
 
 
-def _echo(body: dict[str, Any]) -> str:
+def _last_user(body: dict[str, Any]) -> str:
     users = [m.get("content", "") for m in body.get("messages", []) if m.get("role") == "user"]
-    return f"echo: {users[-1] if users else ''}"
+    return str(users[-1]) if users else ""
+
+
+def _echo(body: dict[str, Any]) -> str:
+    return f"echo: {_last_user(body)}"
 
 
 def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
@@ -217,6 +231,7 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             body = json.loads(raw or b"{}")
             headers = {k.lower(): v for k, v in self.headers.items()}
             entry = server._next(self.path, body, headers)
+            self._entry, self._sent = entry, 0
             try:
                 if entry.delay_s:
                     time.sleep(entry.delay_s)
@@ -240,7 +255,24 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            self._write(data)
+
+        def _write(self, data: bytes) -> None:
+            """Send body bytes, trickled when the entry says so (`Scripted.trickle_s`)."""
+            entry: Scripted = self._entry
+            if entry.trickle_s <= 0:
+                self.wfile.write(data)
+                return
+            free = max(0, entry.trickle_after_bytes - self._sent)
+            pieces = [data[:free]] if free else []
+            step = max(1, entry.trickle_bytes)
+            pieces += [data[i:i + step] for i in range(free, len(data), step)]
+            for n, piece in enumerate(pieces):
+                if piece and (n or not free):
+                    time.sleep(entry.trickle_s)
+                self.wfile.write(piece)
+                self.wfile.flush()
+                self._sent += len(piece)
 
         def _chat(self, body: dict[str, Any], entry: Scripted) -> None:
             text = entry.reply if entry.reply is not None else server.reply(body)
@@ -273,12 +305,12 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if (body.get("stream_options") or {}).get("include_usage"):
                 self._event({**base, "object": "chat.completion.chunk", "choices": [],
                              "usage": usage})
-            self.wfile.write(b"data: [DONE]\n\n")
+            self._write(b"data: [DONE]\n\n")
             self.wfile.flush()
             self.close_connection = True
 
         def _event(self, payload: dict[str, Any]) -> None:
-            self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
+            self._write(b"data: " + json.dumps(payload).encode() + b"\n\n")
             self.wfile.flush()
 
         def _embeddings(self, body: dict[str, Any]) -> None:

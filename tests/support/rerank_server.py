@@ -63,12 +63,18 @@ class ScriptedReply:
         body: raw bytes to send as the reply body (garbage-body tests).
         message: the error message of a non-200.
         delay_s: seconds to wait before answering (timeout tests).
+        trickle_s: seconds between the pieces of a trickled reply: with it, the headers go
+            at once and the body goes ``trickle_bytes`` bytes at a time (the normal answer,
+            unless ``status`` or ``body`` say otherwise).
+        trickle_bytes: bytes per trickled piece.
     """
 
     status: int = 200
     body: bytes | None = None
     message: str = "scripted error"
     delay_s: float = 0.0
+    trickle_s: float = 0.0
+    trickle_bytes: int = 1
 
 
 @dataclass
@@ -217,6 +223,7 @@ def _make_handler(server: FakeRerankServer) -> type[BaseHTTPRequestHandler]:
                 body = None
             headers = {k.lower(): v for k, v in self.headers.items()}
             scripted = server._record(self.path, body, headers)
+            self._scripted = scripted
             try:
                 if scripted is not None and scripted.delay_s:
                     time.sleep(scripted.delay_s)
@@ -238,6 +245,14 @@ def _make_handler(server: FakeRerankServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            scripted: ScriptedReply | None = self._scripted
+            if scripted is None or scripted.trickle_s <= 0:
+                self.wfile.write(data)
+                return
+            step = max(1, scripted.trickle_bytes)
+            for i in range(0, len(data), step):
+                time.sleep(scripted.trickle_s)
+                self.wfile.write(data[i:i + step])
+                self.wfile.flush()
 
     return Handler

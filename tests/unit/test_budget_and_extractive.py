@@ -89,10 +89,14 @@ def test_min_relative_drops_weak_sentences() -> None:
 
 
 def test_cited_numbers() -> None:
-    from unified_kg_rag.domain.answers.citations import cited_numbers
+    from unified_kg_rag.domain.answers.citations import check_citations
+    from unified_kg_rag.domain.models import Source
+
+    def docs(*ns: int) -> list[Source]:
+        return [Source(n=n, kind="text_unit", id=f"u{n}", text="t") for n in ns]
 
     answer = "A [1]. B [2][4]. C [3, 5]. D [6-8]. Stray [99] and [x]."
-    assert cited_numbers(answer, set(range(1, 9))) == (1, 2, 3, 4, 5, 6, 7, 8)
-    assert cited_numbers(answer, {2, 99}) == (2, 99)
-    assert cited_numbers("no citations", {1}) == ()
-    assert cited_numbers("[1-99999999]", {5}) == (5,)
+    assert check_citations(answer, docs(*range(1, 9))).cited == (1, 2, 3, 4, 5, 6, 7, 8)
+    assert check_citations(answer, docs(2, 99)).cited == (2, 99)
+    assert check_citations("no citations", docs(1)).cited == ()
+    assert check_citations("[1-99999999]", docs(5)).cited == (5,)

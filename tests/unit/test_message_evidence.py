@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from unified_kg_rag.domain.answers.citations import cited_numbers
+from unified_kg_rag.domain.answers.citations import check_citations
 from unified_kg_rag.domain.messages.evidence import (
     MESSAGE_CITATION_INSTRUCTIONS,
     evidence_from_answer,
@@ -216,6 +216,21 @@ def test_instructions_show_the_label_form() -> None:
     ],
 )
 def test_cited_numbers_counts_message_labels_as_their_source(
-    answer: str, expected: tuple[int, ...]
+    answer: str, expected: tuple[int, ...], dinner: Source
 ) -> None:
-    assert cited_numbers(answer, valid=range(1, 5)) == expected
+    # four transcript passages of three messages each
+    sources = [dinner.model_copy(update={"n": n}) for n in range(1, 5)]
+    assert check_citations(answer, sources).cited == expected
+
+
+def test_bogus_labels_add_no_evidence_and_cite_nothing(dinner: Source) -> None:
+    document = Source(n=2, kind="text_unit", id="doc", text="Ann is bringing lasagna.")
+    answer = "Ann brings lasagna [2.1]. Dinner at seven [1.9] [42]."
+    assert evidence_from_answer(answer, [dinner, document]) == ()
+    check = check_citations(answer, [dinner, document])
+    assert (check.cited, check.invalid) == ((), ("[2.1]", "[1.9]", "[42]"))
+
+
+def test_a_bracket_mixing_labels_and_numbers_gives_evidence(dinner: Source, trip: Source) -> None:
+    evidence = evidence_from_answer("The lake cabin has a canoe [1.3, 2].", [dinner, trip])
+    assert guids(evidence) == ["d3", "t5", "t2", "t4"]

@@ -21,7 +21,13 @@ from unified_kg_rag.cli.common import (
 )
 from unified_kg_rag.domain.models import MessageRef, RAGOutput, Source
 
-__all__ = ["parse_filters", "query_command", "render_answer", "render_context"]
+__all__ = [
+    "parse_filters",
+    "query_command",
+    "render_answer",
+    "render_context",
+    "render_warnings",
+]
 
 _PREVIEW_CHARS = 160
 
@@ -93,10 +99,28 @@ def render_context(output: RAGOutput) -> None:
 
 
 def render_answer(output: RAGOutput, *, show_sources: bool = True) -> None:
-    """Print an answer, then the sources it cites, then the other sources in its context."""
-    out_console.print(escape(printable(output.answer, keep_newlines=True)), soft_wrap=True)
+    """Print an answer, its warnings, the sources it cites, then the others in its context.
+
+    Citation labels that name no source are marked (``[42]`` → ``[42?]``); the warnings
+    (a cut answer, such labels, a passed deadline) are one line each under the answer.
+    """
+    from unified_kg_rag.domain.answers.citations import mark_invalid_citations
+
+    text = output.answer
+    if output.metadata.get("invalid_citations"):
+        text = mark_invalid_citations(text, output.sources)
+    out_console.print(escape(printable(text, keep_newlines=True)), soft_wrap=True)
+    render_warnings(output)
     if show_sources:
         _render_sources(output)
+
+
+def render_warnings(output: RAGOutput) -> None:
+    """Print what a reader must know about the answer, one ``warning:`` line each."""
+    from unified_kg_rag.domain.answers.warnings import answer_warnings
+
+    for line in answer_warnings(output):
+        out_console.print(f"[yellow]warning:[/] {escape(printable(line))}", soft_wrap=True)
 
 
 def _render_sources(output: RAGOutput) -> None:
@@ -208,6 +232,12 @@ def query_command(
     user: Annotated[
         str, typer.Option("--user", help="Whose conversation it is.")
     ] = "default",
+    deadline: Annotated[
+        float | None,
+        typer.Option("--deadline", min=0.001, help="Longest the whole query may take, seconds: "
+                     "past it the answer is built from what was found so far (flagged). "
+                     "[default: query.deadline_s]"),
+    ] = None,
     project: ProjectOpt = None,
     stores: StoresOpt = None,
     config_file: ConfigOpt = None,
@@ -240,7 +270,7 @@ def query_command(
             request = RAGInput(
                 question=question, strategy=strategy, filters=dict(parsed),
                 conversation_id=conversation, user_id=user,
-                overrides={"top_k": top_k, "search_mode": mode},
+                overrides={"top_k": top_k, "search_mode": mode, "deadline_s": deadline},
             )  # fmt: skip
             if not streaming:
                 return await chain.ainvoke(request)
@@ -262,6 +292,7 @@ def query_command(
     if show_context:
         render_context(output)
     if streaming:
+        render_warnings(output)
         if sources:
             _render_sources(output)
     else:

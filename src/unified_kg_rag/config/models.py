@@ -99,7 +99,20 @@ class OpenAIEmbeddingsConfig(_Section):
         ge=1,
         description="Requested output dimension (sent as `dimensions`). Empty: the model's own.",
     )
-    timeout_s: float = Field(default=60.0, gt=0, description="Per-request timeout, seconds.")
+    timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Connect and read timeout of each request, seconds: how long to wait for "
+        "the connection and for each piece of the reply (not for the whole call: see "
+        "`deadline_s`).",
+    )
+    deadline_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="Longest one request may take in total, seconds. A server sending its "
+        "reply a few bytes at a time never trips `timeout_s`; past this the request fails "
+        "and is retried like a timeout.",
+    )
     max_batch: int = Field(default=128, ge=1, description="Texts per request.")
 
     _check_url = field_validator("base_url")(_http_url)
@@ -123,6 +136,13 @@ class EmbeddingsConfig(_Section):
 
 # --------------------------------------------------------------------------- llm
 
+_CHAT_DEADLINE = (
+    "Longest one model call may take in total, seconds (a stream: until its last piece). "
+    "A server sending its reply a few bytes at a time never trips `timeout_s`; past this a "
+    "call fails and is retried like a timeout, and a stream that already wrote part of its "
+    "reply ends there, flagged incomplete (finish reason `deadline`)."
+)
+
 
 class OpenAIChatConfig(_Section):
     """An OpenAI-compatible chat endpoint (OpenAI, vLLM, llama.cpp, Ollama, LM Studio)."""
@@ -141,7 +161,14 @@ class OpenAIChatConfig(_Section):
     model: str = Field(default="gpt-4o-mini", description="Chat model name.")
     temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature.")
     max_tokens: int = Field(default=1024, ge=1, description="Longest reply, in tokens.")
-    timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout, seconds.")
+    timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="Connect and read timeout of each request, seconds: how long to wait for "
+        "the connection and for each piece of the reply (not for the whole call: see "
+        "`deadline_s`).",
+    )
+    deadline_s: float = Field(default=300.0, gt=0, description=_CHAT_DEADLINE)
 
     _check_url = field_validator("base_url")(_http_url)
 
@@ -171,8 +198,13 @@ class BedrockChatConfig(_Section):
     temperature: float = Field(default=0.0, ge=0.0, le=1.0, description="Sampling temperature.")
     max_tokens: int = Field(default=1024, ge=1, description="Longest reply, in tokens.")
     timeout_s: float = Field(
-        default=120.0, gt=0, description="Connect and read timeout of each request, seconds."
+        default=120.0,
+        gt=0,
+        description="Connect and read timeout of each request, seconds: how long to wait for "
+        "the connection and for each piece of the reply (not for the whole call: see "
+        "`deadline_s`).",
     )
+    deadline_s: float = Field(default=300.0, gt=0, description=_CHAT_DEADLINE)
 
     @field_validator("endpoint_url")
     @classmethod

@@ -86,6 +86,17 @@ class QueryConfig(_Section):
     answer_max_tokens: int = Field(
         default=1024, ge=16, description="Longest generated answer, in tokens."
     )
+    deadline_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Longest a whole query may take, seconds; per call like the other query "
+        "settings (an API request can pass its own). Past it, each step returns what it has: "
+        "model calls still running are cut, a step falls back to its no-LLM rule or keeps "
+        "its partial results, the answer is extractive from the packed sources when the "
+        "model cannot finish it (a stream already writing ends there, flagged incomplete), "
+        "and `metadata.deadline_hit` is true. Empty: no whole-query deadline (each model "
+        "call still has its provider's `deadline_s`).",
+    )
     answer_style: Literal["auto", "concise", "comprehensive"] = Field(
         default="auto",
         description="Answer prompt: `concise`, `comprehensive` (several paragraphs, Markdown), "

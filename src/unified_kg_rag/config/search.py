@@ -60,7 +60,20 @@ class RerankConfig(_Section):
         description="Best fused candidates of each type sent to the reranker; the rest keep "
         "their fused order behind them.",
     )
-    timeout_s: float = Field(default=30.0, gt=0, description="Per-request timeout, seconds.")
+    timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Connect and read timeout of each request, seconds: how long to wait for "
+        "the connection and for each piece of the reply (not for the whole call: see "
+        "`deadline_s`).",
+    )
+    deadline_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Longest one request may take in total, seconds. A server sending its "
+        "reply a few bytes at a time never trips `timeout_s`; past this the request fails "
+        "and is retried like a timeout (then `required` decides).",
+    )
     required: bool = Field(
         default=False,
         description="Fail the query when the reranker fails. Off: keep the fused order and "

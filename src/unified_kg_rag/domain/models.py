@@ -484,7 +484,9 @@ class RAGOutput(_Model):
             ``pack``, ``answer``, ``total``), milliseconds.
         metadata: what the strategy and the chain report: ``degraded`` sections and their
             errors, ``llm_calls``, ``buckets``, ``rerank``, ``route``, ``rewrite``,
-            ``answer_style``, ``context_tokens``, ``abstained`` ...
+            ``answer_style``, ``context_tokens``, ``abstained``, and the answer's flags:
+            ``answer_complete``, ``finish_reason``, ``incomplete_replies``,
+            ``invalid_citations``, ``deadline_hit`` ...
         evidence: over a message archive, the messages the answer rests on: those it cites as
             ``[n.m]``, and for a plain ``[n]`` the messages of source ``n`` whose words the
             citing sentence shares (not the whole passage).

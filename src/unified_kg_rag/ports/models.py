@@ -100,7 +100,12 @@ class ChatModel(Protocol):
         temperature: float | None = None,
         stop: Sequence[str] | None = None,
     ) -> AsyncIterator[str]:
-        """Yield the reply as text deltas, in order."""
+        """Yield the reply as text deltas, in order.
+
+        The stream's finish reason goes to the caller's scope through
+        `domain.llm.finish.record_stream_finish` (``stop`` when the model finished; a stream
+        that records none reads as not finished).
+        """
         ...
 
 

@@ -1,7 +1,9 @@
 """The answer step: generative (an LLM writes, citing ``[n]``) or extractive (no LLM).
 
 Both read exactly the packed sources; neither adds context of its own. An empty context never
-reaches this module (the chain answers "cannot answer" without a model call).
+reaches this module (the chain answers "cannot answer" without a model call). A written
+answer comes with how its model reply ended (`AnswerText.finish_reason`): a reply cut at the
+length limit or by a content filter is delivered, flagged, never passed off as complete.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import logging
 import unicodedata
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -20,6 +23,7 @@ from unified_kg_rag.domain.answers.abstention import (
     detect_abstention,
 )
 from unified_kg_rag.domain.answers.extractive import select_sentences, term_coverage
+from unified_kg_rag.domain.llm.finish import StreamFinish, reply_complete, stream_finish
 from unified_kg_rag.domain.messages.evidence import MESSAGE_CITATION_INSTRUCTIONS, labelled_text
 from unified_kg_rag.domain.models import Message, Source
 from unified_kg_rag.domain.prompts import load_prompt
@@ -29,6 +33,7 @@ from unified_kg_rag.util.errors import ModelError
 
 __all__ = [
     "EXTRACTIVE_HEADER",
+    "AnswerText",
     "answer_messages",
     "extractive_answer",
     "generative_answer",
@@ -47,6 +52,29 @@ EXTRACTIVE_HEADER = (
 _MAX_SENTENCE_SOURCES = 6
 _MAX_SENTENCES = 160
 _MAX_SENTENCE_CHARS = 600
+
+
+@dataclass(frozen=True)
+class AnswerText:
+    """A written answer and how the model reply it comes from ended.
+
+    Attributes:
+        text: the answer, stripped.
+        finish_reason: the finish reason of the reply that wrote it (``stop`` when the model
+            stopped on its own; ``length``, ``content_filter``, ``deadline`` ... when it was
+            cut, `domain.llm.finish`); None for a text no model wrote.
+        incomplete: intermediate replies the answer was built from that were cut: step name
+            (``lazy_map.2``) → finish reason.
+    """
+
+    text: str
+    finish_reason: str | None = None
+    incomplete: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """False when the reply that wrote the answer was cut (no model wrote it: True)."""
+        return self.finish_reason is None or reply_complete(self.finish_reason)
 
 
 def source_header(source: Source) -> str:
@@ -97,8 +125,19 @@ async def generative_answer(
     max_tokens: int,
     style: str = "concise",
     abstention: bool = False,
-) -> str:
+) -> AnswerText:
     """Ask the LLM for an answer grounded in ``sources``, citing them as ``[n]``.
+
+    Args:
+        chat_model: the answer model.
+        question: the question.
+        sources: the packed sources, in context order.
+        max_tokens: longest answer, tokens.
+        style: ``concise`` or ``comprehensive``.
+        abstention: add the decline-marker instructions.
+
+    Returns:
+        The answer and its reply's finish reason (a cut reply is returned, flagged).
 
     Raises:
         ModelError: the model call failed after retries, or the reply was empty (after
@@ -110,9 +149,9 @@ async def generative_answer(
     if not text:
         raise ModelError(
             f"the model returned an empty answer (finish reason {completion.finish_reason!r}); "
-            "a reasoning model may need a larger llm.openai.max_tokens"
+            "a reasoning model may need a larger query.answer_max_tokens"
         )
-    return text
+    return AnswerText(text, completion.finish_reason)
 
 
 async def stream_answer(
@@ -124,29 +163,47 @@ async def stream_answer(
     style: str = "concise",
     abstention: bool = False,
     outcome: dict[str, bool] | None = None,
+    finish: StreamFinish | None = None,
 ) -> AsyncIterator[str]:
     """Yield the answer's text deltas as the model writes them.
 
     With ``abstention`` on, the first `MARKER_WINDOW` characters are held back until the
     decline marker is ruled in or out; the marker itself is never yielded, and
-    ``outcome["abstained"]`` says whether it was found.
+    ``outcome["abstained"]`` says whether it was found. The stream's finish reason is
+    recorded in ``finish`` (`domain.llm.finish`; None when the model reported none).
 
     Raises:
         ModelError: the model call failed.
     """
     messages = answer_messages(question, sources, style=style, abstention=abstention)
+    finish = finish if finish is not None else StreamFinish()
     held = ""
     released = not abstention
-    async for delta in chat_model.stream(messages, max_tokens=max_tokens, temperature=0.0):
-        if released:
-            yield delta
-            continue
-        held += delta
-        if not _marker_undecided(held):
-            released = True
+    stream = aiter(chat_model.stream(messages, max_tokens=max_tokens, temperature=0.0))
+    try:
+        while True:
+            with stream_finish(finish):  # one scope per step: none stays open across a yield
+                try:
+                    delta = await anext(stream)
+                except StopAsyncIteration:
+                    break
+            if released:
+                yield delta
+                continue
+            held += delta
+            if not _marker_undecided(held):
+                released = True
+                yield _decided(held, outcome)
+        if not released and held:
             yield _decided(held, outcome)
-    if not released and held:
-        yield _decided(held, outcome)
+    finally:
+        await _close(stream)
+
+
+async def _close(stream: AsyncIterator[str]) -> None:
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        await close()
 
 
 def _decided(held: str, outcome: dict[str, bool] | None) -> str:
@@ -181,12 +238,16 @@ async def map_reduce_answer(
     *,
     max_tokens: int,
     batch_size: int = 4,
-) -> str:
+) -> AnswerText:
     """Answer from ``sources`` in two steps (LazyGraphRAG's map-reduce answer).
 
     Map: each batch of ``batch_size`` sources gives the facts it holds that help, each
     citing its ``[n]``. Reduce: the answer is written from those notes, citing the same
     numbers. A context of at most one batch is answered in one call (`generative_answer`).
+
+    Returns:
+        The answer with the reduce reply's finish reason; a map reply that was cut is kept
+        (its notes are still facts) and named in ``incomplete`` (``lazy_map.<batch>``).
 
     Raises:
         ModelError: a model call failed after retries, or the answer was empty.
@@ -194,7 +255,8 @@ async def map_reduce_answer(
     if len(sources) <= batch_size:
         return await generative_answer(chat_model, question, sources, max_tokens=max_tokens)
     notes: list[str] = []
-    for i in range(0, len(sources), batch_size):
+    incomplete: dict[str, str] = {}
+    for number, i in enumerate(range(0, len(sources), batch_size), start=1):
         batch = sources[i : i + batch_size]
         prompt = _MAP_PROMPT.format(
             question=question, sources="\n\n".join(render_source(s) for s in batch)
@@ -202,11 +264,14 @@ async def map_reduce_answer(
         reply = await chat_model.complete(
             [Message(role="user", content=prompt)], max_tokens=max_tokens, temperature=0.0
         )
+        if not reply.complete:
+            incomplete[f"lazy_map.{number}"] = reply.finish_reason
         text = reply.text.strip()
         if text and text.upper() != "NONE":
             notes.append(text)
     if not notes:
-        return await generative_answer(chat_model, question, sources, max_tokens=max_tokens)
+        answer = await generative_answer(chat_model, question, sources, max_tokens=max_tokens)
+        return AnswerText(answer.text, answer.finish_reason, incomplete)
     completion = await chat_model.complete(
         [Message(role="system", content=load_prompt("answer_system.v1")),
          Message(role="user", content=_REDUCE_PROMPT.format(question=question,
@@ -214,10 +279,10 @@ async def map_reduce_answer(
         max_tokens=max_tokens,
         temperature=0.0,
     )  # fmt: skip
-    answer = completion.text.strip()
-    if not answer:
+    text = completion.text.strip()
+    if not text:
         raise ModelError("the model returned an empty answer in the reduce step")
-    return answer
+    return AnswerText(text, completion.finish_reason, incomplete)
 
 
 async def extractive_answer(

@@ -8,6 +8,13 @@ generative with an LLM (concise or comprehensive prompt, optional decline marker
 without; "cannot answer" without any model call when the context is empty.
 `RAGOutput.sources` are the packed sections, truncated text included: nothing the answer step
 did not see, nothing it saw left out. Errors follow seed 000 §8.1 (`is_fatal`).
+
+Every answer is flagged in its metadata: ``answer_complete`` and ``finish_reason`` (a reply cut
+by the length limit, a filter or a deadline is delivered, never passed off as complete),
+``incomplete_replies``, ``invalid_citations`` (labels naming no source,
+`domain.answers.citations`) and ``deadline_hit``: ``query.deadline_s`` bounds the whole query
+(`domain.llm.deadline`); past it each step keeps what it has and the answer falls back to the
+extractive one.
 """
 
 from __future__ import annotations
@@ -15,28 +22,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-
-from pydantic import ValidationError
 
 from unified_kg_rag.config.models import QueryConfig
 from unified_kg_rag.domain.answers.abstention import detect_abstention
-from unified_kg_rag.domain.answers.citations import cited_numbers
-from unified_kg_rag.domain.index.meta import (
-    INDEX_NAMESPACE,
-    METHODOLOGIES_KEY,
-    parse_methodologies,
-)
+from unified_kg_rag.domain.answers.citations import check_citations
+from unified_kg_rag.domain.llm.deadline import QueryDeadline, query_deadline
+from unified_kg_rag.domain.llm.finish import StreamFinish
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.messages.evidence import evidence_from_answer
 from unified_kg_rag.domain.models import (
-    Collection,
     RAGOutput,
     TokenUsage,
 )
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, Reranker, TokenCounter
 from unified_kg_rag.retrieval.answer import (
+    AnswerText,
     extractive_answer,
     generative_answer,
     map_reduce_answer,
@@ -56,6 +58,7 @@ from unified_kg_rag.retrieval.models import (
     RetrievalOutput,
     SearchOutput,
 )
+from unified_kg_rag.retrieval.request import build_input, check_index, check_request
 from unified_kg_rag.retrieval.strategies import (
     STRATEGIES,
     Bucket,
@@ -69,8 +72,8 @@ from unified_kg_rag.retrieval.strategies.auto import (
     route_with_llm,
 )
 from unified_kg_rag.util.errors import (
-    EmbeddingMismatchError,
     ModelError,
+    QueryDeadlineError,
     UsageError,
 )
 
@@ -140,8 +143,11 @@ class RAGChain:
             StoreError: a store failed.
             ModelError: an authentication failure, or a failure of a required reranker.
         """
-        with usage_scope() as usage:
-            prep = await self._prepare(self._input(question, filters, overrides))
+        inp = build_input(question, filters, overrides)
+        inp, asked, cfg = check_request(inp, self._config)
+        with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
+            prep = await self._prepare(inp, asked, cfg, deadline)
+        _note_deadline(prep.ctx.metadata, deadline)
         return SearchOutput(
             question=prep.inp.question,
             standalone_question=prep.ctx.question,
@@ -170,9 +176,12 @@ class RAGChain:
         Raises:
             The errors of `search`.
         """
-        with usage_scope() as usage:
-            prep = await self._prepare(self._input(question, filters, overrides))
+        inp = build_input(question, filters, overrides)
+        inp, asked, cfg = check_request(inp, self._config)
+        with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
+            prep = await self._prepare(inp, asked, cfg, deadline)
             out = await self._pack(prep)
+        _note_deadline(out.metadata, deadline)
         out.usage = usage
         return out
 
@@ -185,11 +194,14 @@ class RAGChain:
             The errors of `search`, and ModelError when the answer model fails.
         """
         started = time.perf_counter()
-        with usage_scope() as usage:
-            prep = await self._prepare(self._input(question, filters, overrides))
+        inp = build_input(question, filters, overrides)
+        inp, asked, cfg = check_request(inp, self._config)
+        with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
+            prep = await self._prepare(inp, asked, cfg, deadline)
             retrieval = await self._pack(prep)
             t0 = time.perf_counter()
             answer, kind = await self._answer(prep, retrieval)
+        _note_deadline(retrieval.metadata, deadline)
         return await self._finish(prep, retrieval, answer, kind, usage, t0, started)
 
     def invoke(
@@ -221,91 +233,51 @@ class RAGChain:
             The errors of `ainvoke`.
         """
         started = time.perf_counter()
-        with usage_scope() as usage:
-            prep = await self._prepare(self._input(question, filters, overrides))
+        inp = build_input(question, filters, overrides)
+        inp, asked, cfg = check_request(inp, self._config)
+        with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
+            prep = await self._prepare(inp, asked, cfg, deadline)
             retrieval = await self._pack(prep)
             t0 = time.perf_counter()
-            cfg = prep.ctx.config
             if self._chat is None or not retrieval.sources or prep.strategy == "lazy" or (
                 prep.result.cannot_answer
             ):
                 answer, kind = await self._answer(prep, retrieval)
-                yield answer
+                yield answer.text
             else:
                 parts: list[str] = []
                 outcome: dict[str, bool] = {}
-                async for delta in stream_answer(
-                    self._chat, prep.ctx.question, retrieval.sources,
-                    max_tokens=cfg.answer_max_tokens, style=self._style(prep),
-                    abstention=cfg.abstention.mode == "mark", outcome=outcome,
-                ):  # fmt: skip
-                    parts.append(delta)
-                    yield delta
-                answer, kind = "".join(parts).strip(), "generative"
-                if not answer and not outcome.get("abstained"):
-                    raise ModelError("the model streamed an empty answer (after reasoning "
-                                     "blocks were removed)")  # fmt: skip
-                if outcome.get("abstained"):
-                    retrieval.metadata["streamed_abstention"] = True
+                finish = StreamFinish()
+                try:
+                    async for delta in stream_answer(
+                        self._chat, prep.ctx.question, retrieval.sources,
+                        max_tokens=cfg.answer_max_tokens, style=self._style(prep),
+                        abstention=cfg.abstention.mode == "mark", outcome=outcome,
+                        finish=finish,
+                    ):  # fmt: skip
+                        parts.append(delta)
+                        yield delta
+                except QueryDeadlineError:  # before any text: the extractive answer instead
+                    answer, kind = await self._extractive(prep, retrieval, deadline_cut=True)
+                    yield answer.text
+                else:
+                    answer = AnswerText("".join(parts).strip(), finish.finish_reason)
+                    kind = "generative"
+                    if not answer.text and not outcome.get("abstained"):
+                        raise ModelError("the model streamed an empty answer (after reasoning "
+                                         "blocks were removed)")  # fmt: skip
+                    if outcome.get("abstained"):
+                        retrieval.metadata["streamed_abstention"] = True
+        _note_deadline(retrieval.metadata, deadline)
         yield await self._finish(prep, retrieval, answer, kind, usage, t0, started)
 
     # ----------------------------------------------------------------- internals
 
-    @staticmethod
-    def _input(
-        question: str | RAGInput, filters: FilterMap | None, overrides: Mapping[str, object]
-    ) -> RAGInput:
-        if isinstance(question, RAGInput):
-            if filters is None and not overrides:
-                return question
-            merged = {**question.overrides, **overrides}
-            chosen = question.filters if filters is None else dict(filters)
-            return question.model_copy(update={"filters": chosen, "overrides": merged})
-        return RAGInput(question=question, filters=dict(filters or {}),
-                        overrides=dict(overrides))  # fmt: skip
-
-    def _effective(self, inp: RAGInput) -> QueryConfig:
-        overrides = dict(inp.overrides)
-        if inp.strategy is not None and overrides.get("strategy") is None:
-            overrides["strategy"] = inp.strategy
-        unknown = sorted(k for k in overrides if k not in QueryConfig.model_fields)
-        if unknown:
-            raise UsageError(f"unknown query setting(s): {', '.join(unknown)}", field="overrides")
-        values = {k: v for k, v in overrides.items() if v is not None}
-        if not values:
-            return self._config
-        try:
-            return QueryConfig.model_validate({**self._config.model_dump(), **values})
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"])
-            raise UsageError(first["msg"], field=f"query.{field}") from exc
-
-    async def _prepare(self, inp: RAGInput) -> _Prepared:
-        question = inp.question.strip()
-        if not question:
-            raise UsageError("must not be empty", field="question")
-        unknown = sorted(k for k in inp.filters if k not in FILTER_FIELDS)
-        if unknown:
-            raise UsageError(
-                f"unknown filter field(s) {', '.join(map(repr, unknown))}; passages can be "
-                f"filtered on {', '.join(FILTER_FIELDS)}",
-                field="filters",
-            )
-        if len(question) > MAX_QUESTION_CHARS:
-            raise UsageError(
-                f"is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}",
-                field="question",
-            )
-        if "rerank" in inp.overrides:
-            raise UsageError(
-                "query.rerank cannot change for one call: the reranker is built with the app "
-                "(set it in ukr.yaml or UKR_QUERY__RERANK__*)",
-                field="overrides",
-            )
-        cfg = self._effective(inp)
+    async def _prepare(
+        self, inp: RAGInput, question: str, cfg: QueryConfig, deadline: QueryDeadline | None
+    ) -> _Prepared:
         timings: dict[str, float] = {}
-        held = await self._check_index()
+        held = await check_index(self._stores, self._embedder)
         if cfg.strategy != "auto":  # refused before any model call, the rewrite's included
             explicit = STRATEGIES.get(cfg.strategy)
             explicit.require(held, self._stores.name)
@@ -330,7 +302,7 @@ class RAGChain:
         ctx = QueryContext(
             question=standalone, stores=self._stores, embedder=self._embedder,
             chat_model=self._chat, config=cfg, filters=dict(inp.filters), held=held,
-            metadata=metadata,
+            metadata=metadata, deadline=deadline,
         )  # fmt: skip
         t0 = time.perf_counter()
         raw = await spec.factory().retrieve(ctx)
@@ -388,45 +360,66 @@ class RAGChain:
         style = prep.ctx.config.answer_style
         return (prep.result.answer_style or "concise") if style == "auto" else style
 
-    async def _answer(self, prep: _Prepared, retrieval: RetrievalOutput) -> tuple[str, str]:
+    async def _answer(
+        self, prep: _Prepared, retrieval: RetrievalOutput
+    ) -> tuple[AnswerText, str]:
         cfg = prep.ctx.config
         sources = retrieval.sources
         if prep.result.cannot_answer:
-            return f"I cannot answer: {prep.result.cannot_answer}.", "cannot_answer"
+            reason = prep.result.cannot_answer
+            return AnswerText(f"I cannot answer: {reason}."), "cannot_answer"
         if not sources:
-            return CANNOT_ANSWER, "cannot_answer"
-        if self._chat is not None:
+            return AnswerText(CANNOT_ANSWER), "cannot_answer"
+        if self._chat is None:
+            return await self._extractive(prep, retrieval)
+        try:
             if prep.strategy == "lazy":
-                text = await map_reduce_answer(
+                written = await map_reduce_answer(
                     self._chat, prep.ctx.question, sources, max_tokens=cfg.answer_max_tokens
                 )
             else:
-                text = await generative_answer(
+                written = await generative_answer(
                     self._chat, prep.ctx.question, sources, max_tokens=cfg.answer_max_tokens,
                     style=self._style(prep), abstention=cfg.abstention.mode == "mark",
                 )  # fmt: skip
-            return text, "generative"
-        passages = sorted(sources, key=lambda s: (s.kind != "text_unit", s.n))
+        except QueryDeadlineError:
+            return await self._extractive(prep, retrieval, deadline_cut=True)
+        return written, "generative"
+
+    async def _extractive(
+        self, prep: _Prepared, retrieval: RetrievalOutput, *, deadline_cut: bool = False
+    ) -> tuple[AnswerText, str]:
+        """The extractive answer; ``deadline_cut``: it stands in for a generative one."""
+        cfg = prep.ctx.config
+        if deadline_cut:
+            retrieval.metadata["answer_fallback"] = _DEADLINE_FALLBACK
+        passages = sorted(retrieval.sources, key=lambda s: (s.kind != "text_unit", s.n))
         text = await extractive_answer(
             prep.ctx.question, self._embedder, await prep.ctx.query_vector(), passages,
             sentences=cfg.extractive_sentences, lexical_weight=cfg.extractive_lexical_weight,
             min_relative=cfg.extractive_min_relative,
         )  # fmt: skip
-        return text, "extractive"
+        return AnswerText(text), "extractive"
 
     async def _finish(
         self,
         prep: _Prepared,
         retrieval: RetrievalOutput,
-        answer: str,
+        written: AnswerText,
         kind: str,
         usage: TokenUsage,
         answer_started: float,
         started: float,
     ) -> RAGOutput:
         cfg = prep.ctx.config
+        answer = written.text
         metadata = dict(retrieval.metadata)
         metadata["context_tokens"] = retrieval.context_tokens
+        metadata["answer_complete"] = written.complete
+        metadata["finish_reason"] = written.finish_reason
+        cut = {**_as_dict(metadata.get("incomplete_replies")), **written.incomplete}
+        if cut:
+            metadata["incomplete_replies"] = cut
         if kind == "cannot_answer":
             metadata["abstained"] = True
             metadata["abstention_reason"] = "no_context"
@@ -443,6 +436,8 @@ class RAGChain:
         timings = dict(retrieval.timings_ms)
         timings["answer"] = _ms(answer_started)
         timings["total"] = _ms(started)
+        citations = check_citations(answer, retrieval.sources)
+        metadata["invalid_citations"] = list(citations.invalid)
         return RAGOutput(
             question=prep.inp.question,
             answer=answer,
@@ -450,31 +445,33 @@ class RAGChain:
             strategy=prep.strategy,
             index=self._stores.name,
             sources=tuple(retrieval.sources),
-            cited=cited_numbers(answer, {s.n for s in retrieval.sources}),
+            cited=citations.cited,
             evidence=evidence_from_answer(answer, retrieval.sources),
             usage=usage,
             timings_ms=timings,
             metadata=metadata,
         )
 
-    async def _check_index(self) -> tuple[str, ...]:
-        """Check the index can be queried; return the methodologies it holds."""
-        name = self._stores.name
-        if await self._stores.search.count(Collection.TEXT_UNITS) == 0:
-            raise UsageError(
-                f"index {name!r} holds no text units; index documents first with "
-                f"`ukr index PATH --index {name}`",
-                field="index",
-            )
-        bound = await self._stores.search.embedding()
-        if bound is not None and bound[0] != self._embedder.model_id:
-            raise EmbeddingMismatchError(
-                f"index {name!r} was built with embedding model {bound[0]!r}; the configured "
-                f"model is {self._embedder.model_id!r}. Configure the original model to query it"
-            )
-        return parse_methodologies(
-            await self._stores.records.get(INDEX_NAMESPACE, METHODOLOGIES_KEY)
-        )
+
+_DEADLINE_FALLBACK = (
+    "the model could not finish the answer before the deadline, so it is extractive, from "
+    "the same sources"
+)
+
+
+def _note_deadline(metadata: dict[str, object], deadline: QueryDeadline | None) -> None:
+    """Record whether the query's deadline passed before its answer was ready."""
+    if deadline is None:
+        metadata["deadline_hit"] = False
+        return
+    metadata["deadline_s"] = deadline.seconds
+    metadata["deadline_hit"] = deadline.hit or deadline.passed
+    if deadline.cut_calls:
+        metadata["deadline_cut_calls"] = deadline.cut_calls
+
+
+def _as_dict(value: object) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
 def _ms(start: float, end: float | None = None) -> float:

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Sequence
 
 from unified_kg_rag.config.models import QueryConfig
+from unified_kg_rag.domain.llm.deadline import within_query_deadline
 from unified_kg_rag.domain.models import Source
 from unified_kg_rag.domain.ranking.budget import pack_sections, pack_typed
 from unified_kg_rag.domain.ranking.mmr import mmr_order
@@ -27,6 +28,7 @@ from unified_kg_rag.retrieval.strategies.base import (
     fuse,
     is_fatal,
 )
+from unified_kg_rag.util.errors import QueryDeadlineError
 
 __all__ = [
     "MMR_POOL",
@@ -63,6 +65,9 @@ async def rerank_and_diversify(
     Returns:
         kind -> candidates, best first, at most `quota_of` each.
 
+    The rerank call takes at most the query's time left (``query.deadline_s``); cut by it,
+    the fused order is kept even when the reranker is required.
+
     Raises:
         ModelError: the reranker failed and ``query.rerank.required`` is on, or it failed
             with an authentication error (fatal, seed 000 §8.1).
@@ -79,9 +84,12 @@ async def rerank_and_diversify(
                 continue
             head = items[: config.rerank.top_n]
             try:
-                scores = await reranker.rerank(question, [c.text for c in head])
+                scores = await within_query_deadline(
+                    reranker.rerank(question, [c.text for c in head])
+                )
             except Exception as exc:
-                if config.rerank.required or is_fatal(exc):
+                deadline = isinstance(exc, QueryDeadlineError)  # returns what it has
+                if (config.rerank.required and not deadline) or is_fatal(exc):
                     raise
                 logger.warning("rerank failed; the fused order is kept: %s", exc)
                 failed = f"failed: {exc}"

@@ -14,7 +14,8 @@
     │   ├── EmbeddingModelError   the embedding model failed or does not match the index
     │   │   └── EmbeddingMismatchError  exit 2: the index was built with another model
     │   ├── ModelIntegrityError   a bundled model file does not have its pinned hash
-    │   └── ModelOutputError      a model's reply is not in the format its prompt asked for
+    │   ├── ModelOutputError      a model's reply is not in the format its prompt asked for
+    │   └── QueryDeadlineError    a query's deadline passed before a model call finished
     ├── MethodologyNotIndexedError  a strategy needs what the index does not hold
     └── IndexingInterruptedError  exit 130: a run was stopped; the next run resumes it
 
@@ -37,6 +38,7 @@ __all__ = [
     "ModelError",
     "ModelIntegrityError",
     "ModelOutputError",
+    "QueryDeadlineError",
     "StoreConnectionError",
     "StoreError",
     "StoreSchemaError",
@@ -199,6 +201,21 @@ class ModelOutputError(ModelError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason, transient=False)
         self.reason = reason
+
+
+class QueryDeadlineError(ModelError):
+    """The query's deadline (``query.deadline_s``) passed before a model call finished.
+
+    Not transient (retrying cannot give back the time), not fatal: the step that made the
+    call falls back as for any failed model call, and the query returns what it has.
+
+    Attributes:
+        deadline_s: the query's deadline, seconds.
+    """
+
+    def __init__(self, message: str, *, deadline_s: float) -> None:
+        super().__init__(message, transient=False)
+        self.deadline_s = deadline_s
 
 
 class MethodologyNotIndexedError(UkrError):

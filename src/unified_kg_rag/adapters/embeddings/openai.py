@@ -5,8 +5,10 @@ Works with OpenAI, vLLM, TEI, llama.cpp, Ollama's ``/v1`` and LM Studio.
 Texts go in batches of ``max_batch``; vectors come back re-ordered by the response's
 ``index`` and L2-normalised (servers do not all normalise). Blank texts are not sent (the API
 rejects empty input) and give zero rows. The SDK's retries are off; this adapter retries
-transient failures (timeouts, dropped connections, HTTP 408/409/429/5xx) with exponential
-backoff and jitter, and fails at once on authentication errors.
+transient failures (timeouts, dropped connections, HTTP 408/409/429/5xx, a request past
+``deadline_s``) with exponential backoff and jitter, and fails at once on authentication
+errors. ``timeout_s`` bounds connecting and each read; ``deadline_s`` bounds each whole
+request (`adapters.deadlines`), the blocking dimension probe's too.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from tenacity import (
     stop_after_attempt,
 )
 
+from unified_kg_rag.adapters.deadlines import call_within, deadline_error
 from unified_kg_rag.adapters.llm.backoff import backoff_wait
 from unified_kg_rag.adapters.llm.openai_client import (
     LoopBoundClient,
@@ -36,7 +39,8 @@ from unified_kg_rag.adapters.llm.openai_client import (
 from unified_kg_rag.config.models import OpenAIEmbeddingsConfig
 from unified_kg_rag.domain.llm.usage import record_usage
 from unified_kg_rag.domain.models import TokenUsage
-from unified_kg_rag.util.errors import EmbeddingModelError
+from unified_kg_rag.util.errors import EmbeddingModelError, ModelError
+from unified_kg_rag.util.threads import wait_in_daemon_thread
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -134,24 +138,36 @@ class OpenAIEmbedder:
         retrying = AsyncRetrying(**self._retry_policy())
         async for attempt in retrying:
             with attempt:
-                client = self._clients.get()
-                try:
-                    response = await client.embeddings.create(**self._params(batch))
-                except Exception as exc:
-                    raise self._translate(exc) from exc
+                response = await call_within(
+                    self._create(batch), self.config.deadline_s, self._deadline_error
+                )
                 vectors: NDArray[np.float32] = self._vectors(response, len(batch))
                 return vectors
         raise RuntimeError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 
+    async def _create(self, batch: list[str]) -> Any:
+        """Send one request, translating SDK errors."""
+        client = self._clients.get()
+        try:
+            return await client.embeddings.create(**self._params(batch))
+        except Exception as exc:
+            raise self._translate(exc) from exc
+
     def _probe_dimension(self) -> int:
         client = make_sync_client(self.config.base_url, self._api_key, self.config.timeout_s)
+
+        def request() -> Any:
+            try:
+                return client.embeddings.create(**self._params([PROBE_TEXT]))
+            except Exception as exc:
+                raise self._translate(exc) from exc
+
         try:
             for attempt in Retrying(**self._retry_policy()):
                 with attempt:
-                    try:
-                        response = client.embeddings.create(**self._params([PROBE_TEXT]))
-                    except Exception as exc:
-                        raise self._translate(exc) from exc
+                    response = wait_in_daemon_thread(
+                        request, self.config.deadline_s, self._deadline_error
+                    )
                     return int(self._vectors(response, 1).shape[1])
         finally:
             client.close()
@@ -201,6 +217,12 @@ class OpenAIEmbedder:
             "wait": backoff_wait(self.retry_initial_s, self.retry_max_s),
             "reraise": True,
         }
+
+    def _deadline_error(self) -> ModelError:
+        return deadline_error(
+            f"{self.model_id}@{self.config.base_url}", self.config.deadline_s,
+            "embeddings.openai.deadline_s", EmbeddingModelError,
+        )  # fmt: skip
 
     def _translate(self, exc: Exception) -> EmbeddingModelError:
         return translate_openai_error(

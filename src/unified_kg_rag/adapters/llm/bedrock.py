@@ -2,9 +2,12 @@
 
 One ``converse`` (or ``converse_stream``) request per call: botocore's own retries are off,
 because the middleware stack of `adapters.llm.middleware` retries transient failures and
-caches replies. boto3 calls block, so they run in worker threads (``asyncio.to_thread``);
-a stream is read event by event in a thread, so deltas arrive in order and the reader never
-runs ahead of the consumer.
+caches replies. boto3 calls block, so they run in daemon threads (`util.threads`); a stream
+is read event by event in a thread, so deltas arrive in order and the reader never runs ahead
+of the consumer. ``timeout_s`` bounds connecting and each read (botocore); ``deadline_s``
+bounds the whole call (`adapters.deadlines`): at the deadline the awaiting side returns (a
+stream's event stream is closed) and the thread, which cannot be killed, ends in the
+background without holding up the event loop or the process's exit.
 
 Messages: ``system`` messages become the request's ``system`` blocks; consecutive messages of
 one role are sent as one message with several text blocks (Converse wants user and assistant
@@ -16,16 +19,19 @@ https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.htm
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
+from unified_kg_rag.adapters.deadlines import call_within, deadline_error, stream_within
 from unified_kg_rag.config.models import BedrockChatConfig
 from unified_kg_rag.domain.llm.finish import record_stream_finish
 from unified_kg_rag.domain.models import Completion, Message
 from unified_kg_rag.util.errors import ConfigurationError, ModelError
+from unified_kg_rag.util.threads import in_daemon_thread
 
 __all__ = ["BedrockChatModel", "finish_reason", "translate_bedrock_error"]
 
@@ -107,12 +113,17 @@ class BedrockChatModel:
         is ignored (see the module docstring).
 
         Raises:
-            ModelError: the request failed (``transient`` for throttling, 5xx, timeouts and
-                dropped connections; not for access, credential and validation errors).
+            ModelError: the request failed (``transient`` for throttling, 5xx, timeouts,
+                dropped connections and a call past ``deadline_s``; not for access,
+                credential and validation errors).
             ConfigurationError: boto3 is missing or the AWS profile/region is unusable.
         """
         params = self._params(messages, max_tokens, temperature, stop)
-        response = await asyncio.to_thread(self._call, "converse", params)
+        response = await call_within(
+            in_daemon_thread(partial(self._call, "converse", params)),
+            self.config.deadline_s,
+            self._deadline_error,
+        )
         content = (response.get("output", {}).get("message") or {}).get("content") or []
         text = "".join(block["text"] for block in content if isinstance(block.get("text"), str))
         usage = response.get("usage") or {}
@@ -123,7 +134,7 @@ class BedrockChatModel:
             output_tokens=int(usage.get("outputTokens") or 0),
         )
 
-    async def stream(
+    def stream(
         self,
         messages: Sequence[Message],
         *,
@@ -134,20 +145,28 @@ class BedrockChatModel:
         """Yield the reply's text deltas in order (``converse_stream``; empty deltas skipped).
 
         The ``messageStop`` event's reason is recorded in the caller's
-        `domain.llm.finish.stream_finish` scope.
+        `domain.llm.finish.stream_finish` scope (``deadline`` when ``deadline_s`` passed
+        after the first delta: the reply ends there).
 
         Raises:
             ModelError: the request or the stream failed (an exception event in the stream
-                is translated like an HTTP error of the same code).
+                is translated like an HTTP error of the same code), or ``deadline_s`` passed
+                before the first delta (transient).
             ConfigurationError: boto3 is missing or the AWS profile/region is unusable.
         """
         params = self._params(messages, max_tokens, temperature, stop)
-        response = await asyncio.to_thread(self._call, "converse_stream", params)
+        return stream_within(
+            self._deltas(params), self.config.deadline_s, self._deadline_error, within_query=True
+        )
+
+    async def _deltas(self, params: dict[str, Any]) -> AsyncIterator[str]:
+        """Stream one request; yield its text deltas, record its stop reason."""
+        response = await in_daemon_thread(partial(self._call, "converse_stream", params))
         events = response["stream"]
         iterator = iter(events)
         try:
             while True:
-                event = await asyncio.to_thread(self._next_event, iterator)
+                event = await in_daemon_thread(partial(self._next_event, iterator))
                 if event is _END:
                     break
                 stopped = event.get("messageStop")
@@ -158,7 +177,7 @@ class BedrockChatModel:
                 if text:
                     yield text
         finally:
-            events.close()
+            _release(events)
 
     # ------------------------------------------------------------------ internals
 
@@ -213,12 +232,35 @@ class BedrockChatModel:
     def _translate(self, exc: Exception) -> ModelError | ConfigurationError:
         return translate_bedrock_error(exc, model_id=self.config.model_id)
 
+    def _deadline_error(self) -> ModelError:
+        return deadline_error(self.model_id, self.config.deadline_s, "llm.bedrock.deadline_s")
+
     def _get_client(self) -> Any:
         """Build the ``bedrock-runtime`` client once (boto3 clients are thread-safe)."""
         with self._lock:
             if self._client is None:
                 self._client = _make_client(self.config)
             return self._client
+
+
+def _release(events: Any) -> None:
+    """Close an event stream without blocking the loop, even while a thread reads it.
+
+    Closing takes the response's buffer lock, which a read blocked in a worker thread holds
+    (a server trickling its reply): the socket is shut down first (urllib3's
+    ``HTTPResponse.shutdown``, which wakes that read), then the stream is closed in a daemon
+    thread.
+    """
+    shutdown = getattr(getattr(events, "_raw_stream", None), "shutdown", None)
+    if callable(shutdown):
+        with contextlib.suppress(Exception):  # already released, or an older urllib3
+            shutdown()
+
+    def close() -> None:
+        with contextlib.suppress(Exception):
+            events.close()
+
+    threading.Thread(target=close, name="ukr-bedrock-close", daemon=True).start()
 
 
 def _make_client(config: BedrockChatConfig) -> Any:

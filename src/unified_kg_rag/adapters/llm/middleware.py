@@ -3,19 +3,23 @@
 Each middleware is itself a `ports.ChatModel` wrapping an inner one. `wrap_chat_model` builds
 the stack in this order, outermost first::
 
-    MeteredChatModel              usage per scope: calls, cache hits, tokens, latency
-    └── CachingChatModel          RecordStore namespace ``llm_cache`` (complete only)
-        └── RetryingChatModel     transient ModelError: exponential backoff with jitter
-            └── BoundedChatModel  asyncio.Semaphore(max_concurrency)
-                └── ReasoningStrippingChatModel   <think>…</think> removed
-                    └── UnicodeRepairingChatModel lone surrogates → U+FFFD, pairs joined
-                        └── the provider's adapter (one HTTP request per call)
+    MeteredChatModel                  usage per scope: calls, cache hits, tokens, latency
+    └── QueryDeadlineChatModel        the query's time left (query.deadline_s), when in one
+        └── CachingChatModel          RecordStore namespace ``llm_cache`` (complete only)
+            └── RetryingChatModel     transient ModelError: exponential backoff with jitter
+                └── BoundedChatModel  asyncio.Semaphore(max_concurrency)
+                    └── ReasoningStrippingChatModel   <think>…</think> removed
+                        └── UnicodeRepairingChatModel lone surrogates → U+FFFD, pairs joined
+                            └── the provider's adapter (one HTTP request per call, within
+                                its own deadline_s)
 
 Why this order: metering outermost sees every call, including cache hits; the cache sits
 outside retries so a hit costs no attempt; retries sit outside the concurrency bound so a
 call waiting out its backoff holds no slot (graphrag-llm puts cache outside retry, retry
-outside the rate limiter); reasoning is stripped near the adapter so the cache stores clean
-text, and text is repaired innermost, where it enters, so no layer sees invalid Unicode.
+outside the rate limiter); the query's deadline sits outside them all, so backoff and slot
+waits count against it and a call it cut is not retried; reasoning is stripped near the
+adapter so the cache stores clean text, and text is repaired innermost, where it enters, so
+no layer sees invalid Unicode.
 
 Streams (`stream`) pass through metering (tokens estimated), retry (only before the first
 chunk: a stream that failed midway cannot be replayed), the concurrency bound (the slot is
@@ -27,6 +31,7 @@ from __future__ import annotations
 from unified_kg_rag.adapters.llm.bounded import BoundedChatModel
 from unified_kg_rag.adapters.llm.caching import CACHE_NAMESPACE, CachingChatModel, cache_key
 from unified_kg_rag.adapters.llm.metering import MeteredChatModel
+from unified_kg_rag.adapters.llm.query_deadline import QueryDeadlineChatModel
 from unified_kg_rag.adapters.llm.reasoning import ReasoningStrippingChatModel
 from unified_kg_rag.adapters.llm.retrying import RetryingChatModel
 from unified_kg_rag.adapters.llm.unicode_repair import UnicodeRepairingChatModel
@@ -38,6 +43,7 @@ __all__ = [
     "BoundedChatModel",
     "CachingChatModel",
     "MeteredChatModel",
+    "QueryDeadlineChatModel",
     "ReasoningStrippingChatModel",
     "RetryingChatModel",
     "UnicodeRepairingChatModel",
@@ -65,4 +71,4 @@ def wrap_chat_model(raw: ChatModel, config: LLMConfig, cache: RecordStore | None
     )
     if cache is not None and config.cache:
         model = CachingChatModel(model, cache)
-    return MeteredChatModel(model)
+    return MeteredChatModel(QueryDeadlineChatModel(model))

@@ -4,7 +4,8 @@ Works with OpenAI, vLLM, llama.cpp ``llama-server``, Ollama's ``/v1`` and LM Stu
 
 The adapter makes exactly one HTTP request per call: no retries, no cache, no reasoning
 stripping (the middleware stack of `adapters.llm.middleware` adds those). SDK errors become
-`ModelError` (see `adapters.llm.openai_client`).
+`ModelError` (see `adapters.llm.openai_client`). ``timeout_s`` bounds connecting and each
+read; ``deadline_s`` bounds the whole call (`adapters.deadlines`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from unified_kg_rag.adapters.deadlines import call_within, deadline_error, stream_within
 from unified_kg_rag.adapters.llm.openai_client import (
     LoopBoundClient,
     make_async_client,
@@ -76,17 +78,15 @@ class OpenAIChatModel:
         is sent as ``response_format={"type": "json_schema", ...}``.
 
         Raises:
-            ModelError: the request failed (``transient`` for timeouts, 408/409/429/5xx), or
-                the answer held no choice.
+            ModelError: the request failed (``transient`` for timeouts, 408/409/429/5xx, and
+                a call past ``deadline_s``), or the answer held no choice.
         """
-        client = self._clients.get()
         params = self._params(messages, max_tokens, temperature, stop)
         if json_schema is not None:
             params["response_format"] = _response_format(json_schema)
-        try:
-            response = await client.chat.completions.create(**params)
-        except Exception as exc:
-            raise self._translate(exc) from exc
+        response = await call_within(
+            self._create(params), self.config.deadline_s, self._deadline_error
+        )
         if not hasattr(response, "choices"):  # e.g. an HTML page from a proxy, with status 200
             raise ModelError(
                 f"{self.config.base_url} did not answer with a chat completion (is it an "
@@ -103,7 +103,7 @@ class OpenAIChatModel:
             output_tokens=usage.completion_tokens if usage is not None else 0,
         )
 
-    async def stream(
+    def stream(
         self,
         messages: Sequence[Message],
         *,
@@ -113,17 +113,29 @@ class OpenAIChatModel:
     ) -> AsyncIterator[str]:
         """Yield the reply's content deltas in order (``stream=True``; empty deltas skipped).
 
-        The finish reason is recorded in the caller's `domain.llm.finish.stream_finish` scope.
+        The finish reason is recorded in the caller's `domain.llm.finish.stream_finish` scope
+        (``deadline`` when ``deadline_s`` passed after the first delta: the reply ends there).
 
         Raises:
-            ModelError: the request or the stream failed.
+            ModelError: the request or the stream failed, or ``deadline_s`` passed before
+                the first delta (transient).
         """
-        client = self._clients.get()
         params = self._params(messages, max_tokens, temperature, stop)
+        return stream_within(
+            self._deltas(params), self.config.deadline_s, self._deadline_error, within_query=True
+        )
+
+    async def _create(self, params: dict[str, Any]) -> Any:
+        """Send one request (``params`` as the SDK takes them), translating SDK errors."""
+        client = self._clients.get()
         try:
-            chunks = await client.chat.completions.create(**params, stream=True)
+            return await client.chat.completions.create(**params)
         except Exception as exc:
             raise self._translate(exc) from exc
+
+    async def _deltas(self, params: dict[str, Any]) -> AsyncIterator[str]:
+        """Stream one request; yield its content deltas, record its finish reason."""
+        chunks = await self._create({**params, "stream": True})
         finished = False
         try:
             async for chunk in chunks:
@@ -167,6 +179,9 @@ class OpenAIChatModel:
 
     def _translate(self, exc: Exception) -> ModelError:
         return translate_openai_error(exc, base_url=self.config.base_url, error_type=ModelError)
+
+    def _deadline_error(self) -> ModelError:
+        return deadline_error(self.model_id, self.config.deadline_s, "llm.openai.deadline_s")
 
 
 _STOP_ALIASES = frozenset({"stop", "eos", "eos_token", "end_turn", "stop_sequence"})

@@ -16,9 +16,11 @@ returned one (the lowest returned score minus 1). Texts go in batches of ``max_b
 (TEI refuses more than 32 per request by default), sent one after another.
 
 Errors: HTTP 401/403 raise a fatal `ModelError` with ``status_code``; timeouts, dropped
-connections and HTTP 408/409/429/5xx are transient and retried with exponential backoff and
-jitter, at most ``max_retries`` times; other HTTP errors and unreadable bodies fail at once.
-Every message is one line naming the URL.
+connections, HTTP 408/409/429/5xx and a request past ``deadline_s`` (`adapters.deadlines`:
+``timeout_s`` bounds connecting and each read, not a reply trickled a byte at a time) are
+transient and retried with exponential backoff and jitter, at most ``max_retries`` times;
+other HTTP errors and unreadable bodies fail at once. Every message is one line naming the
+URL.
 
 httpx is imported inside functions. Each `rerank` call opens its own client (closed before
 it returns), so no connection outlives the event loop that opened it.
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Literal
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
+from unified_kg_rag.adapters.deadlines import call_within, deadline_error
 from unified_kg_rag.adapters.llm.backoff import backoff_wait
 from unified_kg_rag.config.search import RerankConfig
 from unified_kg_rag.domain.llm.usage import record_usage
@@ -64,7 +67,8 @@ class HttpReranker:
         url: the endpoint, e.g. ``http://127.0.0.1:8080/rerank``.
         model: model name sent in the Cohere body ("" sends none).
         api_key: bearer token, or None to send no ``Authorization`` header.
-        timeout_s: per-request timeout, seconds.
+        timeout_s: connect and read timeout of each request, seconds.
+        deadline_s: longest one request may take in total, seconds.
         api_style: ``auto``, ``cohere`` or ``tei``.
         max_batch: most texts per request.
         max_retries: retries of a transient failure per request.
@@ -82,6 +86,7 @@ class HttpReranker:
         model: str = "",
         api_key: str | None = None,
         timeout_s: float = 30.0,
+        deadline_s: float = 60.0,
         api_style: ApiStyle = "auto",
         max_batch: int = 32,
         max_retries: int = 2,
@@ -95,6 +100,7 @@ class HttpReranker:
         self.url = url
         self.model = model
         self.timeout_s = timeout_s
+        self.deadline_s = deadline_s
         self.max_batch = max(1, max_batch)
         self.max_retries = max_retries
         self.retry_initial_s = retry_initial_s
@@ -120,6 +126,7 @@ class HttpReranker:
             model=config.model,
             api_key=key or None,
             timeout_s=config.timeout_s,
+            deadline_s=config.deadline_s,
             api_style=config.api_style,
             max_batch=config.max_batch,
         )
@@ -227,7 +234,11 @@ class HttpReranker:
             if self.model:
                 body = {"model": self.model, **body}
         try:
-            response = await client.post(self.url, json=body)
+            response = await call_within(
+                client.post(self.url, json=body),
+                self.deadline_s,
+                lambda: deadline_error(self.url, self.deadline_s, "query.rerank.deadline_s"),
+            )
         except httpx.TimeoutException as exc:
             raise ModelError(
                 f"rerank request to {self.url} timed out after {self.timeout_s:g} s",

@@ -80,13 +80,18 @@ _STREAM: contextvars.ContextVar[StreamFinish | None] = contextvars.ContextVar(
 
 
 @contextmanager
-def stream_finish() -> Iterator[StreamFinish]:
+def stream_finish(holder: StreamFinish | None = None) -> Iterator[StreamFinish]:
     """Open a scope whose streamed reply records its finish reason in the yielded holder.
 
     Open it around the iteration of one ``ChatModel.stream`` (the iteration must run in the
-    task that opened the scope).
+    task that opened the scope). A caller that yields between steps of the stream (an async
+    generator) opens one scope per step with the same ``holder``, so no scope stays open
+    across its own ``yield``.
+
+    Args:
+        holder: the holder to fill (None: a new one).
     """
-    holder = StreamFinish()
+    holder = holder if holder is not None else StreamFinish()
     token = _STREAM.set(holder)
     try:
         yield holder

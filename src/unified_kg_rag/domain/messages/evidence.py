@@ -14,6 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from unified_kg_rag.domain.answers.citations import (
+    CitationGroup,
+    citation_groups,
+    label_names_message,
+)
 from unified_kg_rag.domain.messages.transcripts import EDITED_MARK, REACTIONS_MARK
 from unified_kg_rag.domain.models import MessageRef, Source
 from unified_kg_rag.domain.text.analysis import lexical_query_terms, lexical_terms, sentence_spans
@@ -33,8 +38,6 @@ MESSAGE_CITATION_INSTRUCTIONS = (
 )
 """Appended to the answer system prompt when a source holds messages."""
 
-_LABEL = re.compile(r"\[\s*(\d+\.\d+(?:\s*[,;]\s*\d+\.\d+)*)\s*\]")
-_PLAIN = re.compile(r"\[\s*(\d+(?:\s*[,;]\s*\d+)*)\s*\]")
 _LEADING = re.compile(r"(?:\s*\[[^\[\]]*\])+")
 _PER_CITATION = 3
 """Most messages one plain ``[n]`` citation contributes to the evidence."""
@@ -80,10 +83,13 @@ def _line_at(text: str, head: str, start: int) -> int:
 def evidence_from_answer(answer: str, sources: Sequence[Source]) -> tuple[MessageRef, ...]:
     """Return the messages an answer rests on, in the order it first cites them.
 
-    ``[n.m]`` labels name messages directly; a plain ``[n]`` citing a source that holds
-    messages adds up to three of them: those sharing the most content words with the sentence
-    that cites it (at least one word; ties by transcript order). A citation standing alone or
-    opening a sentence (``... lasagna. [1] Bob ...``) cites the sentence before it.
+    ``[n.m]`` labels name messages directly (only when source ``n`` is a transcript passage
+    holding message ``m``: `domain.answers.citations.label_names_message`, the rule that
+    decides `RAGOutput.cited` too); a plain ``[n]`` citing a source that holds messages adds
+    up to three of them: those sharing the most content words with the sentence that cites
+    it (at least one word; ties by transcript order). A citation standing alone or opening a
+    sentence (``... lasagna. [1] Bob ...``) cites the sentence before it. A range ``[1-3]``
+    cites its sources but names no message.
 
     Args:
         answer: the answer text.
@@ -97,29 +103,38 @@ def evidence_from_answer(answer: str, sources: Sequence[Source]) -> tuple[Messag
     before: set[str] = set()
     for start, end in sentence_spans(answer) or [(0, len(answer))]:
         sentence = answer[start:end]
-        own = set(lexical_query_terms(_PLAIN.sub(" ", _LABEL.sub(" ", sentence))))
-        for match in _LABEL.finditer(sentence):
-            for item in re.split(r"\s*[,;]\s*", match.group(1)):
-                n, m = (int(x) for x in item.split("."))
-                source = by_n.get(n)
-                if source is not None and 1 <= m <= len(source.messages):
-                    ref = source.messages[m - 1]
-                    picked.setdefault(ref.guid, _labelled(ref, f"{n}.{m}"))
-        plain = _LABEL.sub(" ", sentence)
+        groups = list(citation_groups(sentence))
+        own = set(lexical_query_terms(_without(sentence, groups)))
         # citations opening a sentence ("... lasagna. [1] Bob ...") or standing alone refer
         # to the sentence before them
-        lead = _LEADING.match(plain)
+        lead = _LEADING.match(sentence)
         opening = lead.end() if lead else 0
-        for match in _PLAIN.finditer(plain):
-            words = (before or own) if match.start() < opening else (own or before)
-            for item in re.split(r"\s*[,;]\s*", match.group(1)):
-                source = by_n.get(int(item))
-                if source is None or not source.messages:
+        for group in groups:
+            words = (before or own) if group.start < opening else (own or before)
+            for item in group.items:
+                source = by_n.get(item.source)
+                if item.message is not None:
+                    if source is not None and label_names_message(source, item.message):
+                        ref = source.messages[item.message - 1]
+                        picked.setdefault(ref.guid, _labelled(ref, f"{item.source}.{item.message}"))
+                    continue
+                if item.last is not None or source is None or not source.messages:
                     continue
                 for ref, label in _supporting(words, source):
                     picked.setdefault(ref.guid, _labelled(ref, label))
         before = own or before
     return tuple(picked.values())
+
+
+def _without(sentence: str, groups: Sequence[CitationGroup]) -> str:
+    """``sentence`` with its citation brackets blanked out."""
+    out, cursor = [], 0
+    for group in groups:
+        out.append(sentence[cursor : group.start])
+        out.append(" ")
+        cursor = group.end
+    out.append(sentence[cursor:])
+    return "".join(out)
 
 
 def _supporting(words: set[str], source: Source) -> list[tuple[MessageRef, str]]:

@@ -26,7 +26,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from unified_kg_rag.config.models import QueryConfig
-from unified_kg_rag.domain.models import MetadataValue
+from unified_kg_rag.domain.llm.deadline import QueryDeadline
+from unified_kg_rag.domain.models import Completion, MetadataValue
 from unified_kg_rag.domain.ranking.fusion import weighted_rrf
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores
 from unified_kg_rag.util.errors import (
@@ -200,6 +201,9 @@ class QueryContext:
         held: the methodologies the index holds.
         metadata: what the strategy reports (``degraded`` sections, ``llm_calls``,
             ``report_selection`` ...); returned in the output's metadata.
+        deadline: the query's deadline (``query.deadline_s``), None without one. Model
+            calls are bound by it already (`domain.llm.deadline`); a strategy reads it to
+            start no new round of calls once it has passed.
     """
 
     question: str
@@ -210,6 +214,7 @@ class QueryContext:
     filters: dict[str, MetadataValue | Sequence[MetadataValue]] = field(default_factory=dict)
     held: tuple[str, ...] = ()
     metadata: dict[str, object] = field(default_factory=dict)
+    deadline: QueryDeadline | None = None
     _query_vector: NDArray[np.float32] | None = None
     _vector_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _keywords: QueryKeywords | None = None
@@ -272,6 +277,23 @@ class QueryContext:
             assert isinstance(degraded, dict)
             degraded[name] = f"{type(exc).__name__}: {exc}"
             return default
+
+    def note_reply(self, step: str, reply: Completion) -> None:
+        """Record a cut reply of ``step`` (``global_map.2``) in ``metadata["incomplete_replies"]``.
+
+        A reply the model did not finish (`Completion.complete` false: the length limit, a
+        content filter ...) is still used; the answer built on it says so.
+        """
+        if reply.complete:
+            return
+        cut = self.metadata.setdefault("incomplete_replies", {})
+        if isinstance(cut, dict):
+            cut[step] = reply.finish_reason
+
+    @property
+    def out_of_time(self) -> bool:
+        """True once the query's deadline has passed (never without one)."""
+        return self.deadline is not None and self.deadline.passed
 
     def count_llm_call(self, n: int = 1) -> None:
         """Count ``n`` model calls made by the strategy (``metadata["llm_calls"]``)."""

@@ -17,8 +17,10 @@
 Model calls per query: at most ``1 + primer_folds + n_depth × followups_per_round``
 (``metadata["llm_calls_bound"]``). The action searches make no call: they find their entities
 by name, without the LLM. A failed call degrades only its own answer; a round whose actions
-all failed ends the rounds; a fatal error (store, 401/403) fails the query and cancels the
-calls in flight. Without an LLM, one local search for the question stands in.
+all failed ends the rounds, and so does the query's deadline (no round starts once it has
+passed: the answers and buckets found so far are the result); a fatal error (store, 401/403)
+fails the query and cancels the calls in flight. Without an LLM, one local search for the
+question stands in.
 """
 
 from __future__ import annotations
@@ -206,6 +208,9 @@ class DriftStrategy:
             open_.append((0.0, 0, ctx.question))
         rounds = 0
         for depth in range(1, cfg.n_depth + 1):
+            if ctx.out_of_time:
+                ctx.metadata["drift_stopped"] = f"the query's deadline passed before round {depth}"
+                break
             open_.sort(key=lambda t: (-t[0], t[1]))
             picked = open_[: cfg.followups_per_round]
             del open_[: cfg.followups_per_round]
@@ -262,7 +267,7 @@ class DriftStrategy:
         folds = min(cfg.primer_folds, len(reports))
         results = await _all([
             ctx.section(f"drift.primer.{i + 1}",
-                        partial(self._fold, ctx, reports[i::folds], sem), None)
+                        partial(self._fold, ctx, reports[i::folds], sem, i + 1), None)
             for i in range(folds)
         ])  # fmt: skip
         return reports, [r for r in results if r is not None]
@@ -277,7 +282,11 @@ class DriftStrategy:
         return text.strip()
 
     async def _fold(
-        self, ctx: QueryContext, reports: Sequence[CommunityReport], sem: asyncio.Semaphore
+        self,
+        ctx: QueryContext,
+        reports: Sequence[CommunityReport],
+        sem: asyncio.Semaphore,
+        number: int,
     ) -> IntermediateAnswer:
         budget = ctx.config.drift_search.primer_context_tokens
         parts: list[str] = []
@@ -292,7 +301,8 @@ class DriftStrategy:
             question=ctx.question, reports="\n\n".join(parts)
         )
         async with sem:
-            return _parse(await self._ask(ctx, prompt), ctx.question, "primer")
+            reply = await self._ask(ctx, prompt, f"drift.primer.{number}")
+            return _parse(reply, ctx.question, "primer")
 
     # ----------------------------------------------------------------- actions
 
@@ -323,7 +333,7 @@ class DriftStrategy:
             )
 
             async def answer_it() -> IntermediateAnswer:
-                return _parse(await self._ask(ctx, prompt), followup, "action")
+                return _parse(await self._ask(ctx, prompt, f"{name}.answer"), followup, "action")
 
             # a failed answer leaves out only itself: the search's evidence still counts
             answer = await ctx.section(f"{name}.answer", answer_it, None)
@@ -339,7 +349,8 @@ class DriftStrategy:
                 for section, why in degraded.items():
                     mine[f"{name}.{section}"] = why
 
-    async def _ask(self, ctx: QueryContext, prompt: str) -> str:
+    async def _ask(self, ctx: QueryContext, prompt: str, step: str = "") -> str:
+        """Return the reply to ``prompt``; a cut reply of ``step`` is recorded (note_reply)."""
         assert ctx.chat_model is not None
         try:
             reply = await ctx.chat_model.complete(
@@ -349,6 +360,8 @@ class DriftStrategy:
             )
         finally:
             ctx.count_llm_call()
+        if step:
+            ctx.note_reply(step, reply)
         return reply.text
 
     # ------------------------------------------------------------------ reduce

@@ -11,8 +11,10 @@ and handed to the answer as one synthesized section, followed by the reports the
 
 Degradation: a batch whose call failed or whose reply cannot be read stays *unrated*
 (``metadata["degraded"]``); when no point passed but some reports were never rated, those
-reports pass through. When every map call failed the first error is raised; a fatal error
-(no model access) always is. Without an LLM the cut's reports are ranked by similarity.
+reports pass through. When every map call failed the first error is raised, unless the
+query's deadline cut them (the map replies that arrived are used, the rest pass through
+unrated); a fatal error (no model access) always is. Without an LLM the cut's reports are
+ranked by similarity.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from unified_kg_rag.retrieval.strategies.base import (
 )
 from unified_kg_rag.retrieval.strategies.filtering import reports_passing
 from unified_kg_rag.util.aio import map_bounded
-from unified_kg_rag.util.errors import ModelOutputError
+from unified_kg_rag.util.errors import ModelOutputError, QueryDeadlineError
 
 __all__ = ["NO_LLM_FALLBACK", "NO_RELEVANT_POINT", "GlobalSearchStrategy", "Report"]
 
@@ -176,8 +178,12 @@ async def _fetch_reports(ctx: QueryContext, ids: Sequence[str]) -> dict[str, Rep
     }  # fmt: skip
 
 
-async def _complete(ctx: QueryContext, prompt: str, max_tokens: int) -> str:
-    """Return the model's reply to one user message (counted, failed or not)."""
+async def _complete(ctx: QueryContext, prompt: str, max_tokens: int, step: str = "") -> str:
+    """Return the model's reply to one user message (counted, failed or not).
+
+    ``step`` names a reply the answer rests on: when cut, it is recorded
+    (`QueryContext.note_reply`).
+    """
     assert ctx.chat_model is not None
     try:
         reply = await ctx.chat_model.complete(
@@ -185,6 +191,8 @@ async def _complete(ctx: QueryContext, prompt: str, max_tokens: int) -> str:
         )
     finally:
         ctx.count_llm_call()
+    if step:
+        ctx.note_reply(step, reply)
     return reply.text
 
 
@@ -323,7 +331,9 @@ async def _map_batch(ctx: QueryContext, batch: _Batch) -> list[KeyPoint]:
     prompt = load_prompt(MAP_PROMPT).format(
         question=ctx.question, reports=format_batch(batch.texts)
     )
-    reply = await _complete(ctx, prompt, ctx.config.global_search.map_max_tokens)
+    reply = await _complete(
+        ctx, prompt, ctx.config.global_search.map_max_tokens, f"global_map.{batch.number}"
+    )
     points = parse_map_reply(reply, len(batch.reports))
     if points is None:
         raise ModelOutputError(f"map batch {batch.number}: the reply held no readable key points")
@@ -343,7 +353,8 @@ async def _map_reduce(ctx: QueryContext, reports: Sequence[Report]) -> StrategyR
         if is_fatal(error):
             raise error
     failed_calls = [e for e in errors if not isinstance(e, ModelOutputError)]
-    if failed_calls and len(failed_calls) == len(batches):
+    out_of_time = any(isinstance(e, QueryDeadlineError) for e in errors)
+    if failed_calls and len(failed_calls) == len(batches) and not out_of_time:
         raise failed_calls[0]
     points: list[RankedPoint] = []
     unrated: list[Report] = []

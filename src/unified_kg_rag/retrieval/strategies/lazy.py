@@ -14,7 +14,9 @@ Follows Microsoft's published description of LazyGraphRAG (the code was never re
    extractive otherwise). Units left untested fill the remaining ``top_k`` places after the
    relevant ones, best first, so a small budget never starves the context.
 
-An index without communities (a tiny corpus) tests units in similarity order.
+An index without communities (a tiny corpus) tests units in similarity order. Once the
+query's deadline (``query.deadline_s``) has passed, the split is the question itself and the
+remaining tests use the similarity rule (``metadata["lazy_fallback"]`` says so).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from unified_kg_rag.domain.models import Collection, Community, Message, SearchH
 from unified_kg_rag.retrieval.strategies.base import Candidate, QueryContext, register_strategy
 from unified_kg_rag.retrieval.strategies.naive import text_unit_candidate
 from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph, load_concept_graph
-from unified_kg_rag.util.errors import UsageError
+from unified_kg_rag.util.errors import QueryDeadlineError, UsageError
 
 __all__ = ["LazyStrategy"]
 
@@ -96,10 +98,14 @@ class LazyStrategy:
         if ctx.chat_model is None:
             return [ctx.question]
         n = ctx.config.lazy.max_subqueries
-        reply = await ctx.chat_model.complete(
-            [Message(role="user", content=_SPLIT_PROMPT.format(n=n, question=ctx.question))],
-            max_tokens=200,
-        )
+        try:
+            reply = await ctx.chat_model.complete(
+                [Message(role="user", content=_SPLIT_PROMPT.format(n=n, question=ctx.question))],
+                max_tokens=200,
+            )
+        except QueryDeadlineError:
+            ctx.metadata["lazy_fallback"] = "the query's deadline passed: no LLM split or tests"
+            return [ctx.question]
         lines = [ln.strip(" -*0123456789.\t") for ln in reply.text.splitlines()]
         subs = [ln for ln in lines if len(ln) > 3][:n]
         return subs or [ctx.question]
@@ -156,14 +162,25 @@ class LazyStrategy:
     async def _is_relevant(
         self, ctx: QueryContext, subquery: str, text: str, similarity: float
     ) -> bool:
+        by_similarity = similarity >= ctx.config.lazy.relevance_threshold
         if ctx.chat_model is None:
-            return similarity >= ctx.config.lazy.relevance_threshold
-        reply = await ctx.chat_model.complete(
-            [Message(role="user",
-                     content=_RELEVANCE_PROMPT.format(question=subquery, passage=text))],
-            max_tokens=3,
-        )  # fmt: skip
-        return reply.text.strip().lower().startswith("yes")
+            return by_similarity
+        if not ctx.out_of_time:
+            try:
+                reply = await ctx.chat_model.complete(
+                    [Message(role="user",
+                             content=_RELEVANCE_PROMPT.format(question=subquery, passage=text))],
+                    max_tokens=3,
+                )  # fmt: skip
+            except QueryDeadlineError:
+                pass
+            else:
+                return reply.text.strip().lower().startswith("yes")
+        ctx.metadata.setdefault(
+            "lazy_fallback",
+            "the query's deadline passed: the remaining relevance tests used similarity",
+        )
+        return by_similarity
 
 
 def _community_units(
