@@ -145,3 +145,29 @@ def test_an_answer_citing_only_real_sources_reports_no_invalid_label(
     out, _ = ask(tmp_path, openai_server, "What do barn owls hunt?", strategy="naive", top_k=3)
     assert out.metadata["invalid_citations"] == []
     assert out.cited == (1, 2)
+
+
+# ------------------------------------------- item 6: a query-time JSON reply with a lone escape
+
+
+def test_a_lone_surrogate_escape_in_a_global_map_reply_reads_as_u_fffd(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    # the reply's text is valid (ASCII), but its JSON string escapes U+D800 alone: decoded,
+    # the key point would be a string that no UTF-8 writer (--json, a terminal) accepts
+    points = ('{"points": [{"description": "Marie Curie was born in Warsaw \\ud800", '
+              '"score": 90, "reports": [1]}]}')
+    openai_server.script(Scripted(match="list the key points", reply=points))
+
+    async def main() -> RAGOutput:
+        async with graph_app(tmp_path, UkrConfig(llm=llm(openai_server))) as fx:  # type: ignore[arg-type]
+            chain = fx.chain(fx.app.chat_model, llm_router=False)
+            return await chain.ainvoke("Where was Marie Curie born?", strategy="global")
+
+    out = asyncio.run(main())
+    dumped = out.model_dump_json()  # raised PydanticSerializationError on a lone surrogate
+    assert "\\ud800" not in dumped
+    reduce_prompts = [r.body["messages"][-1]["content"] for r in openai_server.requests_to(
+        "/chat/completions") if "Warsaw" in r.body["messages"][-1]["content"]
+        and "list the key points" not in r.body["messages"][-1]["content"]]
+    assert reduce_prompts and all("\ufffd" in p for p in reduce_prompts)

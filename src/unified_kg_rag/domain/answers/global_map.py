@@ -19,7 +19,6 @@ Not here: fetching reports, calling the model, concurrency
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Protocol
 
 import regex
 
+from unified_kg_rag.domain.llm.json_reply import parse_json_object
 from unified_kg_rag.domain.models import Community
 
 __all__ = [
@@ -273,22 +273,6 @@ def _strip_thinking(reply: str) -> str:
     return _THINK_BLOCK.sub(" ", reply)
 
 
-def _json_object(reply: str) -> dict[str, object] | None:
-    """Return the first JSON object in ``reply`` (fences and prose around it tolerated)."""
-    decoder = json.JSONDecoder()
-    pos = reply.find("{")
-    while pos != -1:
-        try:
-            value, _ = decoder.raw_decode(reply, pos)
-        except json.JSONDecodeError:
-            pos = reply.find("{", pos + 1)
-            continue
-        if isinstance(value, dict):
-            return value
-        pos = reply.find("{", pos + 1)
-    return None
-
-
 def _number(value: object) -> float | None:
     if isinstance(value, bool):
         return None
@@ -329,7 +313,7 @@ def parse_map_reply(reply: str, batch_size: int) -> list[KeyPoint] | None:
         The points in reply order; ``[]`` for a readable reply without points; None when the
         reply holds no object with a ``points`` list (the batch stays unrated).
     """
-    data = _json_object(_strip_thinking(reply))
+    data = parse_json_object(_strip_thinking(reply))
     if data is None or not isinstance(data.get("points"), list):
         return None
     raw_points = data["points"]
