@@ -37,6 +37,8 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import unquote
 
+from tests.support.trickle import write_trickled
+
 __all__ = ["BedrockRequest", "BedrockScripted", "FakeBedrockServer", "encode_event_frame"]
 
 
@@ -261,19 +263,10 @@ def _make_handler(server: FakeBedrockServer) -> type[BaseHTTPRequestHandler]:
         def _write(self, data: bytes) -> None:
             """Send body bytes, trickled when the entry says so (`BedrockScripted.trickle_s`)."""
             entry: BedrockScripted = self._entry
-            if entry.trickle_s <= 0:
-                self.wfile.write(data)
-                return
-            free = max(0, entry.trickle_after_bytes - self._sent)
-            pieces = [data[:free]] if free else []
-            step = max(1, entry.trickle_bytes)
-            pieces += [data[i:i + step] for i in range(free, len(data), step)]
-            for n, piece in enumerate(pieces):
-                if piece and (n or not free):
-                    time.sleep(entry.trickle_s)
-                self.wfile.write(piece)
-                self.wfile.flush()
-                self._sent += len(piece)
+            self._sent += write_trickled(
+                self.wfile, data, interval_s=entry.trickle_s, step=entry.trickle_bytes,
+                free_bytes=entry.trickle_after_bytes - self._sent,
+            )
 
         def _error(self, status: int, code: str, message: str) -> None:
             self._json(status, {"message": message}, {"x-amzn-ErrorType": f"{code}:"})

@@ -35,6 +35,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from tests.support.trickle import write_trickled
+
 __all__ = ["FakeOpenAIServer", "RecordedRequest", "Scripted", "fake_embedding"]
 
 
@@ -260,19 +262,10 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
         def _write(self, data: bytes) -> None:
             """Send body bytes, trickled when the entry says so (`Scripted.trickle_s`)."""
             entry: Scripted = self._entry
-            if entry.trickle_s <= 0:
-                self.wfile.write(data)
-                return
-            free = max(0, entry.trickle_after_bytes - self._sent)
-            pieces = [data[:free]] if free else []
-            step = max(1, entry.trickle_bytes)
-            pieces += [data[i:i + step] for i in range(free, len(data), step)]
-            for n, piece in enumerate(pieces):
-                if piece and (n or not free):
-                    time.sleep(entry.trickle_s)
-                self.wfile.write(piece)
-                self.wfile.flush()
-                self._sent += len(piece)
+            self._sent += write_trickled(
+                self.wfile, data, interval_s=entry.trickle_s, step=entry.trickle_bytes,
+                free_bytes=entry.trickle_after_bytes - self._sent,
+            )
 
         def _chat(self, body: dict[str, Any], entry: Scripted) -> None:
             text = entry.reply if entry.reply is not None else server.reply(body)

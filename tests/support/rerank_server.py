@@ -35,6 +35,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal
 
+from tests.support.trickle import write_trickled
+
 __all__ = ["FakeRerankServer", "RecordedRequest", "ScriptedReply", "fake_score"]
 
 Style = Literal["cohere", "jina", "tei"]
@@ -246,13 +248,10 @@ def _make_handler(server: FakeRerankServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             scripted: ScriptedReply | None = self._scripted
-            if scripted is None or scripted.trickle_s <= 0:
+            if scripted is None:
                 self.wfile.write(data)
                 return
-            step = max(1, scripted.trickle_bytes)
-            for i in range(0, len(data), step):
-                time.sleep(scripted.trickle_s)
-                self.wfile.write(data[i:i + step])
-                self.wfile.flush()
+            write_trickled(self.wfile, data, interval_s=scripted.trickle_s,
+                           step=scripted.trickle_bytes)
 
     return Handler

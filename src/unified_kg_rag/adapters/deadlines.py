@@ -29,9 +29,9 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
-from unified_kg_rag.adapters.llm.layer import aclose_iterator
 from unified_kg_rag.domain.llm.deadline import QueryDeadline, current_query_deadline
 from unified_kg_rag.domain.llm.finish import record_stream_finish
+from unified_kg_rag.util.aio import aclose_iterator
 from unified_kg_rag.util.errors import ModelError
 
 __all__ = ["DEADLINE_FINISH", "call_within", "deadline_error", "stream_within"]

@@ -136,6 +136,10 @@ class EmbeddingsConfig(_Section):
 
 # --------------------------------------------------------------------------- llm
 
+_CHAT_TIMEOUT = (
+    "Connect and read timeout of each request, seconds: how long to wait for the connection "
+    "and for each piece of the reply (not for the whole call: see `deadline_s`)."
+)
 _CHAT_DEADLINE = (
     "Longest one model call may take in total, seconds (a stream: until its last piece). "
     "A server sending its reply a few bytes at a time never trips `timeout_s`; past this a "
@@ -161,13 +165,7 @@ class OpenAIChatConfig(_Section):
     model: str = Field(default="gpt-4o-mini", description="Chat model name.")
     temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature.")
     max_tokens: int = Field(default=1024, ge=1, description="Longest reply, in tokens.")
-    timeout_s: float = Field(
-        default=120.0,
-        gt=0,
-        description="Connect and read timeout of each request, seconds: how long to wait for "
-        "the connection and for each piece of the reply (not for the whole call: see "
-        "`deadline_s`).",
-    )
+    timeout_s: float = Field(default=120.0, gt=0, description=_CHAT_TIMEOUT)
     deadline_s: float = Field(default=300.0, gt=0, description=_CHAT_DEADLINE)
 
     _check_url = field_validator("base_url")(_http_url)
@@ -197,13 +195,7 @@ class BedrockChatConfig(_Section):
     )
     temperature: float = Field(default=0.0, ge=0.0, le=1.0, description="Sampling temperature.")
     max_tokens: int = Field(default=1024, ge=1, description="Longest reply, in tokens.")
-    timeout_s: float = Field(
-        default=120.0,
-        gt=0,
-        description="Connect and read timeout of each request, seconds: how long to wait for "
-        "the connection and for each piece of the reply (not for the whole call: see "
-        "`deadline_s`).",
-    )
+    timeout_s: float = Field(default=120.0, gt=0, description=_CHAT_TIMEOUT)
     deadline_s: float = Field(default=300.0, gt=0, description=_CHAT_DEADLINE)
 
     @field_validator("endpoint_url")

@@ -1,16 +1,17 @@
-"""Async helpers: bounded concurrency over many items with per-item error collection.
+"""Async helpers: bounded concurrency over many items, closing an async iterator.
 
-Follows STYLE.md §5: a fixed pool of workers (never one task per item for a whole corpus),
-per-item errors collected and returned, cancellation propagated after clean-up.
+`map_bounded` follows STYLE.md §5: a fixed pool of workers (never one task per item for a
+whole corpus), per-item errors collected and returned, cancellation propagated after
+clean-up. `aclose_iterator` closes an iterator that may be an async generator.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
-__all__ = ["ItemResult", "map_bounded"]
+__all__ = ["ItemResult", "aclose_iterator", "map_bounded"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -72,3 +73,10 @@ async def map_bounded(
         await asyncio.gather(*workers, return_exceptions=True)
         raise
     return [r for r in results if r is not None]
+
+
+async def aclose_iterator(iterator: AsyncIterator[object]) -> None:
+    """Close an async iterator that has ``aclose`` (an async generator); others are left."""
+    close = getattr(iterator, "aclose", None)
+    if close is not None:
+        await close()

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 from unified_kg_rag.ports import ChatModel
+from unified_kg_rag.util.aio import aclose_iterator
 
 __all__ = ["ChatModelLayer", "aclose_iterator"]
 
@@ -19,10 +18,3 @@ class ChatModelLayer:
     def model_id(self) -> str:
         """The wrapped model's id."""
         return self.inner.model_id
-
-
-async def aclose_iterator(iterator: AsyncIterator[str]) -> None:
-    """Close an async iterator that has ``aclose`` (an async generator); others are left."""
-    close = getattr(iterator, "aclose", None)
-    if close is not None:
-        await close()
