@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -19,17 +22,24 @@ def openai_server() -> Iterator[FakeOpenAIServer]:
 
 
 @pytest.fixture(scope="session")
-def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_url() -> Iterator[str]:
     """The URL of a real PostgreSQL + pgvector server for this test session.
+
+    Its data folder is a private temporary folder, not one under pytest's ``tmp_path``
+    root: pytest keeps only the three newest session folders of a user, so a second test
+    session started meanwhile deleted the first one's running server.
 
     Fails (never skips) when no server can be started: see `tests.support.postgres`.
     """
     from tests.support.postgres import start_server
 
+    data_dir = Path(tempfile.mkdtemp(prefix="ukr-test-pgdata-"))
     try:
-        url, server = start_server(tmp_path_factory.mktemp("pgdata"))
+        url, server = start_server(data_dir)
     except Exception as exc:
+        shutil.rmtree(data_dir, ignore_errors=True)
         pytest.fail(f"no PostgreSQL server for the postgres tests: {exc}", pytrace=False)
     yield url
     if server is not None:
         server.cleanup()  # type: ignore[attr-defined]
+    shutil.rmtree(data_dir, ignore_errors=True)
