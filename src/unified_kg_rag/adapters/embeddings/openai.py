@@ -76,9 +76,7 @@ class OpenAIEmbedder:
         self.retry_initial_s = retry_initial_s
         self.retry_max_s = retry_max_s
         self._api_key = resolve_api_key(config.api_key, config.api_key_env)
-        self._clients: LoopBoundClient[AsyncOpenAI] = LoopBoundClient(
-            lambda: make_async_client(config.base_url, self._api_key, config.timeout_s)
-        )
+        self._clients: LoopBoundClient[AsyncOpenAI] = LoopBoundClient(self._build_client)
         self._dimension: int | None = config.dimension
 
     @property
@@ -138,16 +136,22 @@ class OpenAIEmbedder:
         retrying = AsyncRetrying(**self._retry_policy())
         async for attempt in retrying:
             with attempt:
+                client = self._clients.get()  # built before the deadline starts
                 response = await call_within(
-                    self._create(batch), self.config.deadline_s, self._deadline_error
+                    self._create(client, batch), self.config.deadline_s, self._deadline_error
                 )
                 vectors: NDArray[np.float32] = self._vectors(response, len(batch))
                 return vectors
         raise RuntimeError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 
-    async def _create(self, batch: list[str]) -> Any:
+    def _build_client(self) -> AsyncOpenAI:
+        """A client whose lazily loaded embeddings resource is loaded (imports, once per loop)."""
+        client = make_async_client(self.config.base_url, self._api_key, self.config.timeout_s)
+        _ = client.embeddings
+        return client
+
+    async def _create(self, client: AsyncOpenAI, batch: list[str]) -> Any:
         """Send one request, translating SDK errors."""
-        client = self._clients.get()
         try:
             return await client.embeddings.create(**self._params(batch))
         except Exception as exc:
@@ -155,6 +159,7 @@ class OpenAIEmbedder:
 
     def _probe_dimension(self) -> int:
         client = make_sync_client(self.config.base_url, self._api_key, self.config.timeout_s)
+        _ = client.embeddings  # loaded before the deadline starts
 
         def request() -> Any:
             try:

@@ -5,7 +5,9 @@ Works with OpenAI, vLLM, llama.cpp ``llama-server``, Ollama's ``/v1`` and LM Stu
 The adapter makes exactly one HTTP request per call: no retries, no cache, no reasoning
 stripping (the middleware stack of `adapters.llm.middleware` adds those). SDK errors become
 `ModelError` (see `adapters.llm.openai_client`). ``timeout_s`` bounds connecting and each
-read; ``deadline_s`` bounds the whole call (`adapters.deadlines`).
+read; ``deadline_s`` bounds the whole call (`adapters.deadlines`). The client is built (the SDK
+imported, its chat resource loaded) before a call's deadline starts: that one-time setup can
+take seconds on a loaded machine and is no part of the call.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from unified_kg_rag.adapters.llm.openai_client import (
 from unified_kg_rag.config.models import OpenAIChatConfig
 from unified_kg_rag.domain.llm.finish import record_stream_finish
 from unified_kg_rag.domain.models import Completion, Message
+from unified_kg_rag.util.aio import aclose_iterator
 from unified_kg_rag.util.errors import ModelError, ModelOutputError
 
 if TYPE_CHECKING:
@@ -51,9 +54,7 @@ class OpenAIChatModel:
     def __init__(self, config: OpenAIChatConfig) -> None:
         self.config = config
         self._api_key = resolve_api_key(config.api_key, config.api_key_env)
-        self._clients: LoopBoundClient[AsyncOpenAI] = LoopBoundClient(
-            lambda: make_async_client(config.base_url, self._api_key, config.timeout_s)
-        )
+        self._clients: LoopBoundClient[AsyncOpenAI] = LoopBoundClient(self._build_client)
 
     @property
     def model_id(self) -> str:
@@ -84,8 +85,9 @@ class OpenAIChatModel:
         params = self._params(messages, max_tokens, temperature, stop)
         if json_schema is not None:
             params["response_format"] = _response_format(json_schema)
+        client = self._clients.get()  # built before the deadline starts
         response = await call_within(
-            self._create(params), self.config.deadline_s, self._deadline_error
+            self._create(client, params), self.config.deadline_s, self._deadline_error
         )
         if not hasattr(response, "choices"):  # e.g. an HTML page from a proxy, with status 200
             raise ModelError(
@@ -121,21 +123,37 @@ class OpenAIChatModel:
                 the first delta (transient).
         """
         params = self._params(messages, max_tokens, temperature, stop)
-        return stream_within(
-            self._deltas(params), self.config.deadline_s, self._deadline_error, within_query=True
-        )
+        return self._stream(params)
 
-    async def _create(self, params: dict[str, Any]) -> Any:
-        """Send one request (``params`` as the SDK takes them), translating SDK errors."""
+    async def _stream(self, params: dict[str, Any]) -> AsyncIterator[str]:
+        """Build the client, then stream within the deadline (the setup is not the call's)."""
         client = self._clients.get()
+        pieces = stream_within(
+            self._deltas(client, params), self.config.deadline_s, self._deadline_error,
+            within_query=True,
+        )  # fmt: skip
+        try:
+            async for piece in pieces:
+                yield piece
+        finally:
+            await aclose_iterator(pieces)
+
+    def _build_client(self) -> AsyncOpenAI:
+        """A client whose lazily loaded chat resource is loaded (imports, once per loop)."""
+        client = make_async_client(self.config.base_url, self._api_key, self.config.timeout_s)
+        _ = client.chat.completions
+        return client
+
+    async def _create(self, client: AsyncOpenAI, params: dict[str, Any]) -> Any:
+        """Send one request (``params`` as the SDK takes them), translating SDK errors."""
         try:
             return await client.chat.completions.create(**params)
         except Exception as exc:
             raise self._translate(exc) from exc
 
-    async def _deltas(self, params: dict[str, Any]) -> AsyncIterator[str]:
+    async def _deltas(self, client: AsyncOpenAI, params: dict[str, Any]) -> AsyncIterator[str]:
         """Stream one request; yield its content deltas, record its finish reason."""
-        chunks = await self._create({**params, "stream": True})
+        chunks = await self._create(client, {**params, "stream": True})
         finished = False
         try:
             async for chunk in chunks:
