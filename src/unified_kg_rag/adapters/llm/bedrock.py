@@ -30,7 +30,7 @@ from typing import Any
 
 from unified_kg_rag.adapters.deadlines import call_within, deadline_error, stream_within
 from unified_kg_rag.config.models import BedrockChatConfig
-from unified_kg_rag.domain.llm.finish import record_stream_finish
+from unified_kg_rag.domain.llm.finish import STREAM_UNFINISHED, record_stream_finish
 from unified_kg_rag.domain.models import Completion, Message
 from unified_kg_rag.util.aio import aclose_iterator
 from unified_kg_rag.util.errors import ConfigurationError, ModelError
@@ -183,13 +183,17 @@ class BedrockChatModel:
         response = await in_daemon_thread(partial(self._call, "converse_stream", params))
         events = response["stream"]
         iterator = iter(events)
+        finished = False
         try:
             while True:
                 event = await in_daemon_thread(partial(self._next_event, iterator))
                 if event is _END:
+                    if not finished:  # no messageStop: the reply may be cut
+                        record_stream_finish(STREAM_UNFINISHED)
                     break
                 stopped = event.get("messageStop")
                 if isinstance(stopped, dict):
+                    finished = True
                     record_stream_finish(finish_reason(stopped.get("stopReason")))
                 delta = event.get("contentBlockDelta", {}).get("delta", {})
                 text = delta.get("text")
