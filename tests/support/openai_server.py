@@ -12,7 +12,8 @@ Scripted behaviour: `FakeOpenAIServer.script` queues `Scripted` responses that a
 order, before the defaults (fail with 503 twice, then succeed; return 401; answer slowly;
 trickle the reply body a few bytes at a time, `Scripted.trickle_s`). An entry may apply only
 to requests whose messages contain a text (``match``: one text unit's prompt) and may answer
-several requests, or every one (``times``).
+several requests, or every one (``times``). ``raw_body`` sends a body as is (an HTML page, odd
+fields, bytes that are not UTF-8) and ``raw_events`` a stream's SSE payloads as they are.
 Every request is recorded (`requests`), and the highest number of requests in flight at
 once is kept (`max_in_flight`).
 
