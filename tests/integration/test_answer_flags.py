@@ -64,6 +64,25 @@ def test_a_cut_answer_is_flagged_incomplete(
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_an_answer_without_a_finish_reason_is_delivered(
+    tmp_path: Path, openai_server: FakeOpenAIServer, stream: bool
+) -> None:
+    # a whole reply arrived whole (its JSON parsed): finished; a stream's end is known only
+    # from its finish reason (a cut connection ends it as cleanly): delivered, flagged
+    openai_server.script(Scripted(reply="Barn owls hunt voles [1].", finish_reason=None))  # type: ignore[arg-type]
+    out, pieces = ask(tmp_path, openai_server, "What do barn owls hunt?", stream=stream,
+                      strategy="naive")  # fmt: skip
+    assert out.answer == "Barn owls hunt voles [1]." and out.answer_kind == "generative"
+    if stream:
+        assert "".join(pieces) == out.answer
+        assert out.metadata["answer_complete"] is False
+        assert out.metadata["finish_reason"] == "unfinished_stream"
+    else:
+        assert (out.metadata["answer_complete"], out.metadata["finish_reason"]) == (True, "stop")
+    assert len(openai_server.requests_to("/chat/completions")) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_a_complete_answer_is_flagged_complete(
     tmp_path: Path, openai_server: FakeOpenAIServer, stream: bool
 ) -> None:

@@ -172,6 +172,23 @@ def test_a_cut_reply_is_not_complete_streamed_or_not_and_never_cached(
     assert asyncio.run(streamed()) == ("partial answer", expected)
 
 
+def test_a_stream_without_message_stop_is_delivered_flagged_unfinished(
+    server: FakeBedrockServer,
+) -> None:
+    # no messageStop: a cut connection ends the stream as cleanly (as for OpenAI streams)
+    from unified_kg_rag.domain.llm.finish import stream_finish
+
+    server.script(BedrockScripted(reply="Paris is the", omit_message_stop=True))
+    model = BedrockChatModel(config(server))
+
+    async def streamed() -> tuple[str, str | None]:
+        with stream_finish() as end:
+            text = "".join([c async for c in model.stream(QUESTION)])
+        return text, end.finish_reason
+
+    assert asyncio.run(streamed()) == ("Paris is the", "unfinished_stream")
+
+
 def test_throttling_is_transient_and_sent_once(server: FakeBedrockServer) -> None:
     server.script(BedrockScripted(status=429, code="ThrottlingException", message="slow down"))
     error = failure(BedrockChatModel(config(server)))

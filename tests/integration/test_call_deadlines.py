@@ -219,3 +219,68 @@ def test_rerank_past_its_deadline_fails_transient() -> None:
     assert isinstance(error, ModelError) and error.transient
     assert "query.rerank.deadline_s" in str(error)
     assert elapsed < DID_NOT_HANG_S
+
+
+# ------------------------------------------------- the deadline bounds the call, not the setup
+# A process's first call builds its client: importing the SDK, an HTTP pool, the lazily loaded
+# API resources (1-2 s on a loaded machine, more under heavy load; boto3 likewise). That setup
+# happened inside the deadline clock, so on a healthy server the first call of a run (a
+# `--retry-quarantined` run's only extraction, say) timed out before any request was sent and
+# counted as the item's own failure. The setup is slowed here (SLOW_SETUP_S, past the
+# deadline) to stand for that machine.
+
+SLOW_SETUP_S = 1.5
+
+
+def _slow(factory: Callable[..., T]) -> Callable[..., T]:
+    def build(*args: object, **kwargs: object) -> T:
+        time.sleep(SLOW_SETUP_S)
+        return factory(*args, **kwargs)
+
+    return build
+
+
+def test_openai_client_setup_does_not_count_against_the_call_deadline(
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import unified_kg_rag.adapters.llm.openai as module
+
+    monkeypatch.setattr(module, "make_async_client", _slow(module.make_async_client))
+    model = openai_chat(openai_server)
+    result = asyncio.run(model.complete(QUESTION))
+    assert result.text == "echo: What is the capital of France?"
+    assert len(openai_server.requests_to("/chat/completions")) == 1
+
+
+def test_openai_stream_client_setup_does_not_count_against_the_call_deadline(
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import unified_kg_rag.adapters.llm.openai as module
+
+    monkeypatch.setattr(module, "make_async_client", _slow(module.make_async_client))
+    assert streamed(openai_chat(openai_server)) == ("echo: What is the capital of France?", "stop")
+
+
+def test_embeddings_client_setup_does_not_count_against_the_call_deadline(
+    openai_server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import unified_kg_rag.adapters.embeddings.openai as module
+
+    monkeypatch.setattr(module, "make_async_client", _slow(module.make_async_client))
+    embedder = OpenAIEmbedder(OpenAIEmbeddingsConfig(base_url=openai_server.base_url, model="e",
+                                                     deadline_s=DEADLINE_S), max_retries=0)  # fmt: skip
+    vectors = asyncio.run(embedder.embed_documents(["a text"]))
+    assert vectors.shape == (1, 8)
+    assert len(openai_server.requests_to("/embeddings")) == 1
+
+
+def test_bedrock_client_setup_does_not_count_against_the_call_deadline(
+    bedrock: FakeBedrockServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import unified_kg_rag.adapters.llm.bedrock as module
+
+    monkeypatch.setattr(module, "_make_client", _slow(module._make_client))
+    bedrock.script(BedrockScripted(reply="Paris."))
+    model = bedrock_chat(bedrock)
+    assert asyncio.run(model.complete(QUESTION)).text == "Paris."
+    assert streamed(model)[1] == "stop"

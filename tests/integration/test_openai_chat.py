@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from tests.fakes import FakeRecordStore
@@ -301,3 +302,122 @@ def test_usage_scope_counts_calls_and_tokens(server: FakeOpenAIServer) -> None:
     assert outer.input_tokens == 9 + inner.input_tokens
     assert outer.output_tokens > inner.output_tokens > 0
     assert outer.latency_s >= inner.latency_s > 0
+
+
+# ----------------------------------------------------- replies of odd shape (break-it, issue 15)
+# Each malformed reply is one ModelError line naming the endpoint and the field at fault, never
+# a Python exception (AttributeError, TypeError, pydantic's ValidationError text).
+
+
+def _completion_body(choice: dict[str, object]) -> bytes:
+    return json.dumps({"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+                       "choices": [choice]}).encode()
+
+
+def _chunk(choice: dict[str, object]) -> str:
+    return json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                       "choices": [choice]})
+
+
+@pytest.mark.parametrize(
+    ("choice", "field"),
+    [({"index": 0, "finish_reason": "stop"}, "choices[0].message"),
+     ({"index": 0, "finish_reason": ["stop"], "message": {"content": "Paris."}},
+      "choices[0].finish_reason"),
+     ({"index": 0, "finish_reason": 7, "message": {"content": "Paris."}},
+      "choices[0].finish_reason"),
+     ({"index": 0, "finish_reason": "stop", "message": {"content": ["Paris."]}},
+      "choices[0].message.content")],
+    ids=["no-message", "list-finish", "int-finish", "list-content"],
+)
+def test_a_malformed_reply_is_one_model_error_naming_the_endpoint_and_field(
+    server: FakeOpenAIServer, choice: dict[str, object], field: str
+) -> None:
+    server.script(Scripted(raw_body=_completion_body(choice), times=None))
+    with pytest.raises(ModelError) as info:
+        complete(wrapped(server))
+    message = str(info.value)
+    assert type(info.value).__name__ == "ModelOutputError"  # the reply's own failure
+    assert server.base_url in message and f"`{field}`" in message
+    assert "\n" not in message and "pydantic" not in message and "Error" not in message
+
+
+@pytest.mark.parametrize(("sent", "read"), [("STOP", "stop"), ("Stop", "stop"),
+                                            ("EOS_TOKEN", "stop"), ("LENGTH", "length"),
+                                            ("Content_Filter", "content_filter")])
+def test_finish_reasons_compare_case_insensitively(server: FakeOpenAIServer, sent: str,
+                                                   read: str) -> None:
+    server.script(Scripted(finish_reason=sent), Scripted(finish_reason=sent))
+    model = OpenAIChatModel(llm_config(server).openai)
+    assert complete(model).finish_reason == read
+
+    async def collect() -> str | None:
+        from unified_kg_rag.domain.llm.finish import stream_finish
+
+        with stream_finish() as end:
+            [chunk async for chunk in model.stream(QUESTION)]
+        return end.finish_reason
+
+    assert asyncio.run(collect()) == read
+
+
+@pytest.mark.parametrize(("finish", "field"), [(7, "finish_reason"), (["stop"], "finish_reason")])
+def test_a_malformed_stream_chunk_is_one_model_error_naming_the_field(
+    server: FakeOpenAIServer, finish: object, field: str
+) -> None:
+    server.script(Scripted(raw_events=[
+        _chunk({"index": 0, "delta": {"content": "Paris."}, "finish_reason": None}),
+        _chunk({"index": 0, "delta": {}, "finish_reason": finish}), "[DONE]"]))
+    with pytest.raises(ModelError) as info:
+        stream(OpenAIChatModel(llm_config(server).openai))
+    assert server.base_url in str(info.value) and f"`choices[0].{field}`" in str(info.value)
+
+
+def test_invalid_utf8_in_a_reply_reads_as_u_fffd(server: FakeOpenAIServer) -> None:
+    body = _completion_body({"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": "Paris"}})
+    server.script(Scripted(raw_body=body.replace(b'"Paris"', b'"\xff\xfeParis"')))
+    result = complete(wrapped(server))
+    assert result.text == "\ufffd\ufffdParis" and result.finish_reason == "stop"
+
+
+def test_an_html_page_with_status_200_names_the_endpoint(server: FakeOpenAIServer) -> None:
+    server.script(Scripted(raw_body=b"<html><h1>502 Bad Gateway</h1></html>",
+                           content_type="text/html"))
+    with pytest.raises(ModelError, match="did not answer with a chat completion") as info:
+        complete(wrapped(server))
+    assert server.base_url in str(info.value)
+
+
+# A stream that ends without a finish reason: a non-streaming reply without one arrived whole
+# (its JSON parsed), so it reads as finished; a stream's end is only known from its finish
+# reason, and a connection cut by a proxy ends it just as cleanly. So its text is delivered,
+# flagged incomplete (finish reason ``unfinished_stream``); a stream that delivered no text fails (transient).
+
+
+def test_a_stream_with_text_but_no_finish_reason_delivers_its_text_flagged(
+    server: FakeOpenAIServer,
+) -> None:
+    from unified_kg_rag.domain.llm.finish import stream_finish
+
+    server.script(Scripted(raw_events=[
+        _chunk({"index": 0, "delta": {"content": "Paris is"}, "finish_reason": None}),
+        _chunk({"index": 0, "delta": {"content": " the capital."}, "finish_reason": None})]))
+    model = wrapped(server)
+
+    async def collect() -> tuple[str, str | None]:
+        with stream_finish() as end:
+            text = "".join([chunk async for chunk in model.stream(QUESTION)])
+        return text, end.finish_reason
+
+    assert asyncio.run(collect()) == ("Paris is the capital.", "unfinished_stream")
+    assert len(server.requests) == 1
+
+
+def test_a_stream_with_no_text_and_no_finish_reason_fails_transient(
+    server: FakeOpenAIServer,
+) -> None:
+    server.script(Scripted(raw_events=["[DONE]"]))
+    with pytest.raises(ModelError, match="no finish reason") as info:
+        stream(OpenAIChatModel(llm_config(server).openai))
+    assert info.value.transient

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 
 import numpy as np
 import pytest
@@ -118,3 +119,30 @@ def test_registry_builds_the_openai_embedder_and_estimate_tokenizer(
     emb = EMBEDDERS.get("openai")(config)
     assert isinstance(emb, OpenAIEmbedder)
     assert isinstance(CHUNK_TOKENIZERS.get("openai")(config), EstimateTokenCounter)
+
+
+# ------------------------------------------------ replies that are not embeddings (break-it)
+
+
+def test_an_html_page_with_status_200_is_one_error_naming_the_endpoint(
+    server: FakeOpenAIServer,
+) -> None:
+    server.script(Scripted(raw_body=b"<html><h1>502 Bad Gateway</h1>nginx</html>",
+                           content_type="text/html", path="/embeddings"))
+    with pytest.raises(EmbeddingModelError, match="did not answer with embeddings") as info:
+        asyncio.run(embedder(server).embed_documents(["a passage"]))
+    assert server.base_url in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("bad", ["NaN", "Infinity", "-Infinity", "1e300"])
+def test_vectors_holding_nan_or_inf_name_the_endpoint_and_warn_nothing(
+    server: FakeOpenAIServer, bad: str
+) -> None:
+    body = ('{"object": "list", "model": "emb", "data": [{"object": "embedding", "index": 0, '
+            f'"embedding": [0.5, {bad}, 0.25]}}]}}').encode()
+    server.script(Scripted(raw_body=body, path="/embeddings", times=None))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # a numpy RuntimeWarning would reach the user's stderr
+        with pytest.raises(EmbeddingModelError, match="NaN or infinite") as info:
+            asyncio.run(embedder(server).embed_documents(["a passage"]))
+    assert server.base_url in str(info.value)

@@ -155,6 +155,23 @@ def test_a_stream_with_no_text_by_the_deadline_is_answered_extractively(
     assert out.answer_kind == "extractive" and pieces == [out.answer]
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_deadline_fallback_says_the_model_did_not_answer_in_time(
+    tmp_path: Path, openai_server: FakeOpenAIServer, stream: bool
+) -> None:
+    # a model is configured: the extractive answer's header must not say there is none
+    openai_server.script(*slow())
+    out, _, _ = timed_graph_query(
+        tmp_path, openai_server, stream=stream, query={"llm_router": False}, strategy="naive",
+        deadline_s=2.0,
+    )  # fmt: skip
+    assert out.answer_kind == "extractive"
+    header = out.answer.splitlines()[0]
+    assert "no language model is configured" not in header
+    assert header.startswith("Extractive answer (the language model did not answer before the "
+                             "query's deadline of 2 s)")  # fmt: skip
+
+
 def test_lazy_tests_relevance_by_similarity_once_the_deadline_passed(
     tmp_path: Path, openai_server: FakeOpenAIServer
 ) -> None:

@@ -95,6 +95,8 @@ class BedrockScripted:
             ``trickle_bytes`` bytes at a time, after its first ``trickle_after_bytes`` bytes.
         trickle_bytes: bytes per trickled piece.
         trickle_after_bytes: body bytes sent at once before the trickle starts.
+        omit_message_stop: a stream ends after its deltas without ``messageStop`` (as a cut
+            connection would).
     """
 
     status: int = 200
@@ -107,6 +109,7 @@ class BedrockScripted:
     trickle_s: float = 0.0
     trickle_bytes: int = 1
     trickle_after_bytes: int = 0
+    omit_message_stop: bool = False
 
 
 @dataclass
@@ -282,7 +285,7 @@ def _make_handler(server: FakeBedrockServer) -> type[BaseHTTPRequestHandler]:
                     frames.append(_exception(entry.stream_error, entry.message))
                     break
             else:
-                frames += [
+                frames += [] if entry.omit_message_stop else [
                     _event("contentBlockStop", {"contentBlockIndex": 0}),
                     _event("messageStop", {"stopReason": stop_reason}),
                     _event("metadata", {"usage": _usage(body, text),

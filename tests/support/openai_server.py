@@ -12,7 +12,8 @@ Scripted behaviour: `FakeOpenAIServer.script` queues `Scripted` responses that a
 order, before the defaults (fail with 503 twice, then succeed; return 401; answer slowly;
 trickle the reply body a few bytes at a time, `Scripted.trickle_s`). An entry may apply only
 to requests whose messages contain a text (``match``: one text unit's prompt) and may answer
-several requests, or every one (``times``).
+several requests, or every one (``times``). ``raw_body`` sends a body as is (an HTML page, odd
+fields, bytes that are not UTF-8) and ``raw_events`` a stream's SSE payloads as they are.
 Every request is recorded (`requests`), and the highest number of requests in flight at
 once is kept (`max_in_flight`).
 
@@ -60,6 +61,11 @@ class Scripted:
         trickle_bytes: bytes per trickled piece.
         trickle_after_bytes: body bytes sent at once before the trickle starts (a stream's
             first deltas, say).
+        raw_body: with it, the body sent as is (status ``status``, ``content_type``), for any
+            path: an HTML page, a reply with odd fields, bytes that are not UTF-8.
+        content_type: the Content-Type of ``raw_body``.
+        raw_events: with it, a streamed chat reply sends these SSE ``data:`` payloads (JSON
+            text or ``[DONE]``) as they are, instead of its default chunks.
     """
 
     status: int = 200
@@ -73,6 +79,9 @@ class Scripted:
     trickle_s: float = 0.0
     trickle_bytes: int = 1
     trickle_after_bytes: int = 0
+    raw_body: bytes | None = None
+    content_type: str = "application/json"
+    raw_events: list[str] | None = None
 
 
 @dataclass
@@ -237,7 +246,9 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             try:
                 if entry.delay_s:
                     time.sleep(entry.delay_s)
-                if entry.status != 200:
+                if entry.raw_body is not None:
+                    self._raw(entry.status, entry.raw_body, entry.content_type)
+                elif entry.status != 200:
                     self._json(entry.status, {"error": {"message": entry.message,
                                                         "type": "scripted", "code": None}})
                 elif self.path.endswith("/chat/completions"):
@@ -252,9 +263,11 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 server._done()
 
         def _json(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
+            self._raw(status, json.dumps(payload).encode(), "application/json")
+
+        def _raw(self, status: int, data: bytes, content_type: str) -> None:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self._write(data)
@@ -281,6 +294,9 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                                               "message": {"role": "assistant",
                                                           "content": text}}]})
                 return
+            if entry.raw_events is not None:
+                self._raw_events(entry.raw_events)
+                return
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
@@ -300,6 +316,17 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                              "usage": usage})
             self._write(b"data: [DONE]\n\n")
             self.wfile.flush()
+            self.close_connection = True
+
+        def _raw_events(self, events: list[str]) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for event in events:
+                self._write(b"data: " + event.encode() + b"\n\n")
+                self.wfile.flush()
             self.close_connection = True
 
         def _event(self, payload: dict[str, Any]) -> None:

@@ -38,6 +38,7 @@ from unified_kg_rag.domain.models import (
 )
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, Reranker, TokenCounter
 from unified_kg_rag.retrieval.answer import (
+    EXTRACTIVE_HEADER,
     AnswerText,
     extractive_answer,
     generative_answer,
@@ -399,6 +400,8 @@ class RAGChain:
             sentences=cfg.extractive_sentences, lexical_weight=cfg.extractive_lexical_weight,
             min_relative=cfg.extractive_min_relative,
         )  # fmt: skip
+        if deadline_cut and text.startswith(EXTRACTIVE_HEADER):  # a model is configured
+            text = _deadline_header(cfg.deadline_s) + text[len(EXTRACTIVE_HEADER):]
         return AnswerText(text), "extractive"
 
     async def _finish(
@@ -457,6 +460,14 @@ _DEADLINE_FALLBACK = (
     "the model could not finish the answer before the deadline, so it is extractive, from "
     "the same sources"
 )
+
+
+def _deadline_header(deadline_s: float | None) -> str:
+    """The extractive answer's header when it stands in for a model cut by the deadline."""
+    within = f" of {deadline_s:g} s" if deadline_s else ""
+    return (f"Extractive answer (the language model did not answer before the query's "
+            f"deadline{within}): the sentences of the retrieved passages closest to the "
+            "question.")  # fmt: skip
 
 
 def _note_deadline(metadata: dict[str, object], deadline: QueryDeadline | None) -> None:

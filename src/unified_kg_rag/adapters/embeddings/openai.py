@@ -76,9 +76,7 @@ class OpenAIEmbedder:
         self.retry_initial_s = retry_initial_s
         self.retry_max_s = retry_max_s
         self._api_key = resolve_api_key(config.api_key, config.api_key_env)
-        self._clients: LoopBoundClient[AsyncOpenAI] = LoopBoundClient(
-            lambda: make_async_client(config.base_url, self._api_key, config.timeout_s)
-        )
+        self._clients: LoopBoundClient[AsyncOpenAI] = LoopBoundClient(self._build_client)
         self._dimension: int | None = config.dimension
 
     @property
@@ -138,16 +136,22 @@ class OpenAIEmbedder:
         retrying = AsyncRetrying(**self._retry_policy())
         async for attempt in retrying:
             with attempt:
+                client = self._clients.get()  # built before the deadline starts
                 response = await call_within(
-                    self._create(batch), self.config.deadline_s, self._deadline_error
+                    self._create(client, batch), self.config.deadline_s, self._deadline_error
                 )
                 vectors: NDArray[np.float32] = self._vectors(response, len(batch))
                 return vectors
         raise RuntimeError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 
-    async def _create(self, batch: list[str]) -> Any:
+    def _build_client(self) -> AsyncOpenAI:
+        """A client whose lazily loaded embeddings resource is loaded (imports, once per loop)."""
+        client = make_async_client(self.config.base_url, self._api_key, self.config.timeout_s)
+        _ = client.embeddings
+        return client
+
+    async def _create(self, client: AsyncOpenAI, batch: list[str]) -> Any:
         """Send one request, translating SDK errors."""
-        client = self._clients.get()
         try:
             return await client.embeddings.create(**self._params(batch))
         except Exception as exc:
@@ -155,6 +159,7 @@ class OpenAIEmbedder:
 
     def _probe_dimension(self) -> int:
         client = make_sync_client(self.config.base_url, self._api_key, self.config.timeout_s)
+        _ = client.embeddings  # loaded before the deadline starts
 
         def request() -> Any:
             try:
@@ -184,19 +189,37 @@ class OpenAIEmbedder:
         return params
 
     def _vectors(self, response: Any, expected: int) -> NDArray[np.float32]:
-        data = sorted(response.data, key=lambda item: item.index)
+        """Check a reply and return its vectors in input order, L2-normalised.
+
+        Raises:
+            EmbeddingModelError: the reply is no list of embeddings (an HTML page with status
+                200), their count, indexes or sizes are wrong, or a value is NaN, infinite or
+                beyond float32 (each names the endpoint; no numpy warning is printed).
+        """
+        where = self.config.base_url
+        data = getattr(response, "data", None)
+        if not isinstance(data, list):
+            raise EmbeddingModelError(f"{where} did not answer with embeddings (is it an "
+                                      "OpenAI-compatible API base URL?)")  # fmt: skip
+        if any(not isinstance(getattr(d, "index", None), int) for d in data):
+            raise EmbeddingModelError(f"{where} returned embeddings without an integer `index`")
+        data = sorted(data, key=lambda item: int(item.index))
         if len(data) != expected or [d.index for d in data] != list(range(expected)):
             raise EmbeddingModelError(
-                f"{self.config.base_url} returned {len(data)} embeddings for {expected} inputs"
+                f"{where} returned {len(data)} embeddings for {expected} inputs"
             )
         try:
-            vectors = np.asarray([d.embedding for d in data], dtype=np.float32)
-        except ValueError as exc:
+            with np.errstate(all="ignore"):  # checked below, never printed
+                vectors = np.asarray([d.embedding for d in data], dtype=np.float32)
+        except (ValueError, TypeError) as exc:
             raise EmbeddingModelError(
-                f"{self.config.base_url} returned embeddings of different sizes"
+                f"{where} returned embeddings that are not lists of numbers of one size"
             ) from exc
         if vectors.ndim != 2 or vectors.shape[1] == 0:
-            raise EmbeddingModelError(f"{self.config.base_url} returned empty embeddings")
+            raise EmbeddingModelError(f"{where} returned empty embeddings")
+        if not np.isfinite(vectors).all():
+            raise EmbeddingModelError(f"{where} returned embeddings holding NaN or infinite "
+                                      "values (or values beyond float32)")  # fmt: skip
         if self._dimension is None:
             self._dimension = int(vectors.shape[1])
         elif vectors.shape[1] != self._dimension:
@@ -204,8 +227,8 @@ class OpenAIEmbedder:
                 f"{self.model_id} returned {vectors.shape[1]}-dimensional vectors, "
                 f"expected {self._dimension}"
             )
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        np.divide(vectors, norms, out=vectors, where=norms > 0)
+        norms = np.linalg.norm(vectors.astype(np.float64), axis=1, keepdims=True)
+        np.divide(vectors, norms, out=vectors, where=norms > 0, casting="unsafe")
         return vectors
 
     def _retry_policy(self) -> dict[str, Any]:

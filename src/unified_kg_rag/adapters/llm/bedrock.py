@@ -7,7 +7,9 @@ is read event by event in a thread, so deltas arrive in order and the reader nev
 of the consumer. ``timeout_s`` bounds connecting and each read (botocore); ``deadline_s``
 bounds the whole call (`adapters.deadlines`): at the deadline the awaiting side returns (a
 stream's event stream is closed) and the thread, which cannot be killed, ends in the
-background without holding up the event loop or the process's exit.
+background without holding up the event loop or the process's exit. The client is built
+(boto3 imported, credentials resolved) before a call's deadline starts: that one-time setup
+is no part of the call.
 
 Messages: ``system`` messages become the request's ``system`` blocks; consecutive messages of
 one role are sent as one message with several text blocks (Converse wants user and assistant
@@ -28,8 +30,9 @@ from typing import Any
 
 from unified_kg_rag.adapters.deadlines import call_within, deadline_error, stream_within
 from unified_kg_rag.config.models import BedrockChatConfig
-from unified_kg_rag.domain.llm.finish import record_stream_finish
+from unified_kg_rag.domain.llm.finish import STREAM_UNFINISHED, record_stream_finish
 from unified_kg_rag.domain.models import Completion, Message
+from unified_kg_rag.util.aio import aclose_iterator
 from unified_kg_rag.util.errors import ConfigurationError, ModelError
 from unified_kg_rag.util.threads import in_daemon_thread
 
@@ -119,6 +122,7 @@ class BedrockChatModel:
             ConfigurationError: boto3 is missing or the AWS profile/region is unusable.
         """
         params = self._params(messages, max_tokens, temperature, stop)
+        await self._ready()
         response = await call_within(
             in_daemon_thread(partial(self._call, "converse", params)),
             self.config.deadline_s,
@@ -155,22 +159,41 @@ class BedrockChatModel:
             ConfigurationError: boto3 is missing or the AWS profile/region is unusable.
         """
         params = self._params(messages, max_tokens, temperature, stop)
-        return stream_within(
+        return self._stream(params)
+
+    async def _stream(self, params: dict[str, Any]) -> AsyncIterator[str]:
+        """Build the client, then stream within the deadline (the setup is not the call's)."""
+        await self._ready()
+        pieces = stream_within(
             self._deltas(params), self.config.deadline_s, self._deadline_error, within_query=True
         )
+        try:
+            async for piece in pieces:
+                yield piece
+        finally:
+            await aclose_iterator(pieces)
+
+    async def _ready(self) -> None:
+        """Build the client in a thread (boto3's import, credentials) unless built already."""
+        if self._client is None:
+            await in_daemon_thread(self._get_client)
 
     async def _deltas(self, params: dict[str, Any]) -> AsyncIterator[str]:
         """Stream one request; yield its text deltas, record its stop reason."""
         response = await in_daemon_thread(partial(self._call, "converse_stream", params))
         events = response["stream"]
         iterator = iter(events)
+        finished = False
         try:
             while True:
                 event = await in_daemon_thread(partial(self._next_event, iterator))
                 if event is _END:
+                    if not finished:  # no messageStop: the reply may be cut
+                        record_stream_finish(STREAM_UNFINISHED)
                     break
                 stopped = event.get("messageStop")
                 if isinstance(stopped, dict):
+                    finished = True
                     record_stream_finish(finish_reason(stopped.get("stopReason")))
                 delta = event.get("contentBlockDelta", {}).get("delta", {})
                 text = delta.get("text")

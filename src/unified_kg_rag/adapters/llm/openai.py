@@ -5,7 +5,9 @@ Works with OpenAI, vLLM, llama.cpp ``llama-server``, Ollama's ``/v1`` and LM Stu
 The adapter makes exactly one HTTP request per call: no retries, no cache, no reasoning
 stripping (the middleware stack of `adapters.llm.middleware` adds those). SDK errors become
 `ModelError` (see `adapters.llm.openai_client`). ``timeout_s`` bounds connecting and each
-read; ``deadline_s`` bounds the whole call (`adapters.deadlines`).
+read; ``deadline_s`` bounds the whole call (`adapters.deadlines`). The client is built (the SDK
+imported, its chat resource loaded) before a call's deadline starts: that one-time setup can
+take seconds on a loaded machine and is no part of the call.
 """
 
 from __future__ import annotations
@@ -22,9 +24,15 @@ from unified_kg_rag.adapters.llm.openai_client import (
     resolve_api_key,
     translate_openai_error,
 )
+from unified_kg_rag.adapters.llm.openai_reply import (
+    openai_finish_reason,
+    read_completion,
+    stream_choice,
+)
 from unified_kg_rag.config.models import OpenAIChatConfig
-from unified_kg_rag.domain.llm.finish import record_stream_finish
+from unified_kg_rag.domain.llm.finish import STREAM_UNFINISHED, record_stream_finish
 from unified_kg_rag.domain.models import Completion, Message
+from unified_kg_rag.util.aio import aclose_iterator
 from unified_kg_rag.util.errors import ModelError, ModelOutputError
 
 if TYPE_CHECKING:
@@ -51,9 +59,7 @@ class OpenAIChatModel:
     def __init__(self, config: OpenAIChatConfig) -> None:
         self.config = config
         self._api_key = resolve_api_key(config.api_key, config.api_key_env)
-        self._clients: LoopBoundClient[AsyncOpenAI] = LoopBoundClient(
-            lambda: make_async_client(config.base_url, self._api_key, config.timeout_s)
-        )
+        self._clients: LoopBoundClient[AsyncOpenAI] = LoopBoundClient(self._build_client)
 
     @property
     def model_id(self) -> str:
@@ -79,29 +85,18 @@ class OpenAIChatModel:
 
         Raises:
             ModelError: the request failed (``transient`` for timeouts, 408/409/429/5xx, and
-                a call past ``deadline_s``), or the answer held no choice.
+                a call past ``deadline_s``), or the body is no chat completion.
+            ModelOutputError: the reply held no choice, or a field of the wrong shape
+                (`adapters.llm.openai_reply`).
         """
         params = self._params(messages, max_tokens, temperature, stop)
         if json_schema is not None:
             params["response_format"] = _response_format(json_schema)
-        response = await call_within(
-            self._create(params), self.config.deadline_s, self._deadline_error
+        client = self._clients.get()  # built before the deadline starts
+        raw = await call_within(
+            self._create(client, params, raw=True), self.config.deadline_s, self._deadline_error
         )
-        if not hasattr(response, "choices"):  # e.g. an HTML page from a proxy, with status 200
-            raise ModelError(
-                f"{self.config.base_url} did not answer with a chat completion (is it an "
-                "OpenAI-compatible API base URL?)"
-            )
-        if not response.choices:  # e.g. a content filter: this request's own failure
-            raise ModelOutputError(f"{self.config.base_url} returned no choices")
-        choice = response.choices[0]
-        usage = response.usage
-        return Completion(
-            text=choice.message.content or "",
-            finish_reason=openai_finish_reason(choice.finish_reason),
-            input_tokens=usage.prompt_tokens if usage is not None else 0,
-            output_tokens=usage.completion_tokens if usage is not None else 0,
-        )
+        return read_completion(raw.content, self.config.base_url)
 
     def stream(
         self,
@@ -115,44 +110,82 @@ class OpenAIChatModel:
 
         The finish reason is recorded in the caller's `domain.llm.finish.stream_finish` scope
         (``deadline`` when ``deadline_s`` passed after the first delta: the reply ends there).
+        A stream that wrote text and ended without a finish reason is delivered, recorded
+        ``unfinished_stream`` (`domain.llm.finish.STREAM_UNFINISHED`: not complete);
+        one that wrote nothing and gave no finish reason fails (transient).
 
         Raises:
             ModelError: the request or the stream failed, or ``deadline_s`` passed before
                 the first delta (transient).
+            ModelOutputError: a chunk holds a field of the wrong shape (named).
         """
         params = self._params(messages, max_tokens, temperature, stop)
-        return stream_within(
-            self._deltas(params), self.config.deadline_s, self._deadline_error, within_query=True
-        )
+        return self._stream(params)
 
-    async def _create(self, params: dict[str, Any]) -> Any:
-        """Send one request (``params`` as the SDK takes them), translating SDK errors."""
+    async def _stream(self, params: dict[str, Any]) -> AsyncIterator[str]:
+        """Build the client, then stream within the deadline (the setup is not the call's)."""
         client = self._clients.get()
+        pieces = stream_within(
+            self._deltas(client, params), self.config.deadline_s, self._deadline_error,
+            within_query=True,
+        )  # fmt: skip
         try:
-            return await client.chat.completions.create(**params)
+            async for piece in pieces:
+                yield piece
+        finally:
+            await aclose_iterator(pieces)
+
+    def _build_client(self) -> AsyncOpenAI:
+        """A client whose lazily loaded chat resource is loaded (imports, once per loop)."""
+        client = make_async_client(self.config.base_url, self._api_key, self.config.timeout_s)
+        _ = client.chat.completions
+        return client
+
+    async def _create(self, client: AsyncOpenAI, params: dict[str, Any], *, raw: bool = False
+                      ) -> Any:
+        """Send one request (``params`` as the SDK takes them), translating SDK errors.
+
+        ``raw``: return the SDK's raw response (its ``content`` is the body's bytes), which
+        `read_completion` reads and checks; else the SDK's object (a stream).
+        """
+        completions = client.chat.completions
+        try:
+            if raw:
+                return await completions.with_raw_response.create(**params)
+            return await completions.create(**params)
         except Exception as exc:
             raise self._translate(exc) from exc
 
-    async def _deltas(self, params: dict[str, Any]) -> AsyncIterator[str]:
+    async def _deltas(self, client: AsyncOpenAI, params: dict[str, Any]) -> AsyncIterator[str]:
         """Stream one request; yield its content deltas, record its finish reason."""
-        chunks = await self._create({**params, "stream": True})
-        finished = False
+        chunks = await self._create(client, {**params, "stream": True})
+        finished = wrote = False
         try:
             async for chunk in chunks:
-                for choice in chunk.choices:
-                    if choice.index != 0:
+                choices = getattr(chunk, "choices", None) or []
+                if not isinstance(choices, list):
+                    raise ModelOutputError(f"{self.config.base_url} streamed a malformed chat "
+                                           "completion chunk: `choices` is not a list")
+                for choice in choices:
+                    index, content, reason = stream_choice(choice, self.config.base_url)
+                    if index != 0:
                         continue
-                    if choice.delta is not None and choice.delta.content:
-                        yield choice.delta.content
-                    if choice.finish_reason:
+                    if content:
+                        wrote = True
+                        yield content
+                    if reason is not None:
                         finished = True
-                        record_stream_finish(openai_finish_reason(choice.finish_reason))
-            if not finished:
+                        record_stream_finish(openai_finish_reason(reason))
+            if not finished and not wrote:
                 raise ModelError(
-                    f"{self.model_id}: the stream ended before the model finished its reply "
-                    "(no finish reason); the answer is incomplete",
+                    f"{self.model_id}: the stream ended before the model wrote anything "
+                    "(no finish reason)",
                     transient=True,
                 )
+            if not finished:  # its text is delivered, flagged: the connection may have been cut
+                logger.info("%s: the stream ended without a finish reason; the reply may be "
+                            "cut", self.model_id)
+                record_stream_finish(STREAM_UNFINISHED)
         except ModelError:
             raise
         except Exception as exc:
@@ -182,23 +215,6 @@ class OpenAIChatModel:
 
     def _deadline_error(self) -> ModelError:
         return deadline_error(self.model_id, self.config.deadline_s, "llm.openai.deadline_s")
-
-
-_STOP_ALIASES = frozenset({"stop", "eos", "eos_token", "end_turn", "stop_sequence"})
-
-
-def openai_finish_reason(reason: str | None) -> str:
-    """Map a chat completion's ``finish_reason`` to `Completion`'s names.
-
-    ``stop`` and the end-of-sequence spellings of some compatible servers (``eos``,
-    ``eos_token``, ``end_turn``, ``stop_sequence``) → ``stop``; None (servers that omit it on
-    a finished non-streaming reply) → ``stop``; anything else (``length``,
-    ``content_filter``, ``tool_calls``, ``abort`` ...) is passed through and marks the reply
-    incomplete.
-    """
-    if reason is None or reason in _STOP_ALIASES:
-        return "stop"
-    return reason
 
 
 def _response_format(schema: Mapping[str, object]) -> dict[str, object]:

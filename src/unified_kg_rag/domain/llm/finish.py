@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "COMPLETE",
+    "STREAM_UNFINISHED",
     "StreamFinish",
     "describe_finish",
     "record_stream_finish",
@@ -32,7 +33,13 @@ __all__ = [
 COMPLETE = "stop"
 """The one finish reason of a complete reply."""
 
+STREAM_UNFINISHED = "unfinished_stream"
+"""The finish reason recorded for a stream that wrote text and ended without one: a whole
+reply without one arrived whole (read as ``stop``), but a stream's end is known only from its
+finish reason, and a connection cut by a proxy ends it just as cleanly."""
+
 _DESCRIPTIONS = {
+    STREAM_UNFINISHED: "the stream ended without a finish reason, so it may be cut",
     "length": "cut at the reply-length limit",
     "content_filter": "cut by the provider's content filter",
     "deadline": "cut at the call's deadline",
