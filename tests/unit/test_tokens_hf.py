@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import Counter
 from pathlib import Path
@@ -121,7 +122,7 @@ def test_run_without_whitespace_is_hard_cut_at_the_token_limit(alphabet: str) ->
         assert estimate.count(piece) <= 600
         assert COUNTER.count(piece) <= 600
     assert chunks[0].start_char == 0 and chunks[-1].end_char == len(text)
-    assert all(b.start_char < a.end_char for a, b in zip(chunks, chunks[1:], strict=False))
+    assert all(b.start_char < a.end_char for a, b in itertools.pairwise(chunks))
 
 
 _DATA = Path("/work/shared/data")

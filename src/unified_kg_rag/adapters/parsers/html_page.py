@@ -2,9 +2,10 @@
 
 Paragraph-like blocks and table rows are separated by a blank line (a row is a record: it
 stays its own paragraph, so sentence splitting and quotes never run two rows together), list
-items and line breaks by one newline. Scripts, styles, navigation and other non-content elements are dropped. Text
-inside a paragraph is joined with single spaces (the source's line wrapping is not kept),
-``<pre>`` keeps its lines and indentation, and table cells are joined with `` | ``.
+items and line breaks by one newline. Scripts, styles, navigation and other non-content
+elements are dropped. Text inside a paragraph is joined with single spaces (the source's line
+wrapping is not kept), ``<pre>`` keeps its lines and indentation, and table cells are joined
+with `` | ``.
 """
 
 from __future__ import annotations

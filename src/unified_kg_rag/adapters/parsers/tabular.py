@@ -39,8 +39,8 @@ class CsvParser:
         """Decode ``data`` and render each data row on one line, as its own paragraph.
 
         Returns:
-            Text with one line per non-empty row, rows separated by a blank line; metadata ``encoding``, ``rows`` (data rows),
-            ``columns`` (header cells) and ``delimiter``.
+            Text with one line per non-empty row, rows separated by a blank line; metadata
+            ``encoding``, ``rows`` (data rows), ``columns`` (header cells) and ``delimiter``.
 
         Raises:
             InputError: the file is empty, binary, malformed (the line is named), or has no
