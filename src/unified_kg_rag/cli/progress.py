@@ -28,6 +28,8 @@ __all__ = ["RichProgress"]
 _LABELS = {
     "read": "Reading files",
     "index": "Indexing documents",
+    "load model": "Loading the embedding model",
+    "embed": "Embedding text units",
     "extract": "Extracting graph (units)",
     "concepts": "Concept graph (units)",
     "summarize": "Summarizing descriptions",
@@ -80,8 +82,13 @@ class RichProgress:
         self._progress.stop()
 
     def start(self, task: str, total: int | None) -> None:
-        """Add a bar for ``task``."""
-        self._tasks[task] = self._progress.add_task(_LABELS.get(task, task), total=total, note="")
+        """Add a bar for ``task``; for a task already shown, set its new total (steps kept)."""
+        if task in self._tasks:
+            self._progress.update(self._tasks[task], total=total)
+        else:
+            self._tasks[task] = self._progress.add_task(
+                _LABELS.get(task, task), total=total, note=""
+            )
         self._totals[task] = total
 
     def advance(self, task: str, steps: int = 1, *, note: str | None = None) -> None:
