@@ -100,10 +100,11 @@ class RichProgress:
                 self._progress.update(self._tasks[task], advance=steps, note=note)
 
     def finish(self, task: str) -> None:
-        """Mark ``task`` complete."""
+        """Mark ``task`` complete (a task without a total, such as a model load, as 1/1)."""
         total = self._totals.get(task)
-        if task in self._tasks and total is not None:
-            self._progress.update(self._tasks[task], completed=total)
+        if task in self._tasks:
+            done = 1 if total is None else total
+            self._progress.update(self._tasks[task], total=done, completed=done)
 
     def warn(self, message: str) -> None:
         """Print a one-line warning above the bars.

@@ -58,7 +58,7 @@ from unified_kg_rag.ingestion.document_failures import (
     record_document_failure,
     write_isolating,
 )
-from unified_kg_rag.ingestion.embed_steps import KeptWork, UnitSteps
+from unified_kg_rag.ingestion.embed_steps import EMBED_TASK, KeptWork, UnitSteps
 from unified_kg_rag.ingestion.graph.build import needs_llm
 from unified_kg_rag.ingestion.graph.estimate import CostEstimate, estimate_graph_cost
 from unified_kg_rag.ingestion.lease import fenced, held_lease
@@ -444,6 +444,7 @@ class IndexPipeline:
             if ready:
                 await write_isolating(ready, self._committer(report), self._write_failed(report))
         self._progress.finish("index")
+        self._progress.finish(EMBED_TASK)
 
     def _not_progress(self, report: IndexReport) -> None:
         """Take a failed document out of the ``index`` total; say how many failed."""
