@@ -201,3 +201,42 @@ def test_sigterm_stops_like_ctrl_c_and_gives_the_lease_up(tmp_path: Path) -> Non
     assert proc.returncode == 143, stderr
     assert stderr.startswith("Terminated")
     assert lease_holder() is None  # given up: the next run starts at once
+
+
+def test_sigint_inside_one_large_file_keeps_its_embedded_steps(tmp_path: Path) -> None:
+    """Issue 16 item 6: Ctrl-C while one large file is embedded kept nothing of it (its units
+    were one embedding call). Units are now stored in steps: the interrupt says how many of
+    the file's units were kept, the file stays pending, and the next run embeds only the rest."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    body = " ".join(f"Fact {i} says that item{i} weighs {i % 97} grams." for i in range(2500))
+    (corpus / "big.txt").write_text(body, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UKR_")}
+    env.update({"UKR_INDEXING__EMBED_BATCH_UNITS": "16", "UKR_CHUNKING__SIZE_TOKENS": "60",
+                "UKR_CHUNKING__OVERLAP_TOKENS": "10"})
+    db = tmp_path / ".ukr" / "ukr.db"
+
+    proc = subprocess.Popen([*UKR, "index", str(corpus), "-C", str(tmp_path), "--quiet"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
+    deadline = time.monotonic() + 240
+    while _stored_units(db) < 48 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert proc.poll() is None, f"the run finished before it could be interrupted: {proc.stderr}"
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    stored = _stored_units(db)
+    assert stored >= 48
+    said = " ".join(stderr.split())
+    assert f"kept {stored:,} of " in said and "big.txt embedded" in said, said
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        [(status,)] = conn.execute("SELECT status FROM doc_records").fetchall()
+    assert status == "pending"
+
+    rerun = subprocess.run([*UKR, "index", str(corpus), "-C", str(tmp_path), "--json"],
+                           env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert rerun.returncode == 0, rerun.stderr
+    report = json.loads(rerun.stdout)
+    assert report["text_units_reused"] == stored  # nothing stored is embedded again
+    assert report["text_units_embedded"] == _stored_units(db) - stored

@@ -7,6 +7,7 @@ import io
 import pytest
 
 from unified_kg_rag.adapters.parsers import DocxParser, HtmlParser, PdfParser
+from unified_kg_rag.domain.text.analysis import sentence_spans
 from unified_kg_rag.util.errors import InputError
 
 pytestmark = pytest.mark.unit
@@ -44,7 +45,7 @@ def test_html_visible_text_blocks_and_title() -> None:
         "First paragraph spans two source lines.\n\n"
         "Second paragraph.\nAfter a break.\n\n"
         "item one\nitem two\n\n"
-        "Name | Age\nAnn | 31\n\n"
+        "Name | Age\n\nAnn | 31\n\n"
         "def f():\n    return 1\n\n"
         "Last words."
     )
@@ -93,8 +94,13 @@ def _pdf_string(text: str) -> str:
     return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
-def make_pdf(pages: list[list[str]], *, title: str | None = None) -> bytes:
-    """Write a minimal PDF 1.4 file: one Helvetica text line per string, one page per list."""
+def make_pdf(
+    pages: list[list[str]], *, title: str | None = None, heading: str | None = None
+) -> bytes:
+    """Write a minimal PDF 1.4 file: one Helvetica text line per string, one page per list.
+
+    ``heading``: a line set in 20 pt above the first page's 12 pt lines.
+    """
     page_ids = [4 + 2 * i for i in range(len(pages))]
     kids = " ".join(f"{p} 0 R" for p in page_ids)
     objects = [
@@ -105,6 +111,9 @@ def make_pdf(pages: list[list[str]], *, title: str | None = None) -> bytes:
     for page_id, lines in zip(page_ids, pages, strict=True):
         shows = " ".join(f"({_pdf_string(line)}) Tj T*" for line in lines)
         content = f"BT /F1 12 Tf 72 720 Td 14 TL {shows} ET".encode("latin-1") if lines else b""
+        if heading is not None and page_id == page_ids[0]:
+            top = f"BT /F1 20 Tf 72 750 Td ({_pdf_string(heading)}) Tj ET ".encode("latin-1")
+            content = top + content
         objects.append(
             f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources "
             f"<< /Font << /F1 3 0 R >> >> /Contents {page_id + 1} 0 R >>".encode()
@@ -137,6 +146,37 @@ def test_pdf_pages_title_and_author() -> None:
     first, second = doc.text.split("\n\n")
     assert first.split("\n") == ["Graph RAG works.", "It reads (many) files."]
     assert second == "Page two text."
+
+
+def test_pdf_title_is_a_paragraph_of_its_own() -> None:
+    """Issue 16 item 2: the title line ran into the first sentence ("Annual Report Acme Ltd.
+    was founded ..."); it is now its own paragraph, so it is its own sentence."""
+    data = make_pdf([["Annual Report", "Acme Ltd. was founded in 1990 by Jane Doe in Leeds.",
+                      "It makes tea."]], title="Annual  report")
+    doc = PdfParser().parse(data, path="report.pdf")
+    assert doc.title == "Annual report"
+    assert doc.text == (
+        "Annual Report\n\nAcme Ltd. was founded in 1990 by Jane Doe in Leeds.\nIt makes tea."
+    )
+    title, first = sentence_spans(doc.text)[:2]
+    assert doc.text[title[0] : title[1]] == "Annual Report"
+    assert doc.text[first[0] :].startswith("Acme Ltd. was founded")
+
+
+def test_pdf_heading_in_a_larger_font_is_the_title_paragraph() -> None:
+    data = make_pdf([["Acme Ltd. was founded in 1990.", "It makes tea."]],
+                    heading="Company History")
+    doc = PdfParser().parse(data, path="history.pdf")
+    assert doc.title == "Company History"
+    assert doc.text.split("\n\n") == [
+        "Company History", "Acme Ltd. was founded in 1990.\nIt makes tea."
+    ]
+
+
+def test_pdf_title_metadata_not_on_the_page_changes_no_text() -> None:
+    lines = ["Graph RAG works.", "It reads files."]
+    doc = PdfParser().parse(make_pdf([lines], title="Other"), path="p.pdf")
+    assert (doc.title, doc.text) == ("Other", "\n".join(lines))
 
 
 def test_pdf_without_text_layer_is_refused() -> None:
@@ -220,7 +260,7 @@ def test_docx_paragraphs_lists_and_tables_in_order() -> None:
         "Overview\n\n"
         "Revenue grew in every region.\n\n"
         "first point\nsecond point\n\n"
-        "Region | Q1 | Q2\nNorth | n/a\n\n"
+        "Region | Q1 | Q2\n\nNorth | n/a\n\n"
         "Closing words."
     )
     assert doc.title == "Quarterly Report"

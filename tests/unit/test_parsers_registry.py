@@ -34,8 +34,8 @@ def test_exported_names_exist() -> None:
         (".Md", b"# T\nbody", "# T\nbody"),
         (".htm", b"<p>para</p>", "para"),
         (".csv", b"k,v\n1,2", "k: 1; v: 2"),
-        (".json", b'{"k": "v"}', "k: v"),
-        (".jsonl", b'{"k": "v"}', "k: v"),
+        (".json", b'{"k": "v"}', "k: v."),
+        (".jsonl", b'{"k": "v"}', "k: v."),
     ],
 )
 def test_registered_loaders_build_working_parsers(extension: str, data: bytes, text: str) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from unified_kg_rag.adapters.parsers import CsvParser, JsonLinesParser, JsonParser
 from unified_kg_rag.adapters.parsers.json_records import render_json
+from unified_kg_rag.domain.text.analysis import sentence_spans
 from unified_kg_rag.util.errors import InputError
 
 pytestmark = pytest.mark.unit
@@ -27,8 +28,8 @@ def test_csv_rows_render_with_headers() -> None:
     data = b"name,city,age\r\nAnn,Paris,31\r\nBo,,40\r\n\r\nCy,\"Rome, Italy\",22\r\n"
     doc = CsvParser().parse(data, path="people.csv")
     assert doc.text == (
-        "name: Ann; city: Paris; age: 31\n"
-        "name: Bo; age: 40\n"
+        "name: Ann; city: Paris; age: 31\n\n"
+        "name: Bo; age: 40\n\n"
         "name: Cy; city: Rome, Italy; age: 22"
     )
     assert doc.metadata == {"encoding": "utf-8", "rows": 3, "columns": 3, "delimiter": ","}
@@ -40,14 +41,14 @@ def test_csv_delimiter_is_sniffed(delimiter: str) -> None:
     rows = [["product", "price"], ["tea", "3,50"], ["coffee", "4,20"]]
     data = "\n".join(delimiter.join(r) for r in rows).encode()
     doc = CsvParser().parse(data, path="p.csv")
-    assert doc.text == "product: tea; price: 3,50\nproduct: coffee; price: 4,20"
+    assert doc.text == "product: tea; price: 3,50\n\nproduct: coffee; price: 4,20"
     assert doc.metadata["delimiter"] == delimiter
 
 
 def test_csv_quoted_newlines_blank_headers_and_extra_cells() -> None:
     data = b'id,,note\n1,x,"line one\nline two"\n2,y,z,extra\n'
     doc = CsvParser().parse(data, path="n.csv")
-    assert doc.text.split("\n") == [
+    assert doc.text.split("\n\n") == [
         "id: 1; column 2: x; note: line one line two",
         "id: 2; column 2: y; note: z; column 4: extra",
     ]
@@ -62,7 +63,7 @@ def test_csv_header_only_is_refused() -> None:
 def test_csv_long_cell_is_kept_whole() -> None:
     huge = "x" * 200_000  # over the csv module's default field size limit of 131,072
     doc = CsvParser().parse(f"a,b\n1,2\n3,{huge}\n".encode(), path="big.csv")
-    assert doc.text.split("\n")[1] == f"a: 3; b: {huge}"
+    assert doc.text.split("\n\n")[1] == f"a: 3; b: {huge}"
 
 
 def test_csv_malformed_row_names_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,6 +87,19 @@ def test_csv_in_latin1_decodes() -> None:
     assert "description: Le café était fermé" in doc.text
 
 
+def test_csv_rows_are_sentences_of_their_own() -> None:
+    """Issue 16 item 2: rows without a full stop ran together into one "sentence" (a quote
+    or a chunk's sentence boundary joined them); each row is now its own paragraph."""
+    data = b"name,company,founded\nJane Doe,Acme Ltd,1990\nJohn Roe,Globex,1995\nAl Poe,Initech,2001\n"
+    doc = CsvParser().parse(data, path="founders.csv")
+    rows = [doc.text[a:b] for a, b in sentence_spans(doc.text)]
+    assert rows == [
+        "name: Jane Doe; company: Acme Ltd; founded: 1990",
+        "name: John Roe; company: Globex; founded: 1995",
+        "name: Al Poe; company: Initech; founded: 2001",
+    ]
+
+
 # --------------------------------------------------------------------------- JSON
 
 
@@ -96,8 +110,8 @@ def test_json_list_of_objects_renders_key_value_blocks() -> None:
     ]
     doc = JsonParser().parse(json.dumps(value).encode(), path="people.json")
     assert doc.text == (
-        "name: Ann\naddress.city: Paris\naddress.zip: 75001\ntags[0]: a\ntags[1]: b\n\n"
-        "name: Bo\nactive: true\nscore: 1.5\nboss: null"
+        "name: Ann.\naddress.city: Paris.\naddress.zip: 75001.\ntags[0]: a.\ntags[1]: b.\n\n"
+        "name: Bo.\nactive: true.\nscore: 1.5.\nboss: null."
     )
     assert doc.metadata == {"encoding": "utf-8", "records": 2}
 
@@ -110,13 +124,42 @@ def test_json_object_with_title_and_text_is_a_document() -> None:
 
 def test_json_object_with_non_string_text_renders_generically() -> None:
     doc = JsonParser().parse(b'{"title": "T", "text": {"body": "B"}}', path="o.json")
-    assert (doc.title, doc.text) == ("", "title: T\ntext.body: B")
+    assert (doc.title, doc.text) == ("T", "title: T.\ntext.body: B.")
+
+
+def test_json_title_without_text_is_the_document_title() -> None:
+    """Issue 16 item 9: the docs promise the `title` field is the title; it was ignored unless
+    a `text` field existed too."""
+    value = {"title": "Head of research", "company": "Acme Inc.", "since": 1995}
+    doc = JsonParser().parse(json.dumps(value).encode(), path="jobs/role.json")
+    assert doc.title == "Head of research"
+    assert doc.text == "title: Head of research.\ncompany: Acme Inc.\nsince: 1995."
+
+
+@pytest.mark.parametrize("title", [7.5, None, ["a"], {"k": "v"}])
+def test_json_title_that_is_not_a_string_is_not_the_title(title: object) -> None:
+    doc = JsonParser().parse(json.dumps({"title": title, "x": "y"}).encode(), path="n.json")
+    assert doc.title == ""
+
+
+def test_json_fields_are_sentences_of_their_own() -> None:
+    """Issue 16 item 2: `title: … company: …` read as one sentence (no full stop between the
+    lines); each field now ends as a sentence, each record is a paragraph."""
+    value = [{"title": "Head of research", "company": "Acme Inc.", "city": "Leeds"},
+             {"title": "Founder", "company": "Globex", "note": "Is it \"big\"?"}]
+    doc = JsonParser().parse(json.dumps(value).encode(), path="roles.json")
+    sentences = [doc.text[a:b] for a, b in sentence_spans(doc.text)]
+    assert sentences == [
+        "title: Head of research.", "company: Acme Inc.", "city: Leeds.",
+        "title: Founder.", "company: Globex.", 'note: Is it "big"?',
+    ]
+    assert doc.text.split("\n\n")[1].startswith("title: Founder.")
 
 
 def test_render_json_scalars_and_nested_lists() -> None:
     assert render_json("just text") == "just text"
     assert render_json(3) == "3"
-    assert render_json({"m": [[1, 2], {"k": "v"}]}) == "m[0][0]: 1\nm[0][1]: 2\nm[1].k: v"
+    assert render_json({"m": [[1, 2], {"k": "v"}]}) == "m[0][0]: 1.\nm[0][1]: 2.\nm[1].k: v."
 
 
 def test_malformed_json_names_line_and_column() -> None:
@@ -146,7 +189,7 @@ def test_json_without_text_is_refused(data: bytes) -> None:
 def test_jsonl_lines_become_paragraphs() -> None:
     data = b'{"q": "What?", "a": {"text": "That."}}\n\n["x", "y"]\r\n"plain line"\n'
     doc = JsonLinesParser().parse(data, path="qa.jsonl")
-    assert doc.text == "q: What?\na.text: That.\n\n[0]: x\n[1]: y\n\nplain line"
+    assert doc.text == "q: What?\na.text: That.\n\n[0]: x.\n[1]: y.\n\nplain line"
     assert doc.metadata == {"encoding": "utf-8", "records": 3}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import Counter
 from pathlib import Path
@@ -101,3 +102,64 @@ def test_property_spans_are_ordered_and_inside_the_text(text: str) -> None:
         assert last <= start <= end <= len(text)
         last = start
         assert text[start:end].strip() != "" or start == end  # a token is never only spaces
+
+
+@pytest.mark.parametrize("alphabet", ["abcdefghij0123456789", "กขคงจฉชซ", "あいうえおかきくけこ"])
+def test_run_without_whitespace_is_hard_cut_at_the_token_limit(alphabet: str) -> None:
+    """Issue 16 item 7: WordPiece reads a word of over 100 characters as one unknown-word token,
+    so 200,000 characters without a space were one 2-token text unit. Such a run is cut into
+    several units, each within the limit as the script-aware estimate measures it."""
+    from unified_kg_rag.domain.text.chunking import chunk_text
+
+    rng = random.Random(7)
+    text = "".join(rng.choice(alphabet) for _ in range(200_000))
+    chunks = chunk_text(text, COUNTER.token_spans(text), size_tokens=600, overlap_tokens=100)
+    assert len(chunks) > 50
+    estimate = EstimateTokenCounter()
+    for chunk in chunks:
+        piece = text[chunk.start_char : chunk.end_char]
+        assert chunk.n_tokens <= 600
+        assert estimate.count(piece) <= 600
+        assert COUNTER.count(piece) <= 600
+    assert chunks[0].start_char == 0 and chunks[-1].end_char == len(text)
+    assert all(b.start_char < a.end_char for a, b in itertools.pairwise(chunks))
+
+
+_DATA = Path("/work/shared/data")
+
+
+def _unit_id_digest(items: list[tuple[str, str]]) -> tuple[int, str]:
+    import hashlib
+
+    from unified_kg_rag.domain.identity import text_unit_id
+    from unified_kg_rag.domain.text.chunking import chunk_text
+
+    digest, count = hashlib.sha256(), 0
+    for doc, text in items:
+        for c in chunk_text(text, COUNTER.token_spans(text), size_tokens=600, overlap_tokens=100):
+            digest.update(text_unit_id(doc, c.start_char, text[c.start_char : c.end_char]).encode())
+            count += 1
+    return count, digest.hexdigest()[:16]
+
+
+def test_text_with_whitespace_chunks_exactly_as_before() -> None:
+    """The hard cut of long runs (issue 16 item 7) changes no unit of ordinary text: the digest
+    of every text-unit id of the demo corpus is the one the chunker gave before it."""
+    from unified_kg_rag.adapters.parsers import PARSERS
+
+    folder = Path(__file__).parents[2] / "examples" / "computing-history"
+    demo = [(f.name, PARSERS.get(f.suffix)().parse(f.read_bytes(), path=f.name).text)
+            for f in sorted(folder.iterdir())]
+    assert _unit_id_digest(demo) == (36, "6ab8cf7bfd92431c")
+
+
+@pytest.mark.skipif(not _DATA.is_dir(), reason="the shared evaluation data is not on this machine")
+def test_musique_passages_and_novels_chunk_exactly_as_before() -> None:
+    import json
+
+    corpus = json.loads((_DATA / "multihop/hipporag/musique_train_corpus.json").read_text())
+    musique = [(p["title"], f'{p["title"]}\n\n{p["text"]}') for p in corpus]
+    assert _unit_id_digest(musique) == (1890, "3793e2b293faa108")
+    novels = json.loads((_DATA / "graphrag_bench/novel.json").read_text())
+    assert _unit_id_digest([(n["corpus_name"], n["context"]) for n in novels]) == (
+        1253, "c437782d979a5e17")

@@ -179,14 +179,15 @@ def run(
     main: Callable[[], Coroutine[Any, Any, T]],
     *,
     verbose: bool = False,
-    interrupted: str = "Interrupted.",
+    interrupted: str | Callable[[], str] = "Interrupted.",
 ) -> T:
     """Run a command's coroutine; map errors to one stderr line and an exit code.
 
     Args:
         main: the command's coroutine function.
         verbose: print tracebacks.
-        interrupted: what to say on Ctrl-C (exit 130).
+        interrupted: what to say on Ctrl-C (exit 130), or a function returning it when the
+            command stops (to say what it kept).
 
     SIGTERM stops the command like Ctrl-C (exit 143 instead of 130).
 
@@ -206,7 +207,8 @@ def run(
     try:
         return asyncio.run(main_stopping_on_sigterm())
     except asyncio.CancelledError:
-        err_console.print(interrupted.replace("Interrupted", "Terminated", 1), soft_wrap=True)
+        said = interrupted() if callable(interrupted) else interrupted
+        err_console.print(said.replace("Interrupted", "Terminated", 1), soft_wrap=True)
         raise typer.Exit(143) from None
     except UkrError as exc:
         if verbose:
@@ -214,7 +216,8 @@ def run(
         err_console.print(f"[bold red]{type(exc).__name__}[/]: {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
-        err_console.print(interrupted, soft_wrap=True)
+        said = interrupted() if callable(interrupted) else interrupted
+        err_console.print(said, soft_wrap=True)
         raise typer.Exit(130) from None
     except typer.Exit:
         raise

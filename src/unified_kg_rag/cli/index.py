@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -36,7 +36,12 @@ from unified_kg_rag.ingestion.graph.estimate import CostEstimate
 from unified_kg_rag.ingestion.graph.report import GraphBuildReport
 from unified_kg_rag.ingestion.report import IndexReport
 
-__all__ = ["index_command", "render_estimate", "render_graph", "render_report"]
+if TYPE_CHECKING:
+    from unified_kg_rag.ingestion.embed_steps import KeptWork
+
+__all__ = [
+    "index_command", "interrupted_message", "render_estimate", "render_graph", "render_report"
+]
 
 
 def render_graph(graph: GraphBuildReport) -> None:
@@ -302,6 +307,8 @@ def index_command(
         _estimate(paths, index, project, stores, config_file, json_out, verbose, options)
         return
 
+    kept: list[KeptWork] = []
+
     async def main() -> IndexReport:
         from unified_kg_rag.bootstrap import build_app
 
@@ -312,22 +319,29 @@ def index_command(
             with RichProgress(err_console, enabled=not (quiet or json_out)) as progress:
                 pipeline = index_pipeline(app, index, progress=progress,
                                           force_rebuild=force_rebuild)
+                kept.append(pipeline.kept)
                 return await pipeline.run(
                     paths, confirm_deletions=yes, reset=reset, messages=messages,
                     retry_quarantined=retry_quarantined,
                 )
 
-    report = run(
-        main,
-        verbose=verbose,
-        interrupted="Interrupted: every committed batch is kept; run the same command again "
-        "to finish (stored vectors are reused).",
-    )
+    report = run(main, verbose=verbose, interrupted=lambda: interrupted_message(kept))
     if json_out:
         typer.echo(report.model_dump_json(indent=2))
     else:
         render_report(report)
     raise typer.Exit(report.exit_code)
+
+
+def interrupted_message(kept: list[KeptWork]) -> str:
+    """Say what an interrupted `ukr index` kept, and that the next run resumes.
+
+    For example ``Interrupted: kept 1,024 of 4,000 text units of big.txt embedded; run the same
+    command again to resume ...``.
+    """
+    what = kept[0].describe() if kept else "nothing new was stored"
+    return (f"Interrupted: {what}; run the same command again to resume (stored vectors are "
+            "reused, nothing is embedded twice).")
 
 
 def _estimate(

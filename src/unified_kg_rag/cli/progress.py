@@ -28,6 +28,8 @@ __all__ = ["RichProgress"]
 _LABELS = {
     "read": "Reading files",
     "index": "Indexing documents",
+    "load model": "Loading the embedding model",
+    "embed": "Embedding text units",
     "extract": "Extracting graph (units)",
     "concepts": "Concept graph (units)",
     "summarize": "Summarizing descriptions",
@@ -80,8 +82,13 @@ class RichProgress:
         self._progress.stop()
 
     def start(self, task: str, total: int | None) -> None:
-        """Add a bar for ``task``."""
-        self._tasks[task] = self._progress.add_task(_LABELS.get(task, task), total=total, note="")
+        """Add a bar for ``task``; for a task already shown, set its new total (steps kept)."""
+        if task in self._tasks:
+            self._progress.update(self._tasks[task], total=total)
+        else:
+            self._tasks[task] = self._progress.add_task(
+                _LABELS.get(task, task), total=total, note=""
+            )
         self._totals[task] = total
 
     def advance(self, task: str, steps: int = 1, *, note: str | None = None) -> None:
@@ -93,10 +100,11 @@ class RichProgress:
                 self._progress.update(self._tasks[task], advance=steps, note=note)
 
     def finish(self, task: str) -> None:
-        """Mark ``task`` complete."""
+        """Mark ``task`` complete (a task without a total, such as a model load, as 1/1)."""
         total = self._totals.get(task)
-        if task in self._tasks and total is not None:
-            self._progress.update(self._tasks[task], completed=total)
+        if task in self._tasks:
+            done = 1 if total is None else total
+            self._progress.update(self._tasks[task], total=done, completed=done)
 
     def warn(self, message: str) -> None:
         """Print a one-line warning above the bars.

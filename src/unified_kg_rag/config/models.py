@@ -320,6 +320,15 @@ class IndexingConfig(_Section):
         "the embedder sort more texts by length (less padding); a stopped run loses at most "
         "one uncommitted batch, whose stored vectors are reused.",
     )
+    embed_batch_units: int = Field(
+        default=256,
+        ge=1,
+        description="Text units embedded and stored together, within a batch of documents: "
+        "each step is written to the search index as it finishes, so a run stopped inside a "
+        "large document keeps every finished step (the document stays pending until its last "
+        "step; the next run embeds only what is missing), and the progress bar moves once "
+        "per step.",
+    )
     lease_s: float = Field(
         default=120.0,
         ge=3.0,

@@ -11,17 +11,16 @@ bisects batches that way).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from unified_kg_rag.config.models import UkrConfig
-from unified_kg_rag.domain.models import Collection, DocStatus, Document, TextUnit
-from unified_kg_rag.domain.text.embedding_input import embedding_input
+from unified_kg_rag.domain.models import DocStatus, Document, TextUnit
 from unified_kg_rag.ingestion.corpus import CorpusFile
 from unified_kg_rag.ingestion.deletion import remove_stale_units
+from unified_kg_rag.ingestion.embed_steps import UnitSteps
 from unified_kg_rag.ingestion.prepare import registry_record
 from unified_kg_rag.ingestion.report import IndexReport
-from unified_kg_rag.ingestion.units import text_unit_record, unit_title, unit_union, units_to_embed
+from unified_kg_rag.ingestion.units import unit_union, units_to_embed
 from unified_kg_rag.ports import Embedder, IndexStores
 
 __all__ = ["Prepared", "commit_batch"]
@@ -36,15 +35,19 @@ async def commit_batch(
     embedder: Embedder,
     batch: Sequence[Prepared],
     report: IndexReport,
+    steps: UnitSteps | None = None,
 ) -> None:
     """Write and commit ``batch``; the report's counts change only once it all landed.
 
     Args:
         stores: the index's (fenced) stores.
-        config: the fingerprint settings of the registry records.
+        config: the fingerprint settings of the registry records (and
+            ``indexing.embed_batch_units`` when ``steps`` is not given).
         embedder: embeds the text units not already stored with a vector.
         batch: the documents to commit.
         report: receives the text-unit counts and the embedding time.
+        steps: embeds and stores the units step by step, reporting progress (default: steps
+            of ``indexing.embed_batch_units`` units, no progress).
 
     Raises:
         StoreError: a store failed (the pending records make the next run finish the batch).
@@ -59,14 +62,10 @@ async def commit_batch(
     ])
     units = [u for _, _, doc_units in batch for u in doc_units]
     fresh = await units_to_embed(search, units)
-    embedding_s = 0.0
-    if fresh:
-        started = time.perf_counter()
-        vectors = await embedder.embed_documents(
-            [embedding_input(u.text, unit_title(u)) for u in fresh]
-        )
-        embedding_s = time.perf_counter() - started
-        await search.upsert(Collection.TEXT_UNITS, [text_unit_record(u) for u in fresh], vectors)
+    if steps is None:
+        steps = UnitSteps(embedder, step_units=config.indexing.embed_batch_units)
+    paths = {doc.id: file.display_path for file, doc, _ in batch}
+    embedding_s = await steps.store(search, units, fresh, paths)
     stale: list[str] = []
     for _, doc, doc_units in batch:
         old = previous.get(doc.id)
@@ -78,6 +77,7 @@ async def commit_batch(
         registry_record(config, file, doc, DocStatus.PROCESSED, tuple(u.id for u in doc_units))
         for file, doc, doc_units in batch
     ])
+    steps.committed([file.display_path for file, _, _ in batch])
     report.embedding_s = round(report.embedding_s + embedding_s, 3)
     report.text_units_embedded += len(fresh)
     report.text_units_reused += len(units) - len(fresh)

@@ -10,12 +10,20 @@ batches: parse → chunk → embed (only text units not already stored with a ve
 
 A document is committed only after its text units landed, so a run stopped at any point
 (Ctrl-C, a crash) loses nothing: the next run finds the stored units by id and embeds only
-what is missing. A document that fails is recorded ``failed`` with its reason (its earlier
-units, if any, are kept) and tried again by the next run; the others proceed. An error
-escaping a batch's write is isolated by bisection to the documents at fault
-(`ingestion.document_failures`); a document that fails on ``indexing.quarantine_after``
-consecutive runs is ``quarantined`` and skipped until its content changes or the run is
-told ``retry_quarantined``.
+what is missing. Units are embedded and stored in steps of ``indexing.embed_batch_units``
+(`ingestion.embed_steps`), so a large document stopped half way keeps its finished steps;
+`IndexPipeline.kept` says what the run stored.
+
+Progress: ``read`` (files hashed), ``index`` (documents committed; a failed document is not
+progress: it leaves the total and is reported on its own), ``load model`` (the embedding
+model, a step of its own before the first unit is embedded) and ``embed`` (text units
+embedded, per step; the total grows as batches of documents are chunked).
+
+A document that fails is recorded ``failed`` with its reason (its earlier units, if any, are
+kept) and tried again by the next run; the others proceed. An error escaping a batch's write
+is isolated by bisection to the documents at fault (`ingestion.document_failures`); a
+document that fails on ``indexing.quarantine_after`` consecutive runs is ``quarantined`` and
+skipped until its content changes or the run is told ``retry_quarantined``.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ from unified_kg_rag.ingestion.document_failures import (
     record_document_failure,
     write_isolating,
 )
+from unified_kg_rag.ingestion.embed_steps import EMBED_TASK, KeptWork, UnitSteps
 from unified_kg_rag.ingestion.graph.build import needs_llm
 from unified_kg_rag.ingestion.graph.estimate import CostEstimate, estimate_graph_cost
 from unified_kg_rag.ingestion.lease import fenced, held_lease
@@ -147,6 +156,11 @@ class IndexPipeline:
         self._parsers = parsers
         self._config = config
         self._progress: ProgressReporter = progress or NULL_PROGRESS
+        self.kept = KeptWork()
+        """What the current (or last) run stored; an interrupted run's message says it."""
+        self._steps = UnitSteps(embedder, step_units=config.indexing.embed_batch_units,
+                                progress=self._progress, kept=self.kept)
+        self._to_index = 0  # the ``index`` task's total: documents to index, less failures
         self._derived = DerivedStages(  # graphs and record collection after the text units
             config, embedder=embedder, budget_tokenizer=self._budget_tokenizer,
             progress=self._progress, chat_model=chat_model, project_dir=project_dir,
@@ -413,7 +427,8 @@ class IndexPipeline:
     async def _process(self, todo: list[_Hashed], report: IndexReport) -> None:
         await self._stores.search.bind_embedding(self._embedder.model_id, self._embedder.dimension)
         batch_size = self._config.indexing.batch_documents
-        self._progress.start("index", len(todo))
+        self._to_index = len(todo)
+        self._progress.start("index", self._to_index)
         for i in range(0, len(todo), batch_size):
             batch = todo[i : i + batch_size]
             parsed = await map_bounded(batch, self._parse_and_chunk, concurrency=_IO_CONCURRENCY)
@@ -422,14 +437,20 @@ class IndexPipeline:
                 if r.value is None:
                     reason = failure_reason(r.item.file, r.error)
                     await self._record_failure(r.item.file, r.item.content_hash, reason, report)
-                    self._progress.advance("index")
+                    self._not_progress(report)
                 else:
                     doc, units = r.value
                     ready.append((r.item, doc, units))
             if ready:
                 await write_isolating(ready, self._committer(report), self._write_failed(report))
-                self._progress.advance("index", len(ready))
         self._progress.finish("index")
+        self._progress.finish(EMBED_TASK)
+
+    def _not_progress(self, report: IndexReport) -> None:
+        """Take a failed document out of the ``index`` total; say how many failed."""
+        self._to_index -= 1
+        self._progress.start("index", self._to_index)
+        self._progress.advance("index", 0, note=f"{len(report.failed)} failed")
 
     def _committer(
         self, report: IndexReport
@@ -438,7 +459,9 @@ class IndexPipeline:
 
         async def commit(part: Sequence[tuple[_Hashed, Document, list[TextUnit]]]) -> None:
             await commit_batch(self._stores, self._config, self._embedder,
-                               [(item.file, doc, units) for item, doc, units in part], report)
+                               [(item.file, doc, units) for item, doc, units in part], report,
+                               self._steps)
+            self._progress.advance("index", len(part))
 
         return commit
 
@@ -451,6 +474,7 @@ class IndexPipeline:
                        error: BaseException) -> None:
             item = entry[0]
             await self._record_failure(item.file, item.content_hash, own_reason(error), report)
+            self._not_progress(report)
 
         return fail
 

@@ -15,6 +15,7 @@ from unified_kg_rag.ports.models import (
     Embedder,
     KeyphraseExtractor,
     MessageSource,
+    Preloadable,
     Reranker,
     TokenCounter,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "IndexStores",
     "KeyphraseExtractor",
     "MessageSource",
+    "Preloadable",
     "ProgressReporter",
     "RecordStore",
     "Reranker",

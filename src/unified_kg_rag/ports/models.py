@@ -18,9 +18,27 @@ __all__ = [
     "Embedder",
     "KeyphraseExtractor",
     "MessageSource",
+    "Preloadable",
     "Reranker",
     "TokenCounter",
 ]
+
+
+@runtime_checkable
+class Preloadable(Protocol):
+    """A model that can be loaded ahead of its first use (a local model's weights).
+
+    Optional: callers check ``isinstance(model, Preloadable)`` to show loading as a step of its
+    own; a model without it loads (or needs nothing) on first use.
+    """
+
+    async def load(self) -> None:
+        """Load the model now (once; later calls return at once).
+
+        Raises:
+            UkrError: the model cannot be loaded (its own error types).
+        """
+        ...
 
 
 @runtime_checkable

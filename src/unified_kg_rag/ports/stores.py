@@ -342,7 +342,11 @@ class ProgressReporter(Protocol):
     """Receives progress events from long work; the CLI draws them, the library ignores them."""
 
     def start(self, task: str, total: int | None) -> None:
-        """A task with ``total`` steps (unknown when None) starts."""
+        """A task with ``total`` steps (unknown when None) starts.
+
+        Called again for a running task, it sets the task's total (more work was found, e.g.
+        the text units of the next batch of documents) and keeps the steps already done.
+        """
         ...
 
     def advance(self, task: str, steps: int = 1, *, note: str | None = None) -> None:

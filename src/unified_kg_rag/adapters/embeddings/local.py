@@ -115,6 +115,17 @@ class LocalEmbedder:
 
     # ------------------------------------------------------------------ embedding
 
+    async def load(self) -> None:
+        """Load the model now, in a worker thread (implements `ports.Preloadable`).
+
+        Raises:
+            ModelIntegrityError: ``model.safetensors`` does not have the pinned SHA-256.
+            ConfigurationError: sentence-transformers is not installed.
+            EmbeddingModelError: the model failed to load.
+        """
+        if self._model is None:
+            await asyncio.to_thread(self._load)
+
     async def embed_documents(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed passages (see module docstring for long texts).
 

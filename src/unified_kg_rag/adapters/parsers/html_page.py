@@ -1,9 +1,11 @@
 """The HTML parser: visible text in reading order, one line per block.
 
-Paragraph-like blocks are separated by a blank line, list items, table rows and line breaks
-by one newline. Scripts, styles, navigation and other non-content elements are dropped. Text
-inside a paragraph is joined with single spaces (the source's line wrapping is not kept),
-``<pre>`` keeps its lines and indentation, and table cells are joined with `` | ``.
+Paragraph-like blocks and table rows are separated by a blank line (a row is a record: it
+stays its own paragraph, so sentence splitting and quotes never run two rows together), list
+items and line breaks by one newline. Scripts, styles, navigation and other non-content
+elements are dropped. Text inside a paragraph is joined with single spaces (the source's line
+wrapping is not kept), ``<pre>`` keeps its lines and indentation, and table cells are joined
+with `` | ``.
 """
 
 from __future__ import annotations
@@ -29,11 +31,11 @@ _PARAGRAPHS = frozenset(
     {
         "p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "table", "ul", "ol",
         "dl", "figure", "section", "article", "header", "footer", "main", "aside", "address",
-        "form", "fieldset", "hr", "details",
+        "form", "fieldset", "hr", "details", "tr",
     }
 )  # fmt: skip
 _LINES = frozenset(
-    {"br", "li", "tr", "dt", "dd", "div", "caption", "figcaption", "summary", "legend", "option"}
+    {"br", "li", "dt", "dd", "div", "caption", "figcaption", "summary", "legend", "option"}
 )
 _CELLS = frozenset({"td", "th"})
 _PARAGRAPH, _LINE = 2, 1
@@ -85,8 +87,8 @@ def _title(soup: BeautifulSoup) -> str:
 def html_to_text(soup: Tag) -> str:
     """Return the visible text of a parsed HTML tree.
 
-    Block elements start new lines (paragraph-like ones are separated by a blank line, list
-    items, table rows and line breaks by one newline); whitespace inside a line collapses to
+    Block elements start new lines (paragraph-like ones and table rows are separated by a
+    blank line, list items and line breaks by one newline); whitespace inside a line collapses to
     one space except in ``<pre>``. The walk is iterative, so deep nesting cannot overflow the
     stack.
     """

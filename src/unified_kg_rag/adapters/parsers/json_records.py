@@ -1,13 +1,20 @@
 """The JSON and JSON Lines parsers: values rendered as readable ``key: value`` lines.
 
 Nested keys are dotted (``author.name: Ann``) and list items indexed (``tags[0]: x``), so a
-line keeps its meaning on its own after chunking. A JSON object with a string ``title`` and a
-string ``text`` (a common corpus format) becomes that title and text instead.
+line keeps its meaning on its own after chunking. Each field is its own line and its own
+sentence (a full stop ends a value that has no sentence-final punctuation), so a quote or a
+sentence-aligned chunk boundary never runs two fields together; records (the items of a
+top-level list, the lines of a JSON Lines file) are paragraphs, separated by a blank line.
+
+A JSON object's string ``title`` is the document's title; with a string ``text`` too (a common
+corpus format) the document is that title and text, otherwise its fields are rendered.
 """
 
 from __future__ import annotations
 
 import json
+
+import regex
 
 from unified_kg_rag.adapters.parsers.base import finish, one_line, require_bytes
 from unified_kg_rag.adapters.parsers.encoding import decode_text
@@ -15,7 +22,10 @@ from unified_kg_rag.config.models import ParsingConfig
 from unified_kg_rag.domain.models import MetadataValue, ParsedDocument
 from unified_kg_rag.util.errors import InputError
 
-__all__ = ["JsonLinesParser", "JsonParser", "render_json"]
+__all__ = ["JsonLinesParser", "JsonParser", "field_line", "render_json"]
+
+# sentence-final punctuation, then closing quotes or brackets, at the end of a value
+_ENDS_SENTENCE = regex.compile(r"[.!?…。！？][\p{Pe}\p{Pf}\"']*\s*$")
 
 
 class JsonParser:
@@ -47,16 +57,18 @@ class JsonParser:
         except RecursionError as exc:
             raise InputError(path, "JSON nested too deeply") from exc
         metadata: dict[str, MetadataValue] = {"encoding": decoded.encoding}
+        title = ""
         if isinstance(value, dict):
-            title, text = value.get("title"), value.get("text")
-            if isinstance(title, str) and isinstance(text, str):
+            title_field, text = value.get("title"), value.get("text")
+            title = title_field if isinstance(title_field, str) else ""
+            if title and isinstance(text, str):
                 return finish(text, path=path, title=title, metadata=metadata)
         if isinstance(value, list):
             metadata["records"] = len(value)
             text = "\n\n".join(block for block in map(render_json, value) if block.strip())
         else:
             text = render_json(value)
-        return finish(text, path=path, metadata=metadata)
+        return finish(text, path=path, title=title, metadata=metadata)
 
 
 class JsonLinesParser:
@@ -99,12 +111,12 @@ class JsonLinesParser:
 
 
 def render_json(value: object) -> str:
-    """Render a decoded JSON value as ``key: value`` lines.
+    """Render a decoded JSON value as ``key: value`` lines, one sentence each (`field_line`).
 
     Objects give dotted keys, lists indexed keys (``a.b[2].c: x``); a scalar at the top is
-    written alone. Strings are written as they are, other scalars in JSON form (``true``,
-    ``null``, ``1.5``); empty objects and lists are left out. Iterative, so depth is bounded
-    only by what ``json`` itself parses.
+    written alone, as it is. Strings are written as they are, other scalars in JSON form
+    (``true``, ``null``, ``1.5``); empty objects and lists are left out. Iterative, so depth
+    is bounded only by what ``json`` itself parses.
 
     Args:
         value: what ``json.loads`` returned.
@@ -123,5 +135,22 @@ def render_json(value: object) -> str:
             stack.extend(reversed([(f"{key}[{i}]", v) for i, v in enumerate(item)]))
         else:
             text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
-            lines.append(f"{key}: {text}" if key else text)
+            lines.append(field_line(key, text) if key else text)
     return "\n".join(lines)
+
+
+def field_line(key: str, value: str) -> str:
+    """Return the line ``key: value``, ended as a sentence.
+
+    A full stop is added unless ``value`` already ends with sentence-final punctuation
+    (``. ! ? …`` or a CJK full stop, closing quotes or brackets after it), so a sentence
+    splitter, a quote or a chunk boundary treats the field as one sentence of its own.
+
+    Args:
+        key: the field's (dotted) key.
+        value: the field's text.
+    """
+    value = value.rstrip()
+    if not value or _ENDS_SENTENCE.search(value):
+        return f"{key}: {value}"
+    return f"{key}: {value}."

@@ -2,7 +2,9 @@
 
 The first row is the header. The delimiter is sniffed from the start of the file among
 comma, semicolon, tab and pipe (``csv.Sniffer``), falling back to comma. Rendering each row
-with its headers keeps a row meaningful on its own after chunking.
+with its headers keeps a row meaningful on its own after chunking. Rows are separated by a
+blank line: each row is a paragraph, so sentence splitting and quotes never run two rows
+together, and chunks end between rows rather than inside one.
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ class CsvParser:
         self.config = config
 
     def parse(self, data: bytes, *, path: str) -> ParsedDocument:
-        """Decode ``data`` and render each data row on one line.
+        """Decode ``data`` and render each data row on one line, as its own paragraph.
 
         Returns:
-            Text with one line per non-empty row; metadata ``encoding``, ``rows`` (data rows),
-            ``columns`` (header cells) and ``delimiter``.
+            Text with one line per non-empty row, rows separated by a blank line; metadata
+            ``encoding``, ``rows`` (data rows), ``columns`` (header cells) and ``delimiter``.
 
         Raises:
             InputError: the file is empty, binary, malformed (the line is named), or has no
@@ -63,7 +65,7 @@ class CsvParser:
             "columns": len(header),
             "delimiter": dialect.delimiter,
         }
-        return finish("\n".join(lines), path=path, metadata=metadata)
+        return finish("\n\n".join(lines), path=path, metadata=metadata)
 
 
 _MAX_FIELD_CHARS = 64 * 1024 * 1024

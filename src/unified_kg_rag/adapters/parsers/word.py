@@ -2,7 +2,7 @@
 
 Headers, footers, comments and text boxes are not read. Paragraphs are separated by a blank
 line, consecutive list items by one newline; each table row is one line of cells joined by
-`` | `` (a merged cell is written once).
+`` | `` (a merged cell is written once), and rows are separated by a blank line.
 """
 
 from __future__ import annotations
@@ -96,6 +96,7 @@ def _style_name(paragraph: Paragraph) -> str:
 
 
 def _table_text(table: Table) -> str:
+    """Return a table's rows, cells joined by `` | ``, each row its own paragraph."""
     lines: list[str] = []
     for row in table.rows:
         cells: list[str] = []
@@ -107,4 +108,4 @@ def _table_text(table: Table) -> str:
             cells.append(" ".join(cell.text.split()))
         if any(cells):
             lines.append(" | ".join(cells))
-    return "\n".join(lines)
+    return "\n\n".join(lines)

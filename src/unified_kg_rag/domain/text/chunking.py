@@ -8,7 +8,11 @@ Algorithm (`chunk_text`): windows of at most ``size_tokens`` tokens. A window th
 reach the end of the text ends at the best boundary in its last ~30 %: a paragraph break,
 else a sentence end, else a line break, else any whitespace, the latest of the best kind,
 else a hard cut at a token boundary (a long run with no space, e.g. a URL or unsegmented
-text). The next window starts ``overlap_tokens`` before the end, moved forward to the first
+text). A token wider than `LONG_TOKEN_CHARS` characters (WordPiece reads a word of over 100
+characters as one unknown-word token, so 200,000 characters without a space were 2 tokens and
+one unit) is first split into the pieces of the script-aware estimate
+(`domain.text.tokens.EstimateTokenCounter`), so such a run is hard-cut like any other. The
+next window starts ``overlap_tokens`` before the end, moved forward to the first
 sentence start inside that overlap when there is one, so overlaps begin with whole sentences.
 Every window adds at least one new token, so the loop always ends; the cost is linear in the
 number of tokens (a 5 MB single line of words chunks in well under a second).
@@ -35,18 +39,26 @@ from dataclasses import dataclass
 from unified_kg_rag.domain.identity import text_unit_id
 from unified_kg_rag.domain.models import Document, MetadataValue, TextUnit
 from unified_kg_rag.domain.text.analysis import paragraph_breaks, sentence_spans
+from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 
 __all__ = [
     "BOUNDARY_SEARCH_FRACTION",
     "CHUNKING_VERSION",
+    "LONG_TOKEN_CHARS",
     "ChunkSpan",
     "build_text_units",
     "chunk_text",
+    "split_long_tokens",
 ]
 
-CHUNKING_VERSION = 1
+CHUNKING_VERSION = 2
 """Version of the chunking algorithm; bump it when the windows it produces change, so
-indexed documents are chunked again."""
+indexed documents are chunked again (2: tokens wider than `LONG_TOKEN_CHARS` are split)."""
+
+LONG_TOKEN_CHARS = 100
+"""The widest token, in characters, taken as one token; a wider one (an unknown-word token
+covering a whole run without whitespace) is measured by the script-aware estimate instead.
+No WordPiece or BPE vocabulary token of a word of ordinary text is this wide."""
 
 BOUNDARY_SEARCH_FRACTION = 0.3
 """The trailing share of a full window searched for a boundary to end it at."""
@@ -158,6 +170,7 @@ def chunk_text(
         raise ValueError("size_tokens must be at least 1")
     if not 0 <= overlap_tokens < size_tokens:
         raise ValueError("overlap_tokens must be in [0, size_tokens)")
+    spans = split_long_tokens(text, spans)
     n = len(spans)
     visible = [i for i, span in enumerate(spans) if not _blank(text, span)]
     if not visible:
@@ -193,6 +206,38 @@ def chunk_text(
             break
         start = following
     return chunks
+
+
+def split_long_tokens(
+    text: str, spans: Sequence[tuple[int, int]]
+) -> Sequence[tuple[int, int]]:
+    """Return ``spans`` with every token wider than `LONG_TOKEN_CHARS` split into estimate pieces.
+
+    A tokenizer can give one token for a whole run without whitespace (WordPiece's unknown-word
+    token for a word over 100 characters): such a token is replaced by the pieces
+    `EstimateTokenCounter.token_spans` gives for its text (about four characters of a word, one
+    symbol or CJK character each; never inside a grapheme cluster), so chunks can be cut inside
+    the run and a chunk's token count stays an honest measure of its length.
+
+    Args:
+        text: the document text.
+        spans: ``(start, end)`` token offsets into ``text``, in order.
+
+    Returns:
+        ``spans`` itself when no token is that wide (the common case: nothing is copied),
+        else a new list, in order, covering the same text.
+    """
+    if all(end - start <= LONG_TOKEN_CHARS for start, end in spans):
+        return spans
+    estimate = EstimateTokenCounter()
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        if end - start <= LONG_TOKEN_CHARS:
+            out.append((start, end))
+            continue
+        pieces = estimate.token_spans(text[start:end])
+        out.extend([(start + a, start + b) for a, b in pieces] or [(start, end)])
+    return out
 
 
 def _trimmed(text: str, spans: Sequence[tuple[int, int]], first: int, stop: int) -> ChunkSpan:
