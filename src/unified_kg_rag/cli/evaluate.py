@@ -38,10 +38,17 @@ class _DefaultRunGroup(TyperGroup):
             args = ["run", *args]
         return super().parse_args(ctx, args)
 
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        """``[OPTIONS] DATASET | COMMAND [ARGS]...``: the form the README uses comes first."""
+        return ["[OPTIONS]", "DATASET", "|", "COMMAND", "[ARGS]..."]
+
 
 eval_app = typer.Typer(
     cls=_DefaultRunGroup,
-    help="Evaluate retrieval and answers on a question set (ukr eval DATASET.jsonl).",
+    help="Evaluate retrieval and answers on a question set.\n\n"
+    "`ukr eval DATASET.jsonl [OPTIONS]` is short for `ukr eval run DATASET.jsonl`: see "
+    "`ukr eval run --help` for its options (`--strategy`, `--mode`, `--limit`, "
+    "`--retrieval-only` ...).",
     no_args_is_help=True,
     rich_markup_mode="markdown",
 )
@@ -126,10 +133,10 @@ def eval_run_command(
     table.add_column("metric")
     table.add_column("value", justify="right")
     rows: list[tuple[str, Any]] = [
-        ("recall@2", f"{report.recall_at_2:.3f}"),
-        ("recall@5", f"{report.recall_at_5:.3f}"),
-        ("recall@10", f"{report.recall_at_10:.3f}"),
-        ("recall anywhere in context", f"{report.recall_in_context:.3f}"),
+        ("recall@2", _share(report.recall_at_2)),
+        ("recall@5", _share(report.recall_at_5)),
+        ("recall@10", _share(report.recall_at_10)),
+        ("recall anywhere in context", _share(report.recall_in_context)),
         ("context tokens (mean)", f"{report.context_tokens_mean:.0f}"),
         ("answer in context", f"{report.answer_in_context:.3f}"),
     ]
@@ -147,6 +154,14 @@ def eval_run_command(
     for name, value in rows:
         table.add_row(name, value)
     out_console.print(table)
+    if report.n_with_supporting == 0:
+        out_console.print("recall: n/a, no question of the dataset names its `supporting` "
+                          "passages", soft_wrap=True)
+
+
+def _share(value: float | None) -> str:
+    """``0.750``, or ``n/a`` for a metric the dataset cannot measure."""
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 @prepare_app.command("hipporag")

@@ -305,7 +305,8 @@ def index_command(
     async def main() -> IndexReport:
         from unified_kg_rag.bootstrap import build_app
 
-        project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
+        project_dir, config = load(project, config_file, verbose=verbose, stores=stores,
+                                   create=True)
         messages = message_run(config, project_dir, source=source, handles=handles,
                                owner=owner, since=since, limit=message_limit)
         async with build_app(config, project_dir) as app:
@@ -343,7 +344,8 @@ def _estimate(
     async def main() -> CostEstimate:
         from unified_kg_rag.bootstrap import build_app
 
-        project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
+        project_dir, config = load(project, config_file, verbose=verbose, stores=stores,
+                                   create=True)
         messages = message_run(config, project_dir, **options)
         async with build_app(config, project_dir) as app:
             pipeline = index_pipeline(app, index)

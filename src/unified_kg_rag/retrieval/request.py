@@ -19,6 +19,7 @@ write, the JSON output or the terminal. It is settled here, per field:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 
 from pydantic import ValidationError
@@ -126,12 +127,14 @@ async def check_index(stores: IndexStores, embedder: Embedder) -> tuple[str, ...
     """Check the index can be queried with ``embedder``; return the methodologies it holds.
 
     Raises:
-        UsageError: the index holds no text units (nothing indexed, or another index).
+        UsageError: the index holds no text units (nothing indexed, another index, or its
+            first build is running: then the message says so).
         EmbeddingMismatchError: the index was built with another embedding model.
         StoreError: a store failed.
     """
     name = stores.name
     if await stores.search.count(Collection.TEXT_UNITS) == 0:
+        await _refuse_while_first_build_runs(stores)
         raise UsageError(
             f"index {name!r} holds no text units; index documents first with "
             f"`ukr index PATH --index {name}`",
@@ -144,6 +147,28 @@ async def check_index(stores: IndexStores, embedder: Embedder) -> tuple[str, ...
             f"model is {embedder.model_id!r}. Configure the original model to query it"
         )
     return parse_methodologies(await stores.records.get(INDEX_NAMESPACE, METHODOLOGIES_KEY))
+
+
+async def _refuse_while_first_build_runs(stores: IndexStores) -> None:
+    """Say so when an empty index is empty because its first build is running.
+
+    A build holds the index's write lease (`domain.index.write_lease`); its passages become
+    searchable as it stores them, so "index documents first" would mislead.
+
+    Raises:
+        UsageError: a live lease is held on the index (names its holder and age).
+    """
+    lease = await stores.registry.get_lease()
+    now = time.time()
+    if lease is None or lease.expires_at <= now:
+        return
+    age = max(now - lease.acquired_at, 0.0)
+    raise UsageError(
+        f"index {stores.name!r} holds no text units yet: a build is running ({lease.holder}, "
+        f"started {age:.0f} s ago); its passages become searchable as it stores them, so "
+        "query again in a moment",
+        field="index",
+    )
 
 
 def _refuse_invalid_text(value: object, field: str) -> None:
