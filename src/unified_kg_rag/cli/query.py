@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -145,12 +144,11 @@ def _render_sources(output: RAGOutput) -> None:
 
 
 def _shown_path(s: Source) -> str:
-    """The source's file, relative to the current directory when it is below it."""
-    if s.location:
-        try:
-            return str(Path(s.location).relative_to(Path.cwd()))
-        except ValueError:
-            return s.location
+    """The source's file, relative to the folder it was indexed from (the one form shown).
+
+    ``--filter path=`` takes this form (and the absolute one); ``--json`` has both
+    (``path``, ``location``).
+    """
     return s.path or s.id[:12]
 
 
@@ -215,8 +213,9 @@ def query_command(
     filters: Annotated[
         list[str] | None,
         typer.Option("--filter", "-f", help="Only passages whose field equals the value, "
-                     "e.g. --filter path=notes/a.md (path relative to the indexed folder; "
-                     "repeat a key for any of several values)."),
+                     "e.g. --filter path=notes/a.md (the path as sources show it, relative "
+                     "to the indexed folder; the absolute or ./ form works too; repeat a key "
+                     "for any of several values). A filter no passage passes exits 2."),
     ] = None,
     stream: Annotated[
         bool, typer.Option("--stream", help="Print the answer as the model writes it.")
