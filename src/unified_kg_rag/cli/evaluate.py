@@ -11,7 +11,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
-from typer.core import TyperGroup
 
 from unified_kg_rag.cli.common import (
     ConfigOpt,
@@ -25,12 +24,13 @@ from unified_kg_rag.cli.common import (
     out_console,
     run,
 )
+from unified_kg_rag.cli.help_format import UkrCommand, UkrGroup
 from unified_kg_rag.evaluation.runner import EvalReport
 
 __all__ = ["eval_app"]
 
 
-class _DefaultRunGroup(TyperGroup):
+class _DefaultRunGroup(UkrGroup):
     """A group that runs ``run`` when the first argument is not a subcommand."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored Context
@@ -53,12 +53,13 @@ eval_app = typer.Typer(
     rich_markup_mode="markdown",
 )
 prepare_app = typer.Typer(
-    help="Convert public QA data into a dataset and a corpus folder.", rich_markup_mode="markdown"
+    help="Convert public QA data into a dataset and a corpus folder.", rich_markup_mode="markdown",
+    cls=UkrGroup,
 )
 eval_app.add_typer(prepare_app, name="prepare")
 
 
-@eval_app.command("run")
+@eval_app.command("run", cls=UkrCommand)
 def eval_run_command(
     dataset: Annotated[
         Path, typer.Argument(help="JSONL: question, answers, supporting per line.", dir_okay=False)
@@ -164,7 +165,7 @@ def _share(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-@prepare_app.command("hipporag")
+@prepare_app.command("hipporag", cls=UkrCommand)
 def prepare_hipporag_command(
     questions: Annotated[Path, typer.Argument(help="Questions JSON (MuSiQue/HippoRAG format).")],
     corpus: Annotated[Path, typer.Argument(help="Corpus JSON: a list of {title, text}.")],

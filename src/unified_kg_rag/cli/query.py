@@ -26,22 +26,12 @@ __all__ = [
     "render_answer",
     "render_context",
     "render_warnings",
+    "strategies_epilog",
 ]
 
 _PREVIEW_CHARS = 160
 
 
-_STRATEGY_NOTES = {
-    "naive": "BM25 and vector search over text units, as --mode says",
-    "ppr": "personalized PageRank over the index's graph",
-    "lazy": "relevance tests over the concept graph's communities",
-    "local": "GraphRAG local search: query entities, their neighbourhood, the passages they cite",
-    "global": "GraphRAG global search: key points mapped from community reports",
-    "drift": "GraphRAG DRIFT: report primer, then follow-up local searches",
-    "hybrid": "LightRAG hybrid: keywords to entities and relationships, the passages they cite",
-    "mix": "LightRAG mix: hybrid plus direct passage search",
-    "simple": "vector and lexical search over every collection, no graph",
-}
 _KIND_LABELS = {
     "entity": "entity",
     "relationship": "relationship",
@@ -126,7 +116,7 @@ def _render_sources(output: RAGOutput) -> None:
     if not output.sources:
         return
     out_console.print(f"\n[dim]Retrieved by strategy {escape(output.strategy)} "
-                      f"({_STRATEGY_NOTES.get(output.strategy, 'see the strategies guide')})[/]")
+                      f"({escape(_strategy_line(output.strategy))})[/]")
     if output.evidence:
         out_console.print("\n[bold]Messages the answer rests on[/]")
         for m in output.evidence:
@@ -141,6 +131,22 @@ def _render_sources(output: RAGOutput) -> None:
         out_console.print("\n[bold]Also in the context, not cited[/]")
         for s in other:
             _print_source(s, preview=not cited)
+
+
+def _strategy_line(name: str) -> str:
+    """The strategy's one line from the registry (a strategy not registered here: a pointer)."""
+    from unified_kg_rag.retrieval.strategies import STRATEGIES
+
+    return STRATEGIES.get(name).description if name in STRATEGIES else "see the strategies guide"
+
+
+def strategies_epilog() -> str:
+    """The strategies with one line each, from the registry, for ``ukr query --help``."""
+    from unified_kg_rag.retrieval.strategies import STRATEGIES
+
+    lines = [f"- **{n}**: {STRATEGIES.get(n).description}" for n in STRATEGIES.names()]
+    return ("**Strategies** (`ukr strategies` says which the index serves):\n\n"
+            + "\n".join(lines))  # fmt: skip
 
 
 def _shown_path(s: Source) -> str:
@@ -192,7 +198,9 @@ def query_command(
     question: Annotated[str, typer.Argument(help="The question.", show_default=False)],
     strategy: Annotated[
         str | None,
-        typer.Option("--strategy", "-s", help="Retrieval strategy. [default: query.strategy]"),
+        typer.Option("--strategy", "-s", help="Retrieval strategy, listed below. --strategy "
+                     "hybrid is LightRAG's graph strategy, not the search mode (--mode). "
+                     "[default: query.strategy]"),
     ] = None,
     top_k: Annotated[
         int | None,
@@ -201,7 +209,9 @@ def query_command(
     mode: Annotated[
         str | None,
         typer.Option(
-            "--mode", help="hybrid, vector or lexical search. [default: query.search_mode]"
+            "--mode", help="Search mode of the passage searches: hybrid (BM25 + vector, "
+            "fused), vector or lexical; not the hybrid strategy (--strategy hybrid). "
+            "[default: query.search_mode]"
         ),
     ] = None,
     index: Annotated[

@@ -30,10 +30,11 @@ from unified_kg_rag.domain.index.meta import (
     METHODOLOGIES_KEY,
     parse_methodologies,
 )
-from unified_kg_rag.domain.models import Collection
+from unified_kg_rag.domain.models import Collection, SearchMode
 from unified_kg_rag.domain.text.analysis import repair_unicode
 from unified_kg_rag.ports import Embedder, IndexStores
 from unified_kg_rag.retrieval.models import FILTER_FIELDS, MAX_QUESTION_CHARS, FilterMap, RAGInput
+from unified_kg_rag.retrieval.strategies import STRATEGIES
 from unified_kg_rag.util.errors import EmbeddingMismatchError, UsageError
 
 __all__ = ["build_input", "check_index", "check_request", "effective_config"]
@@ -120,7 +121,33 @@ def check_request(inp: RAGInput, base: QueryConfig) -> tuple[RAGInput, str, Quer
             "(set it in ukr.yaml or UKR_QUERY__RERANK__*)",
             field="overrides",
         )
+    _refuse_swapped_names(inp)
     return inp, question, effective_config(base, inp)
+
+
+def _refuse_swapped_names(inp: RAGInput) -> None:
+    """Refuse a search mode given as the strategy, or a strategy given as the search mode.
+
+    ``hybrid`` is both (LightRAG's strategy, the BM25 + vector mode) and is never refused.
+
+    Raises:
+        UsageError: naming the option the value belongs to.
+    """
+    modes = tuple(SearchMode)
+    strategy = inp.overrides.get("strategy") or inp.strategy
+    if isinstance(strategy, str) and strategy in modes and strategy not in STRATEGIES:
+        raise UsageError(
+            f"{strategy!r} is a search mode, not a strategy: use `--mode {strategy}` "
+            f"(strategies: {', '.join(STRATEGIES.names())})",
+            field="query.strategy",
+        )
+    mode = inp.overrides.get("search_mode")
+    if isinstance(mode, str) and mode not in modes and mode in STRATEGIES:
+        raise UsageError(
+            f"{mode!r} is a strategy, not a search mode: use `--strategy {mode}` (search "
+            f"modes: {', '.join(modes)})",
+            field="query.search_mode",
+        )
 
 
 async def check_index(stores: IndexStores, embedder: Embedder) -> tuple[str, ...]:
