@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -25,7 +25,9 @@ from unified_kg_rag.cli.common import (
     run,
 )
 from unified_kg_rag.cli.help_format import UkrCommand, UkrGroup
-from unified_kg_rag.evaluation.runner import EvalReport
+
+if TYPE_CHECKING:  # loaded when the command runs
+    from unified_kg_rag.evaluation.runner import EvalReport
 
 __all__ = ["eval_app"]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -32,9 +32,11 @@ from unified_kg_rag.cli.messages import (
     message_run,
 )
 from unified_kg_rag.cli.progress import RichProgress
-from unified_kg_rag.ingestion.graph.estimate import CostEstimate
-from unified_kg_rag.ingestion.graph.report import GraphBuildReport
-from unified_kg_rag.ingestion.report import IndexReport
+
+if TYPE_CHECKING:  # the application modules load when a command runs, not for `ukr --help`
+    from unified_kg_rag.ingestion.graph.estimate import CostEstimate
+    from unified_kg_rag.ingestion.graph.report import GraphBuildReport
+    from unified_kg_rag.ingestion.report import IndexReport
 
 __all__ = ["index_command", "render_estimate", "render_graph", "render_report"]
 

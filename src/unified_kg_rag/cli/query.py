@@ -13,11 +13,13 @@ from unified_kg_rag.cli.common import (
     ProjectOpt,
     StoresOpt,
     VerboseOpt,
+    err_console,
     load,
     out_console,
     printable,
     run,
 )
+from unified_kg_rag.cli.query_steps import query_steps
 from unified_kg_rag.domain.models import MessageRef, RAGOutput, Source
 
 __all__ = [
@@ -281,15 +283,17 @@ def query_command(
                 conversation_id=conversation, user_id=user,
                 overrides={"top_k": top_k, "search_mode": mode, "deadline_s": deadline},
             )  # fmt: skip
-            if not streaming:
-                return await chain.ainvoke(request)
-            final: RAGOutput | None = None
-            async for piece in chain.stream(request):
-                if isinstance(piece, RAGOutput):
-                    final = piece
-                else:
-                    out_console.print(escape(printable(piece, keep_newlines=True)), end="",
-                                      soft_wrap=True)  # fmt: skip
+            async with query_steps(err_console, app.embedder, enabled=not json_out) as stop:
+                if not streaming:
+                    return await chain.ainvoke(request)
+                final: RAGOutput | None = None
+                async for piece in chain.stream(request):
+                    stop()  # the answer is printed from here on
+                    if isinstance(piece, RAGOutput):
+                        final = piece
+                    else:
+                        out_console.print(escape(printable(piece, keep_newlines=True)), end="",
+                                          soft_wrap=True)  # fmt: skip
             out_console.print("")
             assert final is not None
             return final

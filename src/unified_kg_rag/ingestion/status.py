@@ -7,7 +7,7 @@ extraction records no text unit reads any more (issue #15: left by a killed run;
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,10 +17,10 @@ from unified_kg_rag.domain.index.meta import (
     parse_methodologies,
 )
 from unified_kg_rag.domain.models import Collection, DocStatus, IndexInfo
-from unified_kg_rag.ingestion.graph.extract import GraphExtractor
-from unified_kg_rag.ingestion.graph.record_sweep import current_keys, orphan_records
-from unified_kg_rag.ingestion.graph.unit_attempts import UnitLedger
 from unified_kg_rag.ports import IndexStores
+
+if TYPE_CHECKING:  # the graph modules load only when an index is described
+    from unified_kg_rag.ingestion.graph.extract import GraphExtractor
 
 __all__ = [
     "DocumentFailure",
@@ -210,6 +210,8 @@ async def describe_index(
     Raises:
         StoreError: a store failed.
     """
+    from unified_kg_rag.ingestion.graph.record_sweep import current_keys, orphan_records
+
     counts = {c.value: await stores.search.count(c) for c in Collection}
     counts.update(await stores.graph.counts())
     embedding = await stores.search.embedding()
@@ -261,6 +263,8 @@ async def _quarantined(
             for r in await stores.registry.list_records()
             if r.status is DocStatus.QUARANTINED
         ]
+    from unified_kg_rag.ingestion.graph.unit_attempts import UnitLedger
+
     units = await UnitLedger(stores.records, limit).quarantined()
     items += sorted(
         (QuarantinedItem(kind="text unit", path=a.path, id=a.text_unit_id,

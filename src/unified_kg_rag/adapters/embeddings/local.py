@@ -101,6 +101,7 @@ class LocalEmbedder:
         self._dimension: int | None = None
         self._weights_hash: str | None = None
         self._load_lock = threading.Lock()
+        self._loading = False
         self._encode_lock = threading.Lock()
 
     # ------------------------------------------------------------------ identity
@@ -119,6 +120,30 @@ class LocalEmbedder:
             if self._dimension is None:
                 self._dimension = int(self._load().get_sentence_embedding_dimension())
         return self._dimension
+
+    # ------------------------------------------------------------------ loading
+
+    @property
+    def loaded(self) -> bool:
+        """True once the model is in memory (`ports.LoadsModel`)."""
+        return self._model is not None
+
+    @property
+    def loading(self) -> bool:
+        """True while the model is being loaded (`ports.LoadsModel`)."""
+        return self._loading
+
+    async def load(self) -> None:
+        """Load the model now, off the event loop, instead of at the first embedding.
+
+        A caller shows it as a step of its own, or overlaps it with other work; the first
+        embedding waits for a load in progress.
+
+        Raises:
+            The errors of `embed_documents` that concern loading.
+        """
+        if self._model is None:
+            await asyncio.to_thread(self._load)
 
     # ------------------------------------------------------------------ embedding
 
@@ -202,26 +227,37 @@ class LocalEmbedder:
         with self._load_lock:
             if self._model is not None:
                 return self._model
-            self._check_integrity()
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            local = self.config.local
+            self._loading = True
             try:
-                with _quiet_transformers():
-                    model = self._new_model()
-                if local.max_seq_tokens is not None:
-                    model.max_seq_length = local.max_seq_tokens
-            except Exception as exc:
-                raise EmbeddingModelError(
-                    f"cannot load the embedding model at {self.model_path}: {exc}"
-                ) from exc
-            logger.info("loaded %s from %s on %s", self.model_id, self.model_path, local.device)
-            self._model = model
-            return model
+                return self._load_locked()
+            finally:
+                self._loading = False
+
+    def _load_locked(self) -> Any:
+        """Check the weights' hash and load the model (the caller holds the load lock)."""
+        self._check_integrity()
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        local = self.config.local
+        try:
+            with _quiet_transformers():
+                model = self._new_model()
+            if local.max_seq_tokens is not None:
+                model.max_seq_length = local.max_seq_tokens
+        except Exception as exc:
+            raise EmbeddingModelError(
+                f"cannot load the embedding model at {self.model_path}: {exc}"
+            ) from exc
+        logger.info("loaded %s from %s on %s", self.model_id, self.model_path, local.device)
+        self._model = model
+        return model
 
     def _new_model(self) -> Any:
-        """The model: `MeanPoolingEncoder` when it reproduces the pipeline, else a
-        ``SentenceTransformer`` (whose import costs more: see `mean_pooling`)."""
+        """Return the model, loaded: a `MeanPoolingEncoder` when it fits, else a sentence one.
+
+        `MeanPoolingEncoder` runs when it reproduces the pipeline (`simple_pipeline`); a
+        ``SentenceTransformer`` costs more to import (see `mean_pooling`).
+        """
         device = self.config.local.device
         max_seq = simple_pipeline(self.model_path)
         if max_seq is not None:
