@@ -17,7 +17,12 @@ from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.domain.models import RAGOutput
 from unified_kg_rag.ingestion.pipeline import IndexPipeline
 from unified_kg_rag.retrieval.chain import CANNOT_ANSWER, RAGChain
-from unified_kg_rag.util.errors import ConfigurationError, ModelError, UsageError
+from unified_kg_rag.util.errors import (
+    ConfigurationError,
+    FilterMatchesNothingError,
+    ModelError,
+    UsageError,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -108,7 +113,8 @@ def test_no_context_means_cannot_answer_without_a_model_call(
     assert openai_server.requests == []
 
 
-def test_a_filter_matching_nothing_also_cannot_answer(tmp_path: Path) -> None:
+def test_a_filter_matching_nothing_says_no_passage_passes_it(tmp_path: Path) -> None:
+    """Issue 16 item 8: not a "cannot answer" as if the question were at fault."""
     write_good_docs(tmp_path / "docs")
 
     async def main() -> RAGOutput:
@@ -116,8 +122,9 @@ def test_a_filter_matching_nothing_also_cannot_answer(tmp_path: Path) -> None:
         async with app:
             return await chain.ainvoke("owls", filters={"path": "nope.md"})
 
-    out = asyncio.run(main())
-    assert out.answer_kind == "cannot_answer" and out.sources == ()
+    with pytest.raises(FilterMatchesNothingError, match=r"no passage passes the filter "
+                       r"path='nope\.md'"):
+        asyncio.run(main())
 
 
 def test_extractive_answer_quotes_packed_sources(tmp_path: Path) -> None:

@@ -8,10 +8,12 @@ from unified_kg_rag import __version__
 from unified_kg_rag.cli.config_show import config_app
 from unified_kg_rag.cli.delete import delete_command
 from unified_kg_rag.cli.evaluate import eval_app
+from unified_kg_rag.cli.help_format import UkrCommand, UkrGroup
 from unified_kg_rag.cli.index import index_command
 from unified_kg_rag.cli.init import init_command
-from unified_kg_rag.cli.query import query_command
+from unified_kg_rag.cli.query import query_command, strategies_epilog
 from unified_kg_rag.cli.status import status_command
+from unified_kg_rag.cli.strategies import strategies_command
 
 __all__ = ["app", "main"]
 
@@ -23,6 +25,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=UkrGroup,
 )
 
 
@@ -41,11 +44,12 @@ def _root(
     """unified-kg-rag command line."""
 
 
-app.command("init")(init_command)
-app.command("index")(index_command)
-app.command("delete")(delete_command)
-app.command("query")(query_command)
-app.command("status")(status_command)
+app.command("init", cls=UkrCommand)(init_command)
+app.command("index", cls=UkrCommand)(index_command)
+app.command("delete", cls=UkrCommand)(delete_command)
+app.command("query", cls=UkrCommand, epilog=strategies_epilog())(query_command)
+app.command("strategies", cls=UkrCommand)(strategies_command)
+app.command("status", cls=UkrCommand)(status_command)
 app.add_typer(config_app, name="config")
 app.add_typer(eval_app, name="eval")
 

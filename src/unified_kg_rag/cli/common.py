@@ -130,9 +130,26 @@ def printable(text: str, *, keep_newlines: bool = False) -> str:
     return text if keep_newlines else text.replace("\n", " ").replace("\t", " ")
 
 
-def project_path(project: Path | None) -> Path:
-    """Return the project directory: ``--project``/``UKR_PROJECT_DIR`` or the current one."""
-    return (project or Path(os.getcwd())).resolve()
+def project_path(project: Path | None, *, create: bool = False) -> Path:
+    """Return the project directory: ``--project``/``UKR_PROJECT_DIR`` or the current one.
+
+    Args:
+        project: ``--project`` (None: the current directory).
+        create: the command may create the folder (``ukr index`` into a new project).
+
+    Raises:
+        UsageError: the folder given does not exist and ``create`` is false (naming
+            ``UKR_PROJECT_DIR`` when the value came from it).
+    """
+    path = (project or Path(os.getcwd())).resolve()
+    if project is not None and not create and not path.is_dir():
+        from unified_kg_rag.util.errors import UsageError
+
+        env = os.environ.get("UKR_PROJECT_DIR")
+        field = "UKR_PROJECT_DIR" if env and Path(env) == project else "--project"
+        reason = "not a directory" if path.exists() else "no such directory"
+        raise UsageError(f"{project}: {reason}", field=field)
+    return path
 
 
 def load(
@@ -141,21 +158,25 @@ def load(
     *,
     verbose: bool = False,
     stores: str | None = None,
+    create: bool = False,
 ) -> tuple[Path, UkrConfig]:
     """Resolve the project directory, load its configuration and set up logging.
 
     Args:
-        project: ``--project`` (None: the current directory).
+        project: ``--project`` (None: the current directory); it must exist unless
+            ``create``.
         config_file: ``--config``.
         verbose: log at DEBUG.
         stores: ``--stores``: the store backend, overriding ``stores.kind``.
+        create: the command creates a missing project folder (``ukr index``).
 
     Raises:
         ConfigurationError: the configuration is invalid.
+        UsageError: ``project`` does not exist and ``create`` is false.
     """
     from unified_kg_rag.bootstrap import check_config
 
-    project_dir = project_path(project)
+    project_dir = project_path(project, create=create)
     config = load_config(project_dir, config_file=config_file)
     if stores:  # the command line wins over the file and the environment
         config = config.model_copy(

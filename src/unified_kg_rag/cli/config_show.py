@@ -15,16 +15,18 @@ from unified_kg_rag.cli.common import (
     VerboseOpt,
     load,
 )
+from unified_kg_rag.cli.help_format import UkrCommand, UkrGroup
 from unified_kg_rag.util.errors import UkrError
 
 __all__ = ["config_app"]
 
 config_app = typer.Typer(
-    help="Inspect the configuration.", no_args_is_help=True, rich_markup_mode="markdown"
+    help="Inspect the configuration.", no_args_is_help=True, rich_markup_mode="markdown",
+    cls=UkrGroup,
 )
 
 
-@config_app.command("show")
+@config_app.command("show", cls=UkrCommand)
 def show_command(
     project: ProjectOpt = None,
     stores: StoresOpt = None,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -23,7 +23,9 @@ from unified_kg_rag.cli.common import (
     run,
 )
 from unified_kg_rag.cli.progress import RichProgress
-from unified_kg_rag.ingestion.report import DeleteReport
+
+if TYPE_CHECKING:  # loaded when the command runs
+    from unified_kg_rag.ingestion.report import DeleteReport
 
 __all__ = ["YesOpt", "delete_command", "render_delete"]
 

@@ -7,11 +7,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
-from typer.core import TyperGroup
 
 from unified_kg_rag.cli.common import (
     ConfigOpt,
@@ -25,12 +24,15 @@ from unified_kg_rag.cli.common import (
     out_console,
     run,
 )
-from unified_kg_rag.evaluation.runner import EvalReport
+from unified_kg_rag.cli.help_format import UkrCommand, UkrGroup
+
+if TYPE_CHECKING:  # loaded when the command runs
+    from unified_kg_rag.evaluation.runner import EvalReport
 
 __all__ = ["eval_app"]
 
 
-class _DefaultRunGroup(TyperGroup):
+class _DefaultRunGroup(UkrGroup):
     """A group that runs ``run`` when the first argument is not a subcommand."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored Context
@@ -38,20 +40,28 @@ class _DefaultRunGroup(TyperGroup):
             args = ["run", *args]
         return super().parse_args(ctx, args)
 
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        """``[OPTIONS] DATASET | COMMAND [ARGS]...``: the form the README uses comes first."""
+        return ["[OPTIONS]", "DATASET", "|", "COMMAND", "[ARGS]..."]
+
 
 eval_app = typer.Typer(
     cls=_DefaultRunGroup,
-    help="Evaluate retrieval and answers on a question set (ukr eval DATASET.jsonl).",
+    help="Evaluate retrieval and answers on a question set.\n\n"
+    "`ukr eval DATASET.jsonl [OPTIONS]` is short for `ukr eval run DATASET.jsonl`: see "
+    "`ukr eval run --help` for its options (`--strategy`, `--mode`, `--limit`, "
+    "`--retrieval-only` ...).",
     no_args_is_help=True,
     rich_markup_mode="markdown",
 )
 prepare_app = typer.Typer(
-    help="Convert public QA data into a dataset and a corpus folder.", rich_markup_mode="markdown"
+    help="Convert public QA data into a dataset and a corpus folder.", rich_markup_mode="markdown",
+    cls=UkrGroup,
 )
 eval_app.add_typer(prepare_app, name="prepare")
 
 
-@eval_app.command("run")
+@eval_app.command("run", cls=UkrCommand)
 def eval_run_command(
     dataset: Annotated[
         Path, typer.Argument(help="JSONL: question, answers, supporting per line.", dir_okay=False)
@@ -126,10 +136,10 @@ def eval_run_command(
     table.add_column("metric")
     table.add_column("value", justify="right")
     rows: list[tuple[str, Any]] = [
-        ("recall@2", f"{report.recall_at_2:.3f}"),
-        ("recall@5", f"{report.recall_at_5:.3f}"),
-        ("recall@10", f"{report.recall_at_10:.3f}"),
-        ("recall anywhere in context", f"{report.recall_in_context:.3f}"),
+        ("recall@2", _share(report.recall_at_2)),
+        ("recall@5", _share(report.recall_at_5)),
+        ("recall@10", _share(report.recall_at_10)),
+        ("recall anywhere in context", _share(report.recall_in_context)),
         ("context tokens (mean)", f"{report.context_tokens_mean:.0f}"),
         ("answer in context", f"{report.answer_in_context:.3f}"),
     ]
@@ -147,9 +157,17 @@ def eval_run_command(
     for name, value in rows:
         table.add_row(name, value)
     out_console.print(table)
+    if report.n_with_supporting == 0:
+        out_console.print("recall: n/a, no question of the dataset names its `supporting` "
+                          "passages", soft_wrap=True)
 
 
-@prepare_app.command("hipporag")
+def _share(value: float | None) -> str:
+    """``0.750``, or ``n/a`` for a metric the dataset cannot measure."""
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+@prepare_app.command("hipporag", cls=UkrCommand)
 def prepare_hipporag_command(
     questions: Annotated[Path, typer.Argument(help="Questions JSON (MuSiQue/HippoRAG format).")],
     corpus: Annotated[Path, typer.Argument(help="Corpus JSON: a list of {title, text}.")],

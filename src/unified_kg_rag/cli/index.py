@@ -32,9 +32,11 @@ from unified_kg_rag.cli.messages import (
     message_run,
 )
 from unified_kg_rag.cli.progress import RichProgress
-from unified_kg_rag.ingestion.graph.estimate import CostEstimate
-from unified_kg_rag.ingestion.graph.report import GraphBuildReport
-from unified_kg_rag.ingestion.report import IndexReport
+
+if TYPE_CHECKING:  # the application modules load when a command runs, not for `ukr --help`
+    from unified_kg_rag.ingestion.graph.estimate import CostEstimate
+    from unified_kg_rag.ingestion.graph.report import GraphBuildReport
+    from unified_kg_rag.ingestion.report import IndexReport
 
 if TYPE_CHECKING:
     from unified_kg_rag.ingestion.embed_steps import KeptWork
@@ -312,7 +314,8 @@ def index_command(
     async def main() -> IndexReport:
         from unified_kg_rag.bootstrap import build_app
 
-        project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
+        project_dir, config = load(project, config_file, verbose=verbose, stores=stores,
+                                   create=True)
         messages = message_run(config, project_dir, source=source, handles=handles,
                                owner=owner, since=since, limit=message_limit)
         async with build_app(config, project_dir) as app:
@@ -357,7 +360,8 @@ def _estimate(
     async def main() -> CostEstimate:
         from unified_kg_rag.bootstrap import build_app
 
-        project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
+        project_dir, config = load(project, config_file, verbose=verbose, stores=stores,
+                                   create=True)
         messages = message_run(config, project_dir, **options)
         async with build_app(config, project_dir) as app:
             pipeline = index_pipeline(app, index)

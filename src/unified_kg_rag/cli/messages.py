@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import yaml
 
-from unified_kg_rag.config.models import UkrConfig
-from unified_kg_rag.domain.messages.transcripts import MessageSourceOptions
 from unified_kg_rag.domain.text.decoding import escape_undecodable, has_surrogates
-from unified_kg_rag.ingestion.messages import MessageRun
 from unified_kg_rag.util.errors import InputError, UsageError
+
+if TYPE_CHECKING:  # loaded when `ukr index` runs
+    from unified_kg_rag.config.models import UkrConfig
+    from unified_kg_rag.ingestion.messages import MessageRun
 
 __all__ = [
     "HandlesOpt",
@@ -138,6 +139,9 @@ def message_run(
         except ValueError:
             raise UsageError(f"--since {since!r}: expected a date YYYY-MM-DD",
                              field="--since") from None
+    from unified_kg_rag.domain.messages.transcripts import MessageSourceOptions
+    from unified_kg_rag.ingestion.messages import MessageRun
+
     return MessageRun(
         options=MessageSourceOptions(handle_names=names,
                                      owner_label=owner or messages.owner_label),

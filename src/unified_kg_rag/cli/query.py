@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -14,11 +13,13 @@ from unified_kg_rag.cli.common import (
     ProjectOpt,
     StoresOpt,
     VerboseOpt,
+    err_console,
     load,
     out_console,
     printable,
     run,
 )
+from unified_kg_rag.cli.query_steps import query_steps
 from unified_kg_rag.domain.models import MessageRef, RAGOutput, Source
 
 __all__ = [
@@ -27,22 +28,12 @@ __all__ = [
     "render_answer",
     "render_context",
     "render_warnings",
+    "strategies_epilog",
 ]
 
 _PREVIEW_CHARS = 160
 
 
-_STRATEGY_NOTES = {
-    "naive": "BM25 and vector search over text units, as --mode says",
-    "ppr": "personalized PageRank over the index's graph",
-    "lazy": "relevance tests over the concept graph's communities",
-    "local": "GraphRAG local search: query entities, their neighbourhood, the passages they cite",
-    "global": "GraphRAG global search: key points mapped from community reports",
-    "drift": "GraphRAG DRIFT: report primer, then follow-up local searches",
-    "hybrid": "LightRAG hybrid: keywords to entities and relationships, the passages they cite",
-    "mix": "LightRAG mix: hybrid plus direct passage search",
-    "simple": "vector and lexical search over every collection, no graph",
-}
 _KIND_LABELS = {
     "entity": "entity",
     "relationship": "relationship",
@@ -127,7 +118,7 @@ def _render_sources(output: RAGOutput) -> None:
     if not output.sources:
         return
     out_console.print(f"\n[dim]Retrieved by strategy {escape(output.strategy)} "
-                      f"({_STRATEGY_NOTES.get(output.strategy, 'see the strategies guide')})[/]")
+                      f"({escape(_strategy_line(output.strategy))})[/]")
     if output.evidence:
         out_console.print("\n[bold]Messages the answer rests on[/]")
         for m in output.evidence:
@@ -144,13 +135,28 @@ def _render_sources(output: RAGOutput) -> None:
             _print_source(s, preview=not cited)
 
 
+def _strategy_line(name: str) -> str:
+    """The strategy's one line from the registry (a strategy not registered here: a pointer)."""
+    from unified_kg_rag.retrieval.strategies import STRATEGIES
+
+    return STRATEGIES.get(name).description if name in STRATEGIES else "see the strategies guide"
+
+
+def strategies_epilog() -> str:
+    """The strategies with one line each, from the registry, for ``ukr query --help``."""
+    from unified_kg_rag.retrieval.strategies import STRATEGIES
+
+    lines = [f"- **{n}**: {STRATEGIES.get(n).description}" for n in STRATEGIES.names()]
+    return ("**Strategies** (`ukr strategies` says which the index serves):\n\n"
+            + "\n".join(lines))  # fmt: skip
+
+
 def _shown_path(s: Source) -> str:
-    """The source's file, relative to the current directory when it is below it."""
-    if s.location:
-        try:
-            return str(Path(s.location).relative_to(Path.cwd()))
-        except ValueError:
-            return s.location
+    """The source's file, relative to the folder it was indexed from (the one form shown).
+
+    ``--filter path=`` takes this form (and the absolute one); ``--json`` has both
+    (``path``, ``location``).
+    """
     return s.path or s.id[:12]
 
 
@@ -194,7 +200,9 @@ def query_command(
     question: Annotated[str, typer.Argument(help="The question.", show_default=False)],
     strategy: Annotated[
         str | None,
-        typer.Option("--strategy", "-s", help="Retrieval strategy. [default: query.strategy]"),
+        typer.Option("--strategy", "-s", help="Retrieval strategy, listed below. --strategy "
+                     "hybrid is LightRAG's graph strategy, not the search mode (--mode). "
+                     "[default: query.strategy]"),
     ] = None,
     top_k: Annotated[
         int | None,
@@ -203,7 +211,9 @@ def query_command(
     mode: Annotated[
         str | None,
         typer.Option(
-            "--mode", help="hybrid, vector or lexical search. [default: query.search_mode]"
+            "--mode", help="Search mode of the passage searches: hybrid (BM25 + vector, "
+            "fused), vector or lexical; not the hybrid strategy (--strategy hybrid). "
+            "[default: query.search_mode]"
         ),
     ] = None,
     index: Annotated[
@@ -215,8 +225,9 @@ def query_command(
     filters: Annotated[
         list[str] | None,
         typer.Option("--filter", "-f", help="Only passages whose field equals the value, "
-                     "e.g. --filter path=notes/a.md (path relative to the indexed folder; "
-                     "repeat a key for any of several values)."),
+                     "e.g. --filter path=notes/a.md (the path as sources show it, relative "
+                     "to the indexed folder; the absolute or ./ form works too; repeat a key "
+                     "for any of several values). A filter no passage passes exits 2."),
     ] = None,
     stream: Annotated[
         bool, typer.Option("--stream", help="Print the answer as the model writes it.")
@@ -272,15 +283,17 @@ def query_command(
                 conversation_id=conversation, user_id=user,
                 overrides={"top_k": top_k, "search_mode": mode, "deadline_s": deadline},
             )  # fmt: skip
-            if not streaming:
-                return await chain.ainvoke(request)
-            final: RAGOutput | None = None
-            async for piece in chain.stream(request):
-                if isinstance(piece, RAGOutput):
-                    final = piece
-                else:
-                    out_console.print(escape(printable(piece, keep_newlines=True)), end="",
-                                      soft_wrap=True)  # fmt: skip
+            async with query_steps(err_console, app.embedder, enabled=not json_out) as stop:
+                if not streaming:
+                    return await chain.ainvoke(request)
+                final: RAGOutput | None = None
+                async for piece in chain.stream(request):
+                    stop()  # the answer is printed from here on
+                    if isinstance(piece, RAGOutput):
+                        final = piece
+                    else:
+                        out_console.print(escape(printable(piece, keep_newlines=True)), end="",
+                                          soft_wrap=True)  # fmt: skip
             out_console.print("")
             assert final is not None
             return final

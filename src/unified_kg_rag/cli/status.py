@@ -91,6 +91,7 @@ def status_command(
             table.add_row("extraction records orphaned", f"{info.extraction_records_orphaned} "
                           "(the next `ukr index` run deletes them)")
         out_console.print(table)
+        _failure_lines(info)
         _quarantine_lines(info)
         if info.drift.reset_recommended:
             out_console.print(
@@ -114,6 +115,16 @@ async def _describe(app: App, name: str) -> IndexStatus:
         index, reset_drift_share=config.indexing.reset_drift_share,
         quarantine_after=config.indexing.quarantine_after, extractor=extractor,
     )
+
+
+def _failure_lines(info: IndexStatus) -> None:
+    """One line per failed document, ``failed: PATH: reason``, then what to do."""
+    for item in info.failed:
+        out_console.print(f"failed: {escape(printable(item.path))}: "
+                          f"{escape(printable(item.error))}", soft_wrap=True)  # fmt: skip
+    if info.failed:
+        out_console.print("Fix or remove these files, then run `ukr index PATH` again (it "
+                          "retries failed documents).", soft_wrap=True)  # fmt: skip
 
 
 def _quarantine_lines(info: IndexStatus) -> None:

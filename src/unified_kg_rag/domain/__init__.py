@@ -27,6 +27,7 @@ Module map (new code goes in the room of its concept):
   `ref` (`MessageRef`).
 - `index/` — `delta` (corpus vs doc registry), `write_lease` (the single-writer rule),
   `meta` (facts an index records about itself), `attempts` (consecutive failures,
-  quarantine).
+  quarantine), `paths` (the one form of a document path, from the forms users type),
+  `methodologies` (how an index comes to hold one).
 - `prompts/` — the prompt templates (Markdown files, versioned by name).
 """

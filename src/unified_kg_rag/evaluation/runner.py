@@ -46,14 +46,18 @@ class QuestionResult(BaseModel):
 
 
 class EvalReport(BaseModel):
-    """Aggregate results; ``--json`` prints this object (keys as aliased)."""
+    """Aggregate results; ``--json`` prints this object (keys as aliased).
+
+    The recall fields are None when no question names its ``supporting`` passages (recall
+    is then undefined, not zero).
+    """
 
     model_config = ConfigDict(populate_by_name=True)
 
-    recall_at_2: float = Field(0.0, alias="recall@2")
-    recall_at_5: float = Field(0.0, alias="recall@5")
-    recall_at_10: float = Field(0.0, alias="recall@10")
-    recall_in_context: float = 0.0
+    recall_at_2: float | None = Field(0.0, alias="recall@2")
+    recall_at_5: float | None = Field(0.0, alias="recall@5")
+    recall_at_10: float | None = Field(0.0, alias="recall@10")
+    recall_in_context: float | None = 0.0
     context_tokens_mean: float = 0.0
     retrieval_ms_p50: float = 0.0
     retrieval_ms_p95: float = 0.0
@@ -192,9 +196,9 @@ def _aggregate(
     n = len(results)
     with_support = [r for r in results if r.recall]
 
-    def mean_recall(k: int) -> float:
+    def mean_recall(k: int) -> float | None:
         vals = [r.recall[f"@{k}"] for r in with_support]
-        return round(sum(vals) / len(vals), 4) if vals else 0.0
+        return round(sum(vals) / len(vals), 4) if vals else None
 
     latencies = [r.latency_ms for r in results]
     retrieval = [r.retrieval_ms for r in results]
@@ -204,7 +208,7 @@ def _aggregate(
         recall_at_2=mean_recall(2),
         recall_at_5=mean_recall(5),
         recall_at_10=mean_recall(10),
-        recall_in_context=round(sum(in_context) / len(in_context), 4) if in_context else 0.0,
+        recall_in_context=round(sum(in_context) / len(in_context), 4) if in_context else None,
         context_tokens_mean=round(sum(r.context_tokens for r in results) / n, 1) if n else 0.0,
         retrieval_ms_p50=round(percentile(retrieval, 50), 2),
         retrieval_ms_p95=round(percentile(retrieval, 95), 2),

@@ -205,10 +205,20 @@ def match_documents(
             unknown.append(FailedDocument(
                 path=target, reason=f"matches {len(hits)} documents ({where}); give the full "
                 "path or the document id"))
+        elif _looks_like_short_id(target):
+            unknown.append(FailedDocument(
+                path=target, reason=f"no document has this path, and a document-id prefix "
+                f"needs at least {_MIN_ID_PREFIX} characters (`ukr status` and `ukr delete` "
+                "print 12)"))
         else:
             unknown.append(FailedDocument(
                 path=target, reason="no document of the index has this id or path"))
     return list(matched.values()), unknown
+
+
+def _looks_like_short_id(target: str) -> bool:
+    """True for hex digits too few to be taken as a document-id prefix."""
+    return 0 < len(target) < _MIN_ID_PREFIX and all(c in "0123456789abcdef" for c in target)
 
 
 _MIN_ID_PREFIX = 8

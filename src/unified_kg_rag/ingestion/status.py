@@ -7,7 +7,7 @@ extraction records no text unit reads any more (issue #15: left by a killed run;
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,12 +17,19 @@ from unified_kg_rag.domain.index.meta import (
     parse_methodologies,
 )
 from unified_kg_rag.domain.models import Collection, DocStatus, IndexInfo
-from unified_kg_rag.ingestion.graph.extract import GraphExtractor
-from unified_kg_rag.ingestion.graph.record_sweep import current_keys, orphan_records
-from unified_kg_rag.ingestion.graph.unit_attempts import UnitLedger
 from unified_kg_rag.ports import IndexStores
 
-__all__ = ["IndexDrift", "IndexStatus", "QuarantinedItem", "describe_index", "index_drift"]
+if TYPE_CHECKING:  # the graph modules load only when an index is described
+    from unified_kg_rag.ingestion.graph.extract import GraphExtractor
+
+__all__ = [
+    "DocumentFailure",
+    "IndexDrift",
+    "IndexStatus",
+    "QuarantinedItem",
+    "describe_index",
+    "index_drift",
+]
 
 DEFAULT_RESET_DRIFT_SHARE = 0.1
 """``indexing.reset_drift_share``'s default."""
@@ -86,11 +93,30 @@ class QuarantinedItem(BaseModel):
     error: str
 
 
+class DocumentFailure(BaseModel):
+    """A document recorded ``failed``: the next ``ukr index`` run retries it.
+
+    Attributes:
+        path: the document's path, relative to the folder it was indexed from.
+        id: the document id.
+        failures: consecutive runs it failed on at this content.
+        error: the last failure's reason, one line.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    id: str
+    failures: int
+    error: str
+
+
 class IndexStatus(IndexInfo):
     """`IndexInfo` plus the index's drift, quarantined items and orphan extraction records.
 
     Attributes:
         drift: what a full rebuild would set right (`IndexDrift`).
+        failed: the documents recorded ``failed``, by path, with their reasons.
         quarantined: documents and text units quarantined (``ukr index PATH
             --retry-quarantined`` or a change of their content releases them).
         extraction_records_orphaned: stored extraction records no text unit of the index
@@ -100,6 +126,7 @@ class IndexStatus(IndexInfo):
     """
 
     drift: IndexDrift = IndexDrift()
+    failed: list[DocumentFailure] = Field(default_factory=list)
     quarantined: list[QuarantinedItem] = Field(default_factory=list)
     extraction_records_orphaned: int | None = None
 
@@ -183,6 +210,8 @@ async def describe_index(
     Raises:
         StoreError: a store failed.
     """
+    from unified_kg_rag.ingestion.graph.record_sweep import current_keys, orphan_records
+
     counts = {c.value: await stores.search.count(c) for c in Collection}
     counts.update(await stores.graph.counts())
     embedding = await stores.search.embedding()
@@ -202,11 +231,24 @@ async def describe_index(
             stores, methodologies=methodologies, documents=documents,
             threshold=reset_drift_share,
         ),
+        failed=await _failed(stores, documents),
         quarantined=await _quarantined(stores, documents, quarantine_after, keep),
         extraction_records_orphaned=(
             None if keep is None else len(await orphan_records(stores, keep))
         ),
     )
+
+
+async def _failed(stores: IndexStores, documents: dict[str, int]) -> list[DocumentFailure]:
+    """The documents recorded ``failed``, by path (the registry is read only when some are)."""
+    if not documents.get(DocStatus.FAILED.value):
+        return []
+    return sorted(
+        (DocumentFailure(path=r.path, id=r.document_id, failures=r.failure_count,
+                         error=r.error or "")
+         for r in await stores.registry.list_records() if r.status is DocStatus.FAILED),
+        key=lambda f: f.path,
+    )  # fmt: skip
 
 
 async def _quarantined(
@@ -221,6 +263,8 @@ async def _quarantined(
             for r in await stores.registry.list_records()
             if r.status is DocStatus.QUARANTINED
         ]
+    from unified_kg_rag.ingestion.graph.unit_attempts import UnitLedger
+
     units = await UnitLedger(stores.records, limit).quarantined()
     items += sorted(
         (QuarantinedItem(kind="text unit", path=a.path, id=a.text_unit_id,

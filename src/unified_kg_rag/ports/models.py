@@ -17,6 +17,7 @@ __all__ = [
     "DocumentParser",
     "Embedder",
     "KeyphraseExtractor",
+    "LoadsModel",
     "MessageSource",
     "Preloadable",
     "Reranker",
@@ -75,6 +76,29 @@ class Embedder(Protocol):
         Returns:
             ``ndarray[d] float32``, L2-normalised.
         """
+        ...
+
+
+@runtime_checkable
+class LoadsModel(Protocol):
+    """A provider whose model loads on first use and can be loaded ahead (a local model).
+
+    Optional: callers check ``isinstance(provider, LoadsModel)``; a remote model has nothing
+    to load.
+    """
+
+    @property
+    def loaded(self) -> bool:
+        """True once the model is in memory."""
+        ...
+
+    @property
+    def loading(self) -> bool:
+        """True while the model is being loaded (a caller may show it as a step)."""
+        ...
+
+    async def load(self) -> None:
+        """Load the model now (idempotent; blocking work runs off the event loop)."""
         ...
 
 

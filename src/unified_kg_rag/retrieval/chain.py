@@ -47,6 +47,7 @@ from unified_kg_rag.retrieval.answer import (
     stream_answer,
 )
 from unified_kg_rag.retrieval.context import fuse, pack_context, rerank_and_diversify, to_source
+from unified_kg_rag.retrieval.filters import check_filters_pass, resolve_filters
 from unified_kg_rag.retrieval.memory import ConversationMemory, Turn
 from unified_kg_rag.retrieval.message_sources import attach_messages
 from unified_kg_rag.retrieval.models import (
@@ -279,6 +280,7 @@ class RAGChain:
     ) -> _Prepared:
         timings: dict[str, float] = {}
         held = await check_index(self._stores, self._embedder)
+        filters = await resolve_filters(self._stores, inp.filters)
         if cfg.strategy != "auto":  # refused before any model call, the rewrite's included
             explicit = STRATEGIES.get(cfg.strategy)
             explicit.require(held, self._stores.name)
@@ -302,7 +304,7 @@ class RAGChain:
         spec.require(held, self._stores.name)
         ctx = QueryContext(
             question=standalone, stores=self._stores, embedder=self._embedder,
-            chat_model=self._chat, config=cfg, filters=dict(inp.filters), held=held,
+            chat_model=self._chat, config=cfg, filters=dict(filters), held=held,
             metadata=metadata, deadline=deadline,
         )  # fmt: skip
         t0 = time.perf_counter()
@@ -370,6 +372,7 @@ class RAGChain:
             reason = prep.result.cannot_answer
             return AnswerText(f"I cannot answer: {reason}."), "cannot_answer"
         if not sources:
+            await check_filters_pass(prep.ctx)
             return AnswerText(CANNOT_ANSWER), "cannot_answer"
         if self._chat is None:
             return await self._extractive(prep, retrieval)

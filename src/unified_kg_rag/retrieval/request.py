@@ -19,6 +19,7 @@ write, the JSON output or the terminal. It is settled here, per field:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 
 from pydantic import ValidationError
@@ -29,10 +30,11 @@ from unified_kg_rag.domain.index.meta import (
     METHODOLOGIES_KEY,
     parse_methodologies,
 )
-from unified_kg_rag.domain.models import Collection
+from unified_kg_rag.domain.models import Collection, SearchMode
 from unified_kg_rag.domain.text.analysis import repair_unicode
 from unified_kg_rag.ports import Embedder, IndexStores
 from unified_kg_rag.retrieval.models import FILTER_FIELDS, MAX_QUESTION_CHARS, FilterMap, RAGInput
+from unified_kg_rag.retrieval.strategies import STRATEGIES
 from unified_kg_rag.util.errors import EmbeddingMismatchError, UsageError
 
 __all__ = ["build_input", "check_index", "check_request", "effective_config"]
@@ -119,19 +121,47 @@ def check_request(inp: RAGInput, base: QueryConfig) -> tuple[RAGInput, str, Quer
             "(set it in ukr.yaml or UKR_QUERY__RERANK__*)",
             field="overrides",
         )
+    _refuse_swapped_names(inp)
     return inp, question, effective_config(base, inp)
+
+
+def _refuse_swapped_names(inp: RAGInput) -> None:
+    """Refuse a search mode given as the strategy, or a strategy given as the search mode.
+
+    ``hybrid`` is both (LightRAG's strategy, the BM25 + vector mode) and is never refused.
+
+    Raises:
+        UsageError: naming the option the value belongs to.
+    """
+    modes = tuple(SearchMode)
+    strategy = inp.overrides.get("strategy") or inp.strategy
+    if isinstance(strategy, str) and strategy in modes and strategy not in STRATEGIES:
+        raise UsageError(
+            f"{strategy!r} is a search mode, not a strategy: use `--mode {strategy}` "
+            f"(strategies: {', '.join(STRATEGIES.names())})",
+            field="query.strategy",
+        )
+    mode = inp.overrides.get("search_mode")
+    if isinstance(mode, str) and mode not in modes and mode in STRATEGIES:
+        raise UsageError(
+            f"{mode!r} is a strategy, not a search mode: use `--strategy {mode}` (search "
+            f"modes: {', '.join(modes)})",
+            field="query.search_mode",
+        )
 
 
 async def check_index(stores: IndexStores, embedder: Embedder) -> tuple[str, ...]:
     """Check the index can be queried with ``embedder``; return the methodologies it holds.
 
     Raises:
-        UsageError: the index holds no text units (nothing indexed, or another index).
+        UsageError: the index holds no text units (nothing indexed, another index, or its
+            first build is running: then the message says so).
         EmbeddingMismatchError: the index was built with another embedding model.
         StoreError: a store failed.
     """
     name = stores.name
     if await stores.search.count(Collection.TEXT_UNITS) == 0:
+        await _refuse_while_first_build_runs(stores)
         raise UsageError(
             f"index {name!r} holds no text units; index documents first with "
             f"`ukr index PATH --index {name}`",
@@ -144,6 +174,28 @@ async def check_index(stores: IndexStores, embedder: Embedder) -> tuple[str, ...
             f"model is {embedder.model_id!r}. Configure the original model to query it"
         )
     return parse_methodologies(await stores.records.get(INDEX_NAMESPACE, METHODOLOGIES_KEY))
+
+
+async def _refuse_while_first_build_runs(stores: IndexStores) -> None:
+    """Say so when an empty index is empty because its first build is running.
+
+    A build holds the index's write lease (`domain.index.write_lease`); its passages become
+    searchable as it stores them, so "index documents first" would mislead.
+
+    Raises:
+        UsageError: a live lease is held on the index (names its holder and age).
+    """
+    lease = await stores.registry.get_lease()
+    now = time.time()
+    if lease is None or lease.expires_at <= now:
+        return
+    age = max(now - lease.acquired_at, 0.0)
+    raise UsageError(
+        f"index {stores.name!r} holds no text units yet: a build is running ({lease.holder}, "
+        f"started {age:.0f} s ago); its passages become searchable as it stores them, so "
+        "query again in a moment",
+        field="index",
+    )
 
 
 def _refuse_invalid_text(value: object, field: str) -> None:

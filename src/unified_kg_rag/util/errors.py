@@ -5,6 +5,7 @@
     UkrError                      exit 1 unless a subclass says otherwise
     ├── ConfigurationError        exit 2: bad config file, field or unknown plugin name
     ├── UsageError                exit 2: a bad argument (empty question, missing path)
+    │   └── FilterMatchesNothingError  exit 2: no passage of the index passes a query's filter
     ├── ConfirmationRequiredError exit 2: a mass deletion needs --yes; nothing was written
     ├── InputError                exit 3: one input document cannot be read; names the file
     ├── StoreError                a store failed; never disguised as "no results"
@@ -30,6 +31,7 @@ __all__ = [
     "ConfirmationRequiredError",
     "EmbeddingMismatchError",
     "EmbeddingModelError",
+    "FilterMatchesNothingError",
     "IndexBusyError",
     "IndexingInterruptedError",
     "InputError",
@@ -96,6 +98,21 @@ class UsageError(UkrError):
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(f"{field}: {message}" if field else message)
         self.field = field
+
+
+class FilterMatchesNothingError(UsageError):
+    """No passage of the index passes a query's filters, so nothing can be retrieved.
+
+    Raised instead of answering "cannot answer": the filter, not the question, is at fault
+    (a path in another form, a typo, a document that failed to index).
+
+    Attributes:
+        filters: the filters as given (field → value or values).
+    """
+
+    def __init__(self, message: str, *, filters: dict[str, object]) -> None:
+        super().__init__(message, field="filters")
+        self.filters = filters
 
 
 class ConfirmationRequiredError(UkrError):

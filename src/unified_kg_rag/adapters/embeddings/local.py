@@ -11,7 +11,13 @@ longer text is cut, at the model tokenizer's offsets, into consecutive windows t
 every window is embedded, and the text's vector is the L2-normalised mean of its windows'
 vectors, so a 600-token text unit is represented whole rather than by its first 256 tokens.
 
-torch, sentence-transformers and the model package are imported inside functions.
+A model whose pipeline is transformer → mean pooling → normalisation (the bundled one) runs
+on `transformers` alone (`mean_pooling.MeanPoolingEncoder`, same vectors): importing
+sentence-transformers would cost a cold query about a fifth of its CPU. Other models load
+through sentence-transformers.
+
+torch, transformers, sentence-transformers and the model package are imported inside
+functions.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from unified_kg_rag.adapters.embeddings.mean_pooling import MeanPoolingEncoder, simple_pipeline
 from unified_kg_rag.adapters.embeddings.windows import WindowPlan, combine_windows, plan_windows
 from unified_kg_rag.config.models import EmbeddingsConfig
 from unified_kg_rag.domain.llm.usage import record_usage
@@ -94,6 +101,7 @@ class LocalEmbedder:
         self._dimension: int | None = None
         self._weights_hash: str | None = None
         self._load_lock = threading.Lock()
+        self._loading = False
         self._encode_lock = threading.Lock()
 
     # ------------------------------------------------------------------ identity
@@ -112,6 +120,30 @@ class LocalEmbedder:
             if self._dimension is None:
                 self._dimension = int(self._load().get_sentence_embedding_dimension())
         return self._dimension
+
+    # ------------------------------------------------------------------ loading
+
+    @property
+    def loaded(self) -> bool:
+        """True once the model is in memory (`ports.LoadsModel`)."""
+        return self._model is not None
+
+    @property
+    def loading(self) -> bool:
+        """True while the model is being loaded (`ports.LoadsModel`)."""
+        return self._loading
+
+    async def load(self) -> None:
+        """Load the model now, off the event loop, instead of at the first embedding.
+
+        A caller shows it as a step of its own, or overlaps it with other work; the first
+        embedding waits for a load in progress.
+
+        Raises:
+            The errors of `embed_documents` that concern loading.
+        """
+        if self._model is None:
+            await asyncio.to_thread(self._load)
 
     # ------------------------------------------------------------------ embedding
 
@@ -206,31 +238,49 @@ class LocalEmbedder:
         with self._load_lock:
             if self._model is not None:
                 return self._model
-            self._check_integrity()
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            self._loading = True
             try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                raise ConfigurationError(
-                    f"sentence-transformers is not installed; {_INSTALL_HINT}",
-                    field="embeddings.kind",
-                ) from exc
-            local = self.config.local
-            try:
-                with _quiet_transformers():
-                    model = SentenceTransformer(
-                        str(self.model_path), device=local.device, local_files_only=True
-                    )
-                if local.max_seq_tokens is not None:
-                    model.max_seq_length = local.max_seq_tokens
-            except Exception as exc:
-                raise EmbeddingModelError(
-                    f"cannot load the embedding model at {self.model_path}: {exc}"
-                ) from exc
-            logger.info("loaded %s from %s on %s", self.model_id, self.model_path, local.device)
-            self._model = model
-            return model
+                return self._load_locked()
+            finally:
+                self._loading = False
+
+    def _load_locked(self) -> Any:
+        """Check the weights' hash and load the model (the caller holds the load lock)."""
+        self._check_integrity()
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        local = self.config.local
+        try:
+            with _quiet_transformers():
+                model = self._new_model()
+            if local.max_seq_tokens is not None:
+                model.max_seq_length = local.max_seq_tokens
+        except Exception as exc:
+            raise EmbeddingModelError(
+                f"cannot load the embedding model at {self.model_path}: {exc}"
+            ) from exc
+        logger.info("loaded %s from %s on %s", self.model_id, self.model_path, local.device)
+        self._model = model
+        return model
+
+    def _new_model(self) -> Any:
+        """Return the model, loaded: a `MeanPoolingEncoder` when it fits, else a sentence one.
+
+        `MeanPoolingEncoder` runs when it reproduces the pipeline (`simple_pipeline`); a
+        ``SentenceTransformer`` costs more to import (see `mean_pooling`).
+        """
+        device = self.config.local.device
+        max_seq = simple_pipeline(self.model_path)
+        if max_seq is not None:
+            return MeanPoolingEncoder(self.model_path, device=device, max_seq_length=max_seq)
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"sentence-transformers is not installed; {_INSTALL_HINT}",
+                field="embeddings.kind",
+            ) from exc
+        return SentenceTransformer(str(self.model_path), device=device, local_files_only=True)
 
     def _check_integrity(self) -> None:
         expected = self.config.local.sha256

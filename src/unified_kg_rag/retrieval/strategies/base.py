@@ -26,8 +26,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from unified_kg_rag.config.models import QueryConfig
+from unified_kg_rag.domain.index.methodologies import how_to_build
 from unified_kg_rag.domain.llm.deadline import QueryDeadline
-from unified_kg_rag.domain.models import Completion, MetadataValue
+from unified_kg_rag.domain.models import Completion, MetadataValue, SearchMode
 from unified_kg_rag.domain.ranking.fusion import weighted_rrf
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores
 from unified_kg_rag.util.errors import (
@@ -352,10 +353,19 @@ class StrategySpec:
         raise MethodologyNotIndexedError(
             f"strategy {self.name!r} needs the {' or '.join(repr(m) for m in self.needs)} "
             f"methodology, which index {index!r} does not hold (it holds: "
-            f"{', '.join(held) or 'text units only'})",
+            f"{', '.join(held) or 'text units only'}); {how_to_build(self.needs)}. "
+            f"`ukr strategies` lists the strategies this index serves{self._mode_note()}",
             index=index,
             held=tuple(held),
         )
+
+    def _mode_note(self) -> str:
+        """Tell a strategy named like a search mode (LightRAG's ``hybrid``) from the mode."""
+        if self.name not in tuple(SearchMode):
+            return ""
+        return (f". `--strategy {self.name}` is a graph strategy; `--mode {self.name}` is the "
+                "search mode of the passage searches (e.g. `--strategy naive --mode "
+                f"{self.name}`)")  # fmt: skip
 
 
 STRATEGIES: Registry[StrategySpec] = Registry("strategy", field="query.strategy")
