@@ -20,7 +20,7 @@ from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.domain.models import Collection, DocStatus
 from unified_kg_rag.ingestion.pipeline import IndexPipeline
 from unified_kg_rag.ingestion.report import IndexReport
-from unified_kg_rag.ports import Preloadable
+from unified_kg_rag.ports import LoadsModel
 
 pytestmark = pytest.mark.integration
 
@@ -99,7 +99,7 @@ def test_progress_counts_units_per_step_loads_the_model_first_and_skips_failures
 
     async def main() -> IndexReport:
         embedder = LoadingEmbedder(events)
-        assert isinstance(embedder, Preloadable)
+        assert isinstance(embedder, LoadsModel)
         async with _app(tmp_path / "p", 16) as app:
             return await _pipeline(app, embedder, events).run([corpus])
 

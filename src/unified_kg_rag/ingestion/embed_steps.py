@@ -3,7 +3,7 @@
 `UnitSteps` is what `ingestion.commit.commit_batch` embeds through:
 
 - the embedding model is loaded as a step of its own (progress task ``load model``) before the
-  first unit is embedded, when the model can be loaded ahead (`ports.Preloadable`);
+  first unit is embedded, when the model can be loaded ahead (`ports.LoadsModel`);
 - the units to embed are embedded ``indexing.embed_batch_units`` at a time, and each step is
   written to the search index at once, so a run stopped inside a large document keeps every
   finished step (the document stays ``pending`` until its last step, and the next run embeds
@@ -26,7 +26,7 @@ from unified_kg_rag.domain.models import Collection, TextUnit
 from unified_kg_rag.domain.text.embedding_input import embedding_input
 from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ingestion.units import text_unit_record, unit_title
-from unified_kg_rag.ports import Embedder, Preloadable, ProgressReporter, SearchIndex
+from unified_kg_rag.ports import Embedder, LoadsModel, ProgressReporter, SearchIndex
 
 __all__ = ["EMBED_TASK", "LOAD_TASK", "KeptWork", "UnitSteps"]
 
@@ -163,7 +163,7 @@ class UnitSteps:
         if self._loaded:
             return
         self._loaded = True
-        if isinstance(self._embedder, Preloadable):
+        if isinstance(self._embedder, LoadsModel):
             self._progress.start(LOAD_TASK, None)
             await self._embedder.load()
             self._progress.finish(LOAD_TASK)

@@ -16,7 +16,6 @@ from unified_kg_rag.ports.models import (
     KeyphraseExtractor,
     LoadsModel,
     MessageSource,
-    Preloadable,
     Reranker,
     TokenCounter,
 )
@@ -42,7 +41,6 @@ __all__ = [
     "KeyphraseExtractor",
     "LoadsModel",
     "MessageSource",
-    "Preloadable",
     "ProgressReporter",
     "RecordStore",
     "Reranker",

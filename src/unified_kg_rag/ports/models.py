@@ -19,27 +19,9 @@ __all__ = [
     "KeyphraseExtractor",
     "LoadsModel",
     "MessageSource",
-    "Preloadable",
     "Reranker",
     "TokenCounter",
 ]
-
-
-@runtime_checkable
-class Preloadable(Protocol):
-    """A model that can be loaded ahead of its first use (a local model's weights).
-
-    Optional: callers check ``isinstance(model, Preloadable)`` to show loading as a step of its
-    own; a model without it loads (or needs nothing) on first use.
-    """
-
-    async def load(self) -> None:
-        """Load the model now (once; later calls return at once).
-
-        Raises:
-            UkrError: the model cannot be loaded (its own error types).
-        """
-        ...
 
 
 @runtime_checkable
@@ -98,7 +80,11 @@ class LoadsModel(Protocol):
         ...
 
     async def load(self) -> None:
-        """Load the model now (idempotent; blocking work runs off the event loop)."""
+        """Load the model now (idempotent; blocking work runs off the event loop).
+
+        Raises:
+            UkrError: the model cannot be loaded (its own error types).
+        """
         ...
 
 

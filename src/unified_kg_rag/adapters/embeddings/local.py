@@ -11,13 +11,7 @@ longer text is cut, at the model tokenizer's offsets, into consecutive windows t
 every window is embedded, and the text's vector is the L2-normalised mean of its windows'
 vectors, so a 600-token text unit is represented whole rather than by its first 256 tokens.
 
-A model whose pipeline is transformer → mean pooling → normalisation (the bundled one) runs
-on `transformers` alone (`mean_pooling.MeanPoolingEncoder`, same vectors): importing
-sentence-transformers would cost a cold query about a fifth of its CPU. Other models load
-through sentence-transformers.
-
-torch, transformers, sentence-transformers and the model package are imported inside
-functions.
+torch, sentence-transformers and the model package are imported inside functions.
 """
 
 from __future__ import annotations
@@ -36,7 +30,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from unified_kg_rag.adapters.embeddings.mean_pooling import MeanPoolingEncoder, simple_pipeline
 from unified_kg_rag.adapters.embeddings.windows import WindowPlan, combine_windows, plan_windows
 from unified_kg_rag.config.models import EmbeddingsConfig
 from unified_kg_rag.domain.llm.usage import record_usage
@@ -133,22 +126,10 @@ class LocalEmbedder:
         """True while the model is being loaded (`ports.LoadsModel`)."""
         return self._loading
 
-    async def load(self) -> None:
-        """Load the model now, off the event loop, instead of at the first embedding.
-
-        A caller shows it as a step of its own, or overlaps it with other work; the first
-        embedding waits for a load in progress.
-
-        Raises:
-            The errors of `embed_documents` that concern loading.
-        """
-        if self._model is None:
-            await asyncio.to_thread(self._load)
-
     # ------------------------------------------------------------------ embedding
 
     async def load(self) -> None:
-        """Load the model now, in a worker thread (implements `ports.Preloadable`).
+        """Load the model now, in a worker thread (implements `ports.LoadsModel`).
 
         Raises:
             ModelIntegrityError: ``model.safetensors`` does not have the pinned SHA-256.
@@ -264,15 +245,7 @@ class LocalEmbedder:
         return model
 
     def _new_model(self) -> Any:
-        """Return the model, loaded: a `MeanPoolingEncoder` when it fits, else a sentence one.
-
-        `MeanPoolingEncoder` runs when it reproduces the pipeline (`simple_pipeline`); a
-        ``SentenceTransformer`` costs more to import (see `mean_pooling`).
-        """
-        device = self.config.local.device
-        max_seq = simple_pipeline(self.model_path)
-        if max_seq is not None:
-            return MeanPoolingEncoder(self.model_path, device=device, max_seq_length=max_seq)
+        """Return the loaded ``SentenceTransformer``."""
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
@@ -280,7 +253,9 @@ class LocalEmbedder:
                 f"sentence-transformers is not installed; {_INSTALL_HINT}",
                 field="embeddings.kind",
             ) from exc
-        return SentenceTransformer(str(self.model_path), device=device, local_files_only=True)
+        return SentenceTransformer(
+            str(self.model_path), device=self.config.local.device, local_files_only=True
+        )
 
     def _check_integrity(self) -> None:
         expected = self.config.local.sha256
