@@ -54,9 +54,12 @@ class LoadingEmbedder(FakeEmbedder):
         self.events = events
         self.calls = 0
         self.stop_at = stop_at
+        self.loaded = False
+        self.loading = False
 
     async def load(self) -> None:
         self.events.append(("load", "model", None))
+        self.loaded = True
 
     async def embed_documents(self, texts: Sequence[str]) -> NDArray[np.float32]:
         self.calls += 1
