@@ -39,13 +39,13 @@ from unified_kg_rag.domain.models import (
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, Reranker, TokenCounter
 from unified_kg_rag.retrieval.answer import (
     AnswerText,
-    extractive_answer,
     generative_answer,
     map_reduce_answer,
     render_source,
     stream_answer,
 )
 from unified_kg_rag.retrieval.context import fuse, pack_context, rerank_and_diversify, to_source
+from unified_kg_rag.retrieval.extractive import extractive_answer
 from unified_kg_rag.retrieval.memory import ConversationMemory, Turn
 from unified_kg_rag.retrieval.message_sources import attach_messages
 from unified_kg_rag.retrieval.models import (
@@ -394,12 +394,14 @@ class RAGChain:
         if deadline_cut:
             retrieval.metadata["answer_fallback"] = _DEADLINE_FALLBACK
         passages = sorted(retrieval.sources, key=lambda s: (s.kind != "text_unit", s.n))
-        text = await extractive_answer(
+        answer = await extractive_answer(
             prep.ctx.question, self._embedder, await prep.ctx.query_vector(), passages,
             sentences=cfg.extractive_sentences, lexical_weight=cfg.extractive_lexical_weight,
-            min_relative=cfg.extractive_min_relative,
+            min_relative=cfg.extractive_min_relative, min_coverage=cfg.extractive_min_coverage,
+            min_similarity=cfg.extractive_min_similarity,
         )  # fmt: skip
-        return AnswerText(text), "extractive"
+        retrieval.metadata["match"] = answer.match.model_dump()
+        return AnswerText(answer.text), "extractive"
 
     async def _finish(
         self,
