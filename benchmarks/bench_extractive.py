@@ -23,7 +23,7 @@ id), and on all. ``--calibrate`` grid-searches the verdict's thresholds on the o
 ``coverage``, ``similarity``) and reports the chosen thresholds on the held-out half.
 
 Usage:  python benchmarks/bench_extractive.py [--project DIR] [--data DIR] [--json OUT]
-        [--strategies auto,naive] [--abstention auto] [--calibrate]
+        [--strategies auto,naive] [--abstention auto] [--calibrate] [--tag NAME]
         (--project keeps the corpora and both indexes there for the next run; without it
         everything is built in a temporary folder: about 10 minutes on 2 cores)
 """
@@ -103,8 +103,16 @@ def index(corpus: Path, project: Path) -> float:
     return time.perf_counter() - started
 
 
-async def ask(project: Path, items: list[EvalItem], strategy: str) -> list[dict[str, Any]]:
-    """Answer every question extractively; return per-question records."""
+async def ask(project: Path, items: list[EvalItem], strategy: str,
+              checkpoint: Path | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Answer every question extractively; return per-question records.
+
+    With ``checkpoint``, the records are read from there when it exists (a pass done by an
+    earlier run with the same ``--tag``) and written there when done.
+    """
+    done = await asyncio.to_thread(_load_pass, checkpoint)
+    if done is not None:
+        return done
     config = UkrConfig()
     rows: list[dict[str, Any]] = []
     async with build_app(config, project) as app:
@@ -123,7 +131,21 @@ async def ask(project: Path, items: list[EvalItem], strategy: str) -> list[dict[
                 "quoted": answer_in_text(item.answers, out.answer),
                 "match": match if isinstance(match, dict) else None,
             })  # fmt: skip
+    await asyncio.to_thread(_save_pass, checkpoint, rows)
     return rows
+
+
+def _load_pass(checkpoint: Path | None) -> list[dict[str, Any]] | None:
+    if checkpoint is None or not checkpoint.exists():
+        return None
+    rows: list[dict[str, Any]] = json.loads(checkpoint.read_text(encoding="utf-8"))
+    return rows
+
+
+def _save_pass(checkpoint: Path | None, rows: list[dict[str, Any]]) -> None:
+    if checkpoint is not None:
+        checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        checkpoint.write_text(json.dumps(rows), encoding="utf-8")
 
 
 def quoting(rows: list[dict[str, Any]]) -> dict[str, float]:
@@ -202,14 +224,17 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         print(f"== {name}: index {'kept' if took != took else f'built in {took:.0f} s'}",
               file=sys.stderr, flush=True)  # fmt: skip
     out: dict[str, Any] = {"quoting": {}, "abstention": {}}
+    passes = work / "passes" / args.tag if args.tag else None
     other = {"musique": "novels", "novels": "musique"}
     verdict_strategies = set(args.abstention.split(",")) if args.abstention else set()
     for strategy in args.strategies.split(","):
         own: dict[str, list[dict[str, Any]]] = {}
         for name in sets:
             print(f"  {name} / {strategy} ...", file=sys.stderr, flush=True)
-            own[name] = await ask(projects[name], items[name], strategy)
+            own[name] = await ask(projects[name], items[name], strategy,
+                                  _at(passes, f"{name}-{strategy}"))  # fmt: skip
             out["quoting"][f"{name}/{strategy}"] = quoting(own[name])
+            print(f"  {name}/{strategy}: {out['quoting'][f'{name}/{strategy}']}", flush=True)
         out.setdefault("rows", {})[strategy] = {"answerable": own["musique"] + own["novels"]}
         if strategy not in verdict_strategies:
             continue
@@ -217,7 +242,8 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         for name in sets:  # questions of ``name`` against the other corpus: no answer there
             print(f"  {name} questions on {other[name]} / {strategy} ...", file=sys.stderr,
                   flush=True)  # fmt: skip
-            cross += await ask(projects[other[name]], items[name], strategy)
+            cross += await ask(projects[other[name]], items[name], strategy,
+                               _at(passes, f"{name}-on-{other[name]}-{strategy}"))  # fmt: skip
         answerable = own["musique"] + own["novels"]
         out["abstention"][strategy] = {
             "test": abstention(answerable, cross, "test"),
@@ -228,6 +254,10 @@ async def main_async(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             out["abstention"][strategy]["calibrated"] = calibrate(answerable, cross)
         out["rows"][strategy]["unanswerable"] = cross
     return out
+
+
+def _at(passes: Path | None, label: str) -> Path | None:
+    return None if passes is None else passes / f"{label}.json"
 
 
 def _share_weak(rows: list[dict[str, Any]]) -> float | None:
@@ -270,6 +300,9 @@ def main() -> None:
                         help="strategies whose weak-match verdict is measured (asking every "
                         "question against the other corpus too); empty: none")  # fmt: skip
     parser.add_argument("--calibrate", action="store_true")
+    parser.add_argument("--tag", default="",
+                        help="keep each pass's answers under DIR/passes/TAG and reuse them "
+                        "(a run stopped midway resumes; one tag per code version)")  # fmt: skip
     args = parser.parse_args()
     if args.project is not None:
         args.project.mkdir(parents=True, exist_ok=True)
