@@ -107,8 +107,17 @@ def render_answer(output: RAGOutput, *, show_sources: bool = True) -> None:
 
 
 def render_warnings(output: RAGOutput) -> None:
-    """Print what a reader must know about the answer, one ``warning:`` line each."""
+    """Print what a reader must know about the answer, one line each.
+
+    An extractive answer's match verdict (``match: strong|weak, …``) comes first, then one
+    ``warning:`` line per thing to flag.
+    """
+    from unified_kg_rag.domain.answers.match import describe_match
     from unified_kg_rag.domain.answers.warnings import answer_warnings
+
+    verdict = describe_match(output.metadata)
+    if verdict is not None:
+        out_console.print(escape(verdict), soft_wrap=True)
 
     for line in answer_warnings(output):
         out_console.print(f"[yellow]warning:[/] {escape(printable(line))}", soft_wrap=True)

@@ -83,6 +83,23 @@ class QueryConfig(_Section):
         "best sentence's score, so weak sentences are not quoted just to fill the count "
         "(MuSiQue: gold answer quoted for 32% of questions, 33% with no cut).",
     )
+    extractive_min_coverage: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="An extractive answer is a weak match (it says so before its quotes, and "
+        "`metadata.match.verdict` is `weak`) when its quotes hold less than this IDF-weighted "
+        "share of the question's content terms. Provisional: `benchmarks/bench_extractive.py "
+        "--calibrate` calibrates it on held-out questions.",
+    )
+    extractive_min_similarity: float = Field(
+        default=0.3,
+        ge=-1,
+        le=1,
+        description="An extractive answer is a weak match when no quote's cosine similarity "
+        "with the question reaches this (embedding model's cosine). Provisional, like "
+        "`extractive_min_coverage`.",
+    )
     answer_max_tokens: int = Field(
         default=1024, ge=16, description="Longest generated answer, in tokens."
     )

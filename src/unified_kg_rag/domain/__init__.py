@@ -8,7 +8,8 @@ Module map (new code goes in the room of its concept):
 - `identity` — identity keys and content-derived ids (DESIGN.md §4).
 - `text/` — `analysis` (lexical terms, sentences, paragraphs), `tokens` (token estimates,
   grapheme-safe cuts), `chunking` (text units), `embedding_input` (what the embedder reads),
-  `decoding` (lenient UTF-8, escaped display of names that are not UTF-8).
+  `decoding` (lenient UTF-8, escaped display of names that are not UTF-8), `sentences`
+  (sentences for extractive answers), `shapes` (headings, boilerplate, record lines).
 - `llm/` — `cache_control` (response-cache scopes), `usage` (metering scopes), `json_reply`
   (the JSON object of a reply).
 - `extraction/` — `records` (extraction records), `format` (prompt messages, reply parsing),
@@ -21,7 +22,8 @@ Module map (new code goes in the room of its concept):
   `cooccurrence` (co-occurrence edges).
 - `ranking/` — `fusion` (weighted RRF), `mmr`, `ppr` (personalized PageRank), `budget`
   (token-budget packing).
-- `answers/` — `extractive`, `citations`, `abstention`, `global_map` (global search's steps).
+- `answers/` — `extractive`, `match` (the weak-match verdict), `citations`, `abstention`,
+  `global_map` (global search's steps).
 - `messages/` — `transcripts` (normalized messages, thread-day transcripts), `manifest`
   (transcript units, manifest diff, stored spans), `evidence` (per-message provenance),
   `ref` (`MessageRef`).

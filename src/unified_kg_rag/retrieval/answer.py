@@ -1,4 +1,4 @@
-"""The answer step: generative (an LLM writes, citing ``[n]``) or extractive (no LLM).
+"""The answer step with an LLM: it writes, citing ``[n]`` (without one: `retrieval.extractive`).
 
 Both read exactly the packed sources; neither adds context of its own. An empty context never
 reaches this module (the chain answers "cannot answer" without a model call). A written
@@ -13,29 +13,22 @@ import unicodedata
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-from numpy.typing import NDArray
-
 from unified_kg_rag.domain.answers.abstention import (
     ABSTENTION_INSTRUCTIONS,
     MARKER_WINDOW,
     NO_ANSWER,
     detect_abstention,
 )
-from unified_kg_rag.domain.answers.extractive import select_sentences, term_coverage
 from unified_kg_rag.domain.llm.finish import StreamFinish, reply_complete, stream_finish
 from unified_kg_rag.domain.messages.evidence import MESSAGE_CITATION_INSTRUCTIONS, labelled_text
 from unified_kg_rag.domain.models import Message, Source
 from unified_kg_rag.domain.prompts import load_prompt
-from unified_kg_rag.domain.text.analysis import lexical_query_terms, lexical_terms, sentence_spans
-from unified_kg_rag.ports import ChatModel, Embedder
+from unified_kg_rag.ports import ChatModel
 from unified_kg_rag.util.errors import ModelError
 
 __all__ = [
-    "EXTRACTIVE_HEADER",
     "AnswerText",
     "answer_messages",
-    "extractive_answer",
     "generative_answer",
     "map_reduce_answer",
     "render_source",
@@ -44,14 +37,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-EXTRACTIVE_HEADER = (
-    "Extractive answer (no language model is configured): the sentences of the retrieved "
-    "passages closest to the question."
-)
-_MAX_SENTENCE_SOURCES = 6
-_MAX_SENTENCES = 160
-_MAX_SENTENCE_CHARS = 600
 
 
 @dataclass(frozen=True)
@@ -283,79 +268,3 @@ async def map_reduce_answer(
     if not text:
         raise ModelError("the model returned an empty answer in the reduce step")
     return AnswerText(text, completion.finish_reason, incomplete)
-
-
-async def extractive_answer(
-    question: str,
-    embedder: Embedder,
-    question_vector: NDArray[np.float32],
-    sources: Sequence[Source],
-    *,
-    sentences: int,
-    lexical_weight: float = 1.0,
-    min_relative: float = 0.6,
-) -> str:
-    """Quote the sentences of the best sources that are closest to the question.
-
-    A sentence scores its cosine with the question plus ``lexical_weight`` times the
-    IDF-weighted share of the question's terms it contains
-    (`domain.answers.extractive.term_coverage`).
-
-    Args:
-        question: the question (its lexical terms score the sentences).
-        embedder: embeds the candidate sentences.
-        question_vector: the question's ``ndarray[d] float32`` embedding.
-        sources: the packed sources, best first; sentences come from the first few.
-        sentences: how many sentences to quote at most.
-        lexical_weight: weight of the term coverage added to the cosine.
-        min_relative: sentences scoring below this share of the best are not quoted.
-
-    Returns:
-        The answer text: `EXTRACTIVE_HEADER`, then one quoted sentence per line with its
-        ``[n]`` citation.
-    """
-    candidates: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for source in sources[:_MAX_SENTENCE_SOURCES]:
-        if source.messages and source.kind == "text_unit":
-            # a transcript passage: whole messages are the candidates, cited by [n.m] label
-            for message in source.messages:
-                line = " ".join(message.text.split())
-                if len(line) >= 12 and line.casefold() not in seen:
-                    seen.add(line.casefold())
-                    candidates.append((_clip(line), message.label or str(source.n)))
-            continue
-        spans = sentence_spans(source.text)
-        if source.truncated and len(spans) > 1:
-            spans = spans[:-1]  # the budget cut the last sentence short
-        for start, end in spans:
-            sentence = " ".join(source.text[start:end].split())
-            if len(sentence) < 12 or sentence.startswith("#") or sentence.casefold() in seen:
-                continue
-            seen.add(sentence.casefold())
-            candidates.append((_clip(sentence), str(source.n)))
-            if len(candidates) >= _MAX_SENTENCES:
-                break
-    if not candidates:
-        best = sources[0]
-        snippet = " ".join(best.text.split())[:_MAX_SENTENCE_CHARS]
-        return f"{EXTRACTIVE_HEADER}\n\n1. \u201c{snippet}\u201d [{best.n}]"
-    vectors = await embedder.embed_documents([c[0] for c in candidates])
-    coverage = term_coverage(
-        lexical_query_terms(question), [set(lexical_terms(c[0])) for c in candidates]
-    )
-    picked = select_sentences(
-        question_vector, vectors, sentences, boosts=[lexical_weight * c for c in coverage],
-        min_relative=min_relative,
-    )
-    lines = [
-        f"{i}. \u201c{candidates[row][0]}\u201d [{candidates[row][1]}]"
-        for i, (row, _) in enumerate(picked, start=1)
-    ]
-    return EXTRACTIVE_HEADER + "\n\n" + "\n".join(lines)
-
-
-def _clip(sentence: str) -> str:
-    if len(sentence) > _MAX_SENTENCE_CHARS:
-        return sentence[:_MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + " …"
-    return sentence

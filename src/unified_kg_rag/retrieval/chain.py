@@ -38,15 +38,14 @@ from unified_kg_rag.domain.models import (
 )
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, Reranker, TokenCounter
 from unified_kg_rag.retrieval.answer import (
-    EXTRACTIVE_HEADER,
     AnswerText,
-    extractive_answer,
     generative_answer,
     map_reduce_answer,
     render_source,
     stream_answer,
 )
 from unified_kg_rag.retrieval.context import fuse, pack_context, rerank_and_diversify, to_source
+from unified_kg_rag.retrieval.extractive import EXTRACTIVE_HEADER, extractive_answer
 from unified_kg_rag.retrieval.filters import check_filters_pass, resolve_filters
 from unified_kg_rag.retrieval.memory import ConversationMemory, Turn
 from unified_kg_rag.retrieval.message_sources import attach_messages
@@ -398,11 +397,14 @@ class RAGChain:
         if deadline_cut:
             retrieval.metadata["answer_fallback"] = _DEADLINE_FALLBACK
         passages = sorted(retrieval.sources, key=lambda s: (s.kind != "text_unit", s.n))
-        text = await extractive_answer(
+        answer = await extractive_answer(
             prep.ctx.question, self._embedder, await prep.ctx.query_vector(), passages,
             sentences=cfg.extractive_sentences, lexical_weight=cfg.extractive_lexical_weight,
-            min_relative=cfg.extractive_min_relative,
+            min_relative=cfg.extractive_min_relative, min_coverage=cfg.extractive_min_coverage,
+            min_similarity=cfg.extractive_min_similarity,
         )  # fmt: skip
+        retrieval.metadata["match"] = answer.match.model_dump()
+        text = answer.text
         if deadline_cut and text.startswith(EXTRACTIVE_HEADER):  # a model is configured
             text = _deadline_header(cfg.deadline_s) + text[len(EXTRACTIVE_HEADER):]
         return AnswerText(text), "extractive"

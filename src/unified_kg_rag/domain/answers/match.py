@@ -1,0 +1,114 @@
+"""The weak-match verdict of an extractive answer: do its quotes answer the question?
+
+Without an LLM nothing reads the quotes, so the answer must say when the closest sentences
+are still far from the question. Two measures of the quoted sentences, both in [0, 1] or
+[-1, 1]:
+
+- *coverage*: the IDF-weighted share of the question's content terms (`lexical_query_terms`:
+  stopwords dropped) that occur in the quoted sentences together, IDF taken over every
+  candidate sentence of the context (`domain.answers.extractive.term_coverage`'s weights),
+  so a rare question term that no quote holds weighs most;
+- *similarity*: the highest cosine between the question's embedding and a quoted sentence's.
+
+The verdict is ``weak`` when coverage is below ``min_coverage`` or similarity below
+``min_similarity`` (`judge_match`); the thresholds are calibrated on held-out questions
+(``benchmarks/bench_extractive.py --calibrate``; see the querying guide). A weak answer is
+still given (the closest sentences), under `WEAK_MATCH_LEAD`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["WEAK_MATCH_LEAD", "MatchVerdict", "describe_match", "judge_match", "quoted_coverage"]
+
+WEAK_MATCH_LEAD = "No passage answers this well; the closest are:"
+"""The line a weak extractive answer starts its quotes with."""
+
+
+class MatchVerdict(BaseModel):
+    """How well an extractive answer's quotes match the question.
+
+    Attributes:
+        verdict: ``strong`` or ``weak``.
+        coverage: IDF-weighted share of the question's content terms the quotes hold, [0, 1].
+        similarity: highest cosine between the question and a quote, [-1, 1].
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    verdict: Literal["strong", "weak"]
+    coverage: float
+    similarity: float
+
+
+def quoted_coverage(
+    query_terms: Sequence[str], candidate_terms: Sequence[set[str]], quoted: Sequence[int]
+) -> float:
+    """Return the IDF-weighted share of ``query_terms`` the ``quoted`` candidates hold together.
+
+    Args:
+        query_terms: the question's distinct content terms.
+        candidate_terms: each candidate sentence's set of lexical terms (IDF is taken over
+            these: ``log((n + 1) / (df + 0.5))``).
+        quoted: rows of ``candidate_terms`` that were quoted.
+
+    Returns:
+        A share in [0, 1]; 0 when the question has no terms or nothing is quoted.
+    """
+    n = len(candidate_terms)
+    weights = {
+        t: math.log((n + 1) / (sum(t in s for s in candidate_terms) + 0.5)) for t in query_terms
+    }
+    total = sum(weights.values())
+    if total <= 0 or not quoted:
+        return 0.0
+    held = set().union(*(candidate_terms[i] for i in quoted))
+    return sum(w for t, w in weights.items() if t in held) / total
+
+
+def judge_match(
+    coverage: float, similarity: float, *, min_coverage: float, min_similarity: float
+) -> MatchVerdict:
+    """Return the verdict: ``weak`` when either measure is below its threshold.
+
+    Args:
+        coverage: `quoted_coverage` of the quotes, [0, 1].
+        similarity: highest question-quote cosine, [-1, 1].
+        min_coverage: coverage below this is weak.
+        min_similarity: similarity below this is weak.
+    """
+    weak = coverage < min_coverage or similarity < min_similarity
+    return MatchVerdict(
+        verdict="weak" if weak else "strong",
+        coverage=round(coverage, 3),
+        similarity=round(similarity, 3),
+    )
+
+
+def describe_match(metadata: Mapping[str, object]) -> str | None:
+    """Return the verdict line a reader sees under an extractive answer (None: no verdict).
+
+    ``metadata`` is a `RAGOutput.metadata`; its ``match`` entry is a dumped `MatchVerdict`.
+    """
+    match = metadata.get("match")
+    if not isinstance(match, Mapping) or match.get("verdict") not in ("strong", "weak"):
+        return None
+    verdict = str(match["verdict"])
+    how = (
+        "the quotes answer the question closely"
+        if verdict == "strong"
+        else "no passage answers this question well"
+    )
+    return (
+        f"match: {verdict}, {how} (question terms covered {_num(match.get('coverage'))}, "
+        f"similarity {_num(match.get('similarity'))})"
+    )
+
+
+def _num(value: object) -> str:
+    return f"{value:.2f}" if isinstance(value, int | float) else "?"
