@@ -319,7 +319,7 @@ class RAGChain:
         metadata["buckets"] = {b.name: len(b.candidates) for b in result.buckets}
         fused = fuse(result.buckets, cfg.rrf_k)
         groups = await rerank_and_diversify(standalone, fused, cfg, self._reranker, metadata)
-        groups = seat_pinned(groups, result.pinned, cfg)
+        groups = seat_pinned(groups, result.pinned, cfg, cfg.auto.rare_term_after)
         timings["fuse"] = _ms(t0)
         return _Prepared(inp, ctx, spec.name, result, groups, timings, memory)
 

@@ -116,23 +116,33 @@ async def rerank_and_diversify(
 
 
 def seat_pinned(
-    groups: dict[str, list[Candidate]], pinned: Sequence[Candidate], config: QueryConfig
+    groups: dict[str, list[Candidate]],
+    pinned: Sequence[Candidate],
+    config: QueryConfig,
+    after: int = 0,
 ) -> dict[str, list[Candidate]]:
-    """Return ``groups`` with the ``pinned`` candidates seated first among their type.
+    """Return ``groups`` with the ``pinned`` candidates seated within their type's quota.
 
-    The pinned ones (`StrategyResult.pinned`, `auto`'s rare-term matches), in their order,
-    then the type's other candidates in theirs, cut to the type's quota (`quota_of`; pinned
-    candidates beyond it are dropped). Packing fills the context in this order, so a pinned
-    candidate is packed (truncated at worst) whenever its type has any budget.
+    Per type: its best ``after`` candidates keep their places (fewer when the pinned ones
+    would not fit in the quota behind them), then come the pinned ones not among them
+    (`StrategyResult.pinned`, `auto`'s rare-term matches, in their order), then the type's
+    other candidates in their order, cut to the type's quota (`quota_of`). Packing fills the
+    context in this order, so a pinned candidate is packed (truncated at worst) whenever the
+    ones before it leave its type budget.
     """
     if not pinned:
         return groups
     out = dict(groups)
     for kind in dict.fromkeys(c.kind for c in pinned):
-        first = list({c.id: c for c in pinned if c.kind == kind}.values())
-        ids = {c.id for c in first}
-        rest = [c for c in groups.get(kind, []) if c.id not in ids]
-        out[kind] = (first + rest)[: quota_of(kind, config)]
+        items, quota = groups.get(kind, []), quota_of(kind, config)
+        n_pinned = len({c.id for c in pinned if c.kind == kind})
+        head = items[: min(after, max(0, quota - n_pinned))]
+        seated = {c.id for c in head}
+        first = [c for c in {c.id: c for c in pinned if c.kind == kind}.values()
+                 if c.id not in seated]  # fmt: skip
+        ids = seated | {c.id for c in first}
+        rest = [c for c in items[len(head):] if c.id not in ids]
+        out[kind] = (head + first + rest)[:quota]
     return out
 
 
