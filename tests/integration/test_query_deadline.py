@@ -89,7 +89,8 @@ def test_every_step_falls_back_when_every_call_is_slow(
     )
     assert elapsed < 2.0 + MARGIN_S
     assert_valid_answer(out)
-    assert out.metadata["route"].startswith("rule")
+    assert out.metadata["route"]["by"] == "rule"
+    assert out.metadata["route"]["reason"].startswith("the router call failed")
     assert out.metadata["deadline_cut_calls"] >= 2
 
 

@@ -22,6 +22,7 @@ from unified_kg_rag.domain.models import Collection, Completion, Message, Search
 from unified_kg_rag.ports import ChatModel, IndexStores, SearchIndex
 from unified_kg_rag.retrieval.strategies.auto import (
     AutoStrategy,
+    Route,
     routable_candidates,
     route_with_llm,
 )
@@ -328,7 +329,9 @@ def test_router_takes_the_first_candidate_the_reply_names() -> None:
         out = []
         for reply in ("global", "Mix. Or maybe local.", "  `local`\n"):
             model = _scripted(default=reply)
-            out.append(await route_with_llm(model, "What are the main themes?", CANDIDATES))
+            chosen = await route_with_llm(model, "What are the main themes?", CANDIDATES)
+            assert chosen.reason == f"the router model named it (reply {reply.strip()!r})"
+            out.append((chosen.strategy, chosen.by))
             assert model.calls == 1
             prompt = model.prompts[0]
             assert "- global: the global strategy" in prompt
@@ -337,30 +340,32 @@ def test_router_takes_the_first_candidate_the_reply_names() -> None:
             assert "What are the main themes?" in prompt
         return out
 
-    assert asyncio.run(main()) == [("global", "llm router"), ("mix", "llm router"),
-                                   ("local", "llm router")]  # fmt: skip
+    assert asyncio.run(main()) == [("global", "llm"), ("mix", "llm"), ("local", "llm")]
 
 
 def test_router_falls_back_to_the_rule_on_an_unknown_reply() -> None:
-    async def main() -> tuple[tuple[str, str], tuple[str, str], int]:
+    async def main() -> tuple[Route, Route, int]:
         model = _scripted(default="I would use the drift search, probably.")
         picked = await route_with_llm(model, "Where was Marie Curie born?", CANDIDATES)
         # without naive among the candidates, the rule's pick gives way to the first one
         no_naive = await route_with_llm(model, "Where was Marie Curie born?", CANDIDATES[:3])
         return picked, no_naive, model.calls
 
-    (name, reason), (name2, _), calls = asyncio.run(main())
-    # the rule over graphrag + lightrag picks hybrid, which is not a candidate: the first one
-    assert name == "local"
-    assert reason.startswith("rule (the router's reply named no candidate")
-    assert name2 == "local"
+    picked, no_naive, calls = asyncio.run(main())
+    # held defaults to what the candidates read (graphrag, lightrag): the rule picks hybrid,
+    # which is not a candidate, so the first one
+    assert (picked.strategy, picked.by) == ("local", "rule")
+    assert picked.reason.startswith("the router's reply named no candidate (")
+    assert picked.reason.endswith("the rule's pick 'hybrid' is not a candidate, so the first "
+                                  "candidate")  # fmt: skip
+    assert (no_naive.strategy, no_naive.by) == ("local", "rule")
     assert calls == 2
 
 
 def test_router_with_one_candidate_makes_no_call() -> None:
     model = _scripted(default="global")
     picked = asyncio.run(route_with_llm(model, "Anything?", [_spec("naive", None)]))
-    assert picked == ("naive", "the only strategy the index can serve")
+    assert picked == Route("naive", "rule", "the only strategy the index can serve")
     assert model.calls == 0
 
 
@@ -377,9 +382,9 @@ def test_router_model_failures() -> None:
             raise ModelError("boom", status_code=self.status)
 
     flaky = Failing(500)
-    name, reason = asyncio.run(route_with_llm(flaky, "Where?", CANDIDATES))  # type: ignore[arg-type]
-    assert (name, flaky.calls) == ("local", 1)  # the rule picks hybrid: not a candidate
-    assert reason == "rule (the router call failed: ModelError)"
+    chosen = asyncio.run(route_with_llm(flaky, "Where?", CANDIDATES))  # type: ignore[arg-type]
+    assert (chosen.strategy, chosen.by, flaky.calls) == ("local", "rule", 1)  # hybrid: no candidate
+    assert chosen.reason.startswith("the router call failed (ModelError); ")
     with pytest.raises(ModelError):
         asyncio.run(route_with_llm(Failing(401), "Where?", CANDIDATES))  # type: ignore[arg-type]
 
@@ -393,7 +398,8 @@ def test_auto_routes_with_the_llm_among_servable_strategies(tmp_path: Path) -> N
         return await AutoStrategy().retrieve(ctx), ctx
 
     result, ctx = _run(tmp_path, body)
-    assert ctx.metadata["route"] == {"strategy": "mix", "reason": "llm router"}
+    assert ctx.metadata["route"] == {"strategy": "mix", "by": "llm",
+                                     "reason": "the router model named it (reply 'mix')"}
     assert model.calls == 1
     assert ctx.metadata["llm_calls"] == 1
     assert isinstance(result, StrategyResult)

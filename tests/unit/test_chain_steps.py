@@ -14,7 +14,12 @@ from unified_kg_rag.domain.answers.abstention import detect_abstention
 from unified_kg_rag.domain.ranking.budget import pack_typed
 from unified_kg_rag.domain.ranking.mmr import jaccard, mmr_order
 from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
-from unified_kg_rag.retrieval.context import fuse, pack_context, rerank_and_diversify
+from unified_kg_rag.retrieval.context import (
+    fuse,
+    pack_context,
+    rerank_and_diversify,
+    seat_pinned,
+)
 from unified_kg_rag.retrieval.strategies.base import Bucket, Candidate, StrategyResult
 from unified_kg_rag.util.errors import ModelError
 
@@ -101,6 +106,25 @@ def test_quotas_cut_each_type() -> None:
     groups = asyncio.run(rerank_and_diversify("q", ranked, config, None, {}))
     assert [c.id for c in groups["text_unit"]] == ["0", "1", "2", "3"]
     assert [c.id for c in groups["report"]] == ["r0", "r1"]
+
+
+def test_pinned_candidates_are_seated_after_the_best_ones_within_the_quota() -> None:
+    config = QueryConfig.model_validate({"top_k": 4})
+    units = [cand("text_unit", str(i)) for i in range(4)]
+    groups = {"text_unit": units, "entity": [cand("entity", "e")]}
+    pins = [cand("text_unit", "p"), cand("text_unit", "1")]
+    three = [*pins, cand("text_unit", "q")]
+
+    def ids(after: int, pinned: list[Candidate] = pins) -> list[str]:
+        return [c.id for c in seat_pinned(groups, pinned, config, after)["text_unit"]]
+
+    assert ids(0) == ["p", "1", "0", "2"]  # first, in their order; "1" not twice
+    assert ids(1) == ["0", "p", "1", "2"]
+    assert ids(2) == ["0", "1", "p", "2"]  # "1" already among the best two keeps its place
+    assert ids(9) == ["0", "1", "p", "2"]  # the quota leaves room for both pinned ones
+    assert ids(2, three) == ["0", "p", "1", "q"]  # fewer keep their places: the pinned fit
+    assert ids(2, []) == ["0", "1", "2", "3"]
+    assert seat_pinned(groups, pins, config, 2)["entity"] == groups["entity"]
 
 
 def test_mmr_pushes_a_near_duplicate_down() -> None:

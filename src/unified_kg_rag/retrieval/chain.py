@@ -44,7 +44,13 @@ from unified_kg_rag.retrieval.answer import (
     render_source,
     stream_answer,
 )
-from unified_kg_rag.retrieval.context import fuse, pack_context, rerank_and_diversify, to_source
+from unified_kg_rag.retrieval.context import (
+    fuse,
+    pack_context,
+    rerank_and_diversify,
+    seat_pinned,
+    to_source,
+)
 from unified_kg_rag.retrieval.extractive import EXTRACTIVE_HEADER, extractive_answer
 from unified_kg_rag.retrieval.filters import check_filters_pass, resolve_filters
 from unified_kg_rag.retrieval.memory import ConversationMemory, Turn
@@ -67,11 +73,7 @@ from unified_kg_rag.retrieval.strategies import (
     QueryContext,
     StrategyResult,
 )
-from unified_kg_rag.retrieval.strategies.auto import (
-    choose_strategy,
-    routable_candidates,
-    route_with_llm,
-)
+from unified_kg_rag.retrieval.strategies.auto import route, run_route
 from unified_kg_rag.util.errors import (
     ModelError,
     QueryDeadlineError,
@@ -296,43 +298,32 @@ class RAGChain:
             metadata["rewrite"] = how
             metadata["standalone_question"] = standalone
             timings["rewrite"] = _ms(t0)
-        t0 = time.perf_counter()
-        name = await self._resolve_strategy(cfg, held, standalone, metadata)
-        timings["route"] = _ms(t0)
-        spec = STRATEGIES.get(name)
-        spec.require(held, self._stores.name)
         ctx = QueryContext(
             question=standalone, stores=self._stores, embedder=self._embedder,
             chat_model=self._chat, config=cfg, filters=dict(filters), held=held,
             metadata=metadata, deadline=deadline,
         )  # fmt: skip
         t0 = time.perf_counter()
-        raw = await spec.factory().retrieve(ctx)
-        result = raw if isinstance(raw, StrategyResult) else StrategyResult(
-            buckets=[Bucket(spec.name, list(raw))]
-        )
+        chosen = await route(ctx) if cfg.strategy == "auto" else None  # the one router
+        timings["route"] = _ms(t0)
+        spec = STRATEGIES.get(chosen.strategy if chosen else cfg.strategy)
+        spec.require(held, self._stores.name)
+        t0 = time.perf_counter()
+        if chosen is not None:
+            result = await run_route(ctx, chosen)
+        else:
+            raw = await spec.factory().retrieve(ctx)
+            result = raw if isinstance(raw, StrategyResult) else StrategyResult(
+                buckets=[Bucket(spec.name, list(raw))]
+            )
         timings["retrieve"] = _ms(t0)
         t0 = time.perf_counter()
         metadata["buckets"] = {b.name: len(b.candidates) for b in result.buckets}
         fused = fuse(result.buckets, cfg.rrf_k)
         groups = await rerank_and_diversify(standalone, fused, cfg, self._reranker, metadata)
+        groups = seat_pinned(groups, result.pinned, cfg, cfg.auto.rare_term_after)
         timings["fuse"] = _ms(t0)
         return _Prepared(inp, ctx, spec.name, result, groups, timings, memory)
-
-    async def _resolve_strategy(
-        self, cfg: QueryConfig, held: tuple[str, ...], question: str, metadata: dict[str, object]
-    ) -> str:
-        if cfg.strategy != "auto":
-            return cfg.strategy
-        if self._chat is not None and cfg.llm_router and cfg.search_mode != "lexical":
-            servable = routable_candidates(held)
-            if servable:
-                name, reason = await route_with_llm(self._chat, question, servable)
-                metadata["route"] = reason
-                return name
-        name = choose_strategy(held, cfg.search_mode, question)
-        metadata["route"] = "rule"
-        return name
 
     async def _pack(self, prep: _Prepared) -> RetrievalOutput:
         t0 = time.perf_counter()

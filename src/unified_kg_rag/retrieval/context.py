@@ -2,7 +2,8 @@
 
 Source: seed 000 §7 (HybridScorer, TokenManager). Buckets are fused by weighted RRF over
 ``(kind, id)``; the optional reranker reorders each type's best ``query.rerank.top_n``; MMR
-(``query.mmr_lambda`` < 1) diversifies each type; each type is cut to its quota; the context
+(``query.mmr_lambda`` < 1) diversifies each type; each type is cut to its quota, pinned
+candidates (`auto`'s rare-term matches) seated first (`seat_pinned`); the context
 packs each type within its share of ``query.max_context_tokens`` (unused budget flows to the
 types that still have candidates). Synthesized sections (key points, notes) are seated first
 and outside the quotas. The context order is `SECTION_KINDS`.
@@ -36,6 +37,7 @@ __all__ = [
     "pack_context",
     "quota_of",
     "rerank_and_diversify",
+    "seat_pinned",
     "section_title",
     "to_source",
 ]
@@ -110,6 +112,37 @@ async def rerank_and_diversify(
             picked = [pool[i] for i in mmr_order(terms, config.mmr_lambda, quota)]
             items = picked + items[len(pool):]
         out[kind] = items[:quota]
+    return out
+
+
+def seat_pinned(
+    groups: dict[str, list[Candidate]],
+    pinned: Sequence[Candidate],
+    config: QueryConfig,
+    after: int = 0,
+) -> dict[str, list[Candidate]]:
+    """Return ``groups`` with the ``pinned`` candidates seated within their type's quota.
+
+    Per type: its best ``after`` candidates keep their places (fewer when the pinned ones
+    would not fit in the quota behind them), then come the pinned ones not among them
+    (`StrategyResult.pinned`, `auto`'s rare-term matches, in their order), then the type's
+    other candidates in their order, cut to the type's quota (`quota_of`). Packing fills the
+    context in this order, so a pinned candidate is packed (truncated at worst) whenever the
+    ones before it leave its type budget.
+    """
+    if not pinned:
+        return groups
+    out = dict(groups)
+    for kind in dict.fromkeys(c.kind for c in pinned):
+        items, quota = groups.get(kind, []), quota_of(kind, config)
+        n_pinned = len({c.id for c in pinned if c.kind == kind})
+        head = items[: min(after, max(0, quota - n_pinned))]
+        seated = {c.id for c in head}
+        first = [c for c in {c.id: c for c in pinned if c.kind == kind}.values()
+                 if c.id not in seated]  # fmt: skip
+        ids = seated | {c.id for c in first}
+        rest = [c for c in items[len(head):] if c.id not in ids]
+        out[kind] = (head + first + rest)[:quota]
     return out
 
 

@@ -9,6 +9,11 @@ not hold is skipped, and ``naive`` serves every index.
 With an LLM (``query.llm_router``), `route_with_llm` asks it to pick among the `ROUTABLE`
 strategies the index can serve (`routable_candidates`), describing exactly those (prompt
 ``strategy_router.v1``); a reply naming none of them falls back to the rule (seed 000 §6.1).
+
+`route` is the one router: `RAGChain` and `AutoStrategy` both call it, and it records a
+`Route` as ``metadata["route"]``: ``{"strategy", "by": "rule" | "llm", "reason"}``.
+`run_route` then runs the chosen strategy and adds the rare-term guarantee
+(`rare_terms.rare_term_passages`).
 """
 
 from __future__ import annotations
@@ -16,29 +21,37 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from unified_kg_rag.domain.models import Message
 from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.ports import ChatModel
 from unified_kg_rag.retrieval.strategies.base import (
     STRATEGIES,
-    Candidate,
+    Bucket,
     QueryContext,
     StrategyResult,
     StrategySpec,
     is_fatal,
     register_strategy,
 )
+from unified_kg_rag.retrieval.strategies.rare_terms import rare_term_passages
 from unified_kg_rag.util.errors import UsageError
 
 __all__ = [
     "AUTO_PREFERENCE",
     "ROUTABLE",
     "AutoStrategy",
+    "Route",
     "choose_strategy",
+    "code_token",
     "has_code_token",
     "routable_candidates",
+    "route",
     "route_with_llm",
+    "rule_route",
+    "run_route",
 ]
 
 logger = logging.getLogger(__name__)
@@ -64,24 +77,63 @@ def has_code_token(question: str) -> bool:
 
     ``QX-8628H``, ``RFC7231``, ``iPhone15``; ordinals (``26th``) are not codes.
     """
-    return any(
-        not _ORDINAL.fullmatch(m.group(0)) for m in _CODE_TOKEN.finditer(question)
-    )
+    return code_token(question) is not None
 
 
-def choose_strategy(held: Sequence[str], search_mode: str = "hybrid", question: str = "") -> str:
-    """Return the best measured strategy an index holding ``held`` methodologies can serve.
+@dataclass(frozen=True)
+class Route:
+    """How `auto` chose its strategy; ``metadata["route"]`` of its output is `as_metadata`.
+
+    Attributes:
+        strategy: the strategy that runs.
+        by: ``llm`` (the router model named it) or ``rule`` (`rule_route`: no model, the
+            router off, a lexical search mode, one candidate, or the router's call failed or
+            its reply named no candidate).
+        reason: why, in words (a fallback says what failed, then the rule's reason).
+    """
+
+    strategy: str
+    by: Literal["rule", "llm"]
+    reason: str
+
+    def as_metadata(self) -> dict[str, str]:
+        """Return ``{"strategy": ..., "by": "rule" | "llm", "reason": ...}``."""
+        return {"strategy": self.strategy, "by": self.by, "reason": self.reason}
+
+
+def code_token(question: str) -> str | None:
+    """Return the first code-like token of ``question`` (see `has_code_token`), or None."""
+    for m in _CODE_TOKEN.finditer(question):
+        if not _ORDINAL.fullmatch(m.group(0)):
+            return m.group(0)
+    return None
+
+
+def rule_route(held: Sequence[str], search_mode: str = "hybrid", question: str = "") -> Route:
+    """Return the rule's route for an index holding ``held`` methodologies.
 
     Keyword lookups go to `naive` (hybrid BM25 + vector): a ``lexical`` search mode, or a
     question holding a code-like token (a part number, a model name), which the concept graph
     cannot hold (such a token is in one unit, below ``graph.lazy.min_df``) and BM25 finds.
+    Otherwise the first of `AUTO_PREFERENCE` the index can serve (best measured first).
     """
-    if search_mode == "lexical" or has_code_token(question):
-        return "naive"
+    if search_mode == "lexical":
+        return Route("naive", "rule", "the search mode is lexical: a keyword lookup")
+    token = code_token(question)
+    if token is not None:
+        return Route("naive", "rule", f"the question holds the code-like token {token!r}: "
+                     "a keyword lookup")  # fmt: skip
+    holds = ", ".join(held) or "text units only"
     for strategy, needs in AUTO_PREFERENCE:
         if not needs or any(m in held for m in needs):
-            return strategy
-    return "naive"
+            return Route(strategy, "rule", f"the best measured strategy the index can serve "
+                         f"(it holds: {holds})")  # fmt: skip
+    return Route("naive", "rule", f"the index holds: {holds}")  # pragma: no cover
+
+
+def choose_strategy(held: Sequence[str], search_mode: str = "hybrid", question: str = "") -> str:
+    """Return the strategy `rule_route` picks (the best measured one the index can serve)."""
+    return rule_route(held, search_mode, question).strategy
 
 
 def routable_candidates(
@@ -108,11 +160,14 @@ def _named(reply: str, names: Sequence[str]) -> str | None:
     return best[1] if best else None
 
 
-def _rule(
-    question: str, names: Sequence[str], held: Sequence[str], search_mode: str
-) -> str:
-    pick = choose_strategy(held, search_mode, question)
-    return pick if pick in names else names[0]
+def _fallback(
+    why: str, question: str, names: Sequence[str], held: Sequence[str], search_mode: str
+) -> Route:
+    rule = rule_route(held, search_mode, question)
+    if rule.strategy in names:
+        return Route(rule.strategy, "rule", f"{why}; {rule.reason}")
+    return Route(names[0], "rule", f"{why}; the rule's pick {rule.strategy!r} is not a "
+                 "candidate, so the first candidate")  # fmt: skip
 
 
 async def route_with_llm(
@@ -122,14 +177,14 @@ async def route_with_llm(
     *,
     held: Sequence[str] | None = None,
     search_mode: str = "hybrid",
-) -> tuple[str, str]:
-    """Ask the LLM which of ``candidates`` fits ``question``; return ``(name, reason)``.
+) -> Route:
+    """Ask the LLM which of ``candidates`` fits ``question``.
 
     The prompt (``strategy_router.v1``) describes exactly the candidates (name and
-    description). The first candidate name in the reply wins. A reply naming none, or a
-    non-fatal model failure, falls back to the rule (`choose_strategy`; the first candidate
-    when the rule's pick is not among them), and the reason says so. With one candidate no
-    call is made.
+    description). The first candidate name in the reply wins (``by="llm"``). A reply naming
+    none, or a non-fatal model failure (the query's deadline included), falls back to the
+    rule (`rule_route`; the first candidate when the rule's pick is not among them), and
+    the reason says so. With one candidate no call is made.
 
     Args:
         chat_model: the router model (one call of at most 16 tokens).
@@ -140,7 +195,7 @@ async def route_with_llm(
         search_mode: ``query.search_mode``, for the rule fallback.
 
     Returns:
-        The chosen strategy's name and why it was chosen.
+        The route: the chosen strategy, ``llm`` or ``rule``, and why.
 
     Raises:
         UsageError: ``candidates`` is empty.
@@ -150,12 +205,9 @@ async def route_with_llm(
     if not names:
         raise UsageError("no strategy the index can serve to route to", field="query.strategy")
     if len(names) == 1:
-        return names[0], "the only strategy the index can serve"
+        return Route(names[0], "rule", "the only strategy the index can serve")
     if held is None:
-        held = [m for c in candidates for m in (
-            () if c.methodology is None
-            else (c.methodology,) if isinstance(c.methodology, str) else c.methodology
-        )]  # fmt: skip
+        held = [m for c in candidates for m in c.needs]
     listing = "\n".join(f"- {c.name}: {c.description}" for c in candidates)
     prompt = load_prompt("strategy_router.v1").format(strategies=listing, question=question)
     try:
@@ -166,42 +218,80 @@ async def route_with_llm(
         if is_fatal(exc):
             raise
         logger.warning("strategy router call failed, using the rule: %s", exc)
-        rule = _rule(question, names, held, search_mode)
-        return rule, f"rule (the router call failed: {type(exc).__name__})"
-    picked = _named(reply.text, names)
+        why = f"the router call failed ({type(exc).__name__})"
+        return _fallback(why, question, names, held, search_mode)
+    text = reply.text.strip()
+    picked = _named(text, names)
     if picked is not None:
-        return picked, "llm router"
-    rule = _rule(question, names, held, search_mode)
-    logger.info("strategy router reply %r names no candidate; rule picks %s", reply.text, rule)
-    return rule, f"rule (the router's reply named no candidate: {reply.text.strip()[:60]!r})"
+        return Route(picked, "llm", f"the router model named it (reply {text[:60]!r})")
+    logger.info("strategy router reply %r names no candidate; using the rule", text)
+    why = f"the router's reply named no candidate ({text[:60]!r})"
+    return _fallback(why, question, names, held, search_mode)
+
+
+async def route(ctx: QueryContext) -> Route:
+    """Choose the strategy `auto` runs for ``ctx``: the one router of the chain and of `auto`.
+
+    The LLM router (`route_with_llm` over `routable_candidates`) when a model is configured,
+    ``query.llm_router`` is on and the search mode is not ``lexical`` (a keyword lookup,
+    which the rule sends to `naive` without a call); else the rule (`rule_route`). A router
+    call is counted in ``metadata["llm_calls"]``; the route goes to ``metadata["route"]``
+    (`Route.as_metadata`).
+
+    Raises:
+        UsageError: the index can serve no routable strategy (never with `naive` registered).
+        ModelError: the router model denied access (HTTP 401/403).
+    """
+    cfg, held = ctx.config, ctx.held
+    candidates = routable_candidates(held)
+    if ctx.chat_model is not None and cfg.llm_router and cfg.search_mode != "lexical" and (
+        candidates
+    ):
+        chosen = await route_with_llm(
+            ctx.chat_model, ctx.question, candidates, held=held, search_mode=cfg.search_mode
+        )
+        if len(candidates) > 1:
+            ctx.count_llm_call()
+    else:
+        chosen = rule_route(held, cfg.search_mode, ctx.question)
+    ctx.metadata["route"] = chosen.as_metadata()
+    return chosen
+
+
+async def run_route(ctx: QueryContext, chosen: Route) -> StrategyResult:
+    """Run the routed strategy and add the rare-term guarantee (`rare_term_passages`).
+
+    Returns:
+        The routed strategy's result (a plain list becomes one bucket named after it), its
+        ``pinned`` passages those holding the question's rare terms.
+
+    Raises:
+        StoreError: a store failed.
+        EmbeddingModelError: the query could not be embedded.
+    """
+    spec = STRATEGIES.get(chosen.strategy)
+    raw = await spec.factory().retrieve(ctx)
+    result = raw if isinstance(raw, StrategyResult) else StrategyResult(
+        buckets=[Bucket(spec.name, list(raw))]
+    )
+    result.pinned = await ctx.section("rare_terms", lambda: rare_term_passages(ctx), [])
+    return result
 
 
 @register_strategy(
     "auto",
     methodology=None,
     description="With an LLM, the strategy it picks for the question among those the index "
-    "can serve; without one, the best measured one by rule (see choose_strategy).",
+    "can serve; without one, the best measured one by rule (see rule_route); passages "
+    "holding the question's rare terms are kept in the context.",
 )
 class AutoStrategy:
     """The strategy registered as ``auto``.
 
-    `RAGChain` resolves ``auto`` before retrieval (so its output names the strategy that
-    ran); called directly, this routes the same way: `route_with_llm` over
-    `routable_candidates` when an LLM is configured and ``query.llm_router`` is on, else
-    `choose_strategy`. The choice and its reason go to ``metadata["route"]``.
+    `RAGChain` runs the same two steps itself, `route` then `run_route`, so that its output
+    names the strategy that ran and times the route apart; called directly, this is them.
     """
 
-    async def retrieve(self, ctx: QueryContext) -> list[Candidate] | StrategyResult:
-        """Return the candidates of the strategy chosen for ``ctx``."""
-        held, mode = ctx.held, ctx.config.search_mode
-        candidates = routable_candidates(held)
-        if ctx.chat_model is not None and ctx.config.llm_router and candidates:
-            name, reason = await route_with_llm(
-                ctx.chat_model, ctx.question, candidates, held=held, search_mode=mode
-            )
-            if len(candidates) > 1:
-                ctx.count_llm_call()
-        else:
-            name, reason = choose_strategy(held, mode, ctx.question), "rule"
-        ctx.metadata["route"] = {"strategy": name, "reason": reason}
-        return await STRATEGIES.get(name).factory().retrieve(ctx)
+    async def retrieve(self, ctx: QueryContext) -> StrategyResult:
+        """Return the result of the strategy `route` chooses for ``ctx``, with `run_route`."""
+        return await run_route(ctx, await route(ctx))

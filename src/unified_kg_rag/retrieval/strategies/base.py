@@ -180,12 +180,16 @@ class StrategyResult:
             used when ``query.answer_style`` is ``auto``.
         cannot_answer: a reason the strategy found nothing relevant (global search rejected
             every key point); the chain answers "cannot answer" with it, without an answer call.
+        pinned: passages the context must hold (`auto`'s rare-term matches), best first: the
+            chain seats them after the type's best ``query.auto.rare_term_after`` candidates,
+            after reranking and MMR, within the type's quota (`retrieval.context.seat_pinned`).
     """
 
     buckets: list[Bucket] = field(default_factory=list)
     synthesized: list[Candidate] = field(default_factory=list)
     answer_style: str | None = None
     cannot_answer: str | None = None
+    pinned: list[Candidate] = field(default_factory=list)
 
 
 @dataclass
