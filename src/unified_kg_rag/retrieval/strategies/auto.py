@@ -282,8 +282,8 @@ async def run_route(ctx: QueryContext, chosen: Route) -> StrategyResult:
     "auto",
     methodology=None,
     description="With an LLM, the strategy it picks for the question among those the index "
-    "can serve; without one, the best measured one by rule (see rule_route); passages "
-    "holding the question's rare terms are kept in the context.",
+    "can serve; without one, the best measured one by rule (the strategies guide lists it); "
+    "passages holding the question's rare terms are kept in the context.",
 )
 class AutoStrategy:
     """The strategy registered as ``auto``.
