@@ -165,3 +165,43 @@ def test_a_run_stopped_inside_a_document_keeps_its_finished_steps(tmp_path: Path
     assert report.text_units_reused == 48
     assert embedded == report.text_units_embedded == total - 48
     assert not report.failed and report.documents_retried == 1
+
+
+def test_a_step_written_as_the_run_is_stopped_is_counted_as_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store can finish a step's write (in its worker thread) after the run was cancelled;
+    the interrupt message must count that step: it said "kept 32" over 48 stored units."""
+    from unified_kg_rag.adapters.sqlite.search_index import SqliteSearchIndex
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "big.txt").write_text(_big_text(3000), encoding="utf-8")
+    real_upsert = SqliteSearchIndex.upsert
+    writes = 0
+    third_written = asyncio.Event()
+
+    async def upsert_then_pause(self: SqliteSearchIndex, *args: object, **kwargs: object) -> None:
+        nonlocal writes
+        await real_upsert(self, *args, **kwargs)  # type: ignore[arg-type]
+        writes += 1
+        if writes == 3:
+            third_written.set()
+        await asyncio.sleep(0.5)  # written, not yet returned: where Ctrl-C can land
+
+    monkeypatch.setattr(SqliteSearchIndex, "upsert", upsert_then_pause)
+
+    async def stopped() -> tuple[int, str]:
+        async with _app(tmp_path / "p", 16) as app:
+            pipeline = _pipeline(app, LoadingEmbedder([]), [])
+            run = asyncio.ensure_future(pipeline.run([corpus]))
+            await third_written.wait()
+            run.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await run
+            stored = await app.index("default").search.count(Collection.TEXT_UNITS)
+            return stored, pipeline.kept.describe()
+
+    stored, said = asyncio.run(stopped())
+    assert stored == 3 * 16
+    assert said.startswith(f"kept {stored} of "), said

@@ -18,9 +18,13 @@ Not here: the write-ahead records and the commit (`ingestion.commit`), document 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
 
 from unified_kg_rag.domain.models import Collection, TextUnit
 from unified_kg_rag.domain.text.embedding_input import embedding_input
@@ -132,9 +136,35 @@ class UnitSteps:
                 [embedding_input(u.text, unit_title(u)) for u in step]
             )
             seconds += time.perf_counter() - started
-            await search.upsert(Collection.TEXT_UNITS, [text_unit_record(u) for u in step], vectors)
-            self._stored(step, paths)
+            await self._write(search, step, vectors, paths)
         return seconds
+
+    async def _write(
+        self,
+        search: SearchIndex,
+        step: Sequence[TextUnit],
+        vectors: NDArray[np.float32],
+        paths: Mapping[str, str],
+    ) -> None:
+        """Store one step and count it in `KeptWork`, even when the run is cancelled meanwhile.
+
+        A store may finish its write in a worker thread after the awaiting task was cancelled
+        (Ctrl-C), so the write is shielded and, on cancellation, awaited to its end: the
+        interrupt message then counts exactly the units stored.
+        """
+        write = asyncio.ensure_future(
+            search.upsert(Collection.TEXT_UNITS, [text_unit_record(u) for u in step], vectors)
+        )
+        try:
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            try:
+                await write
+            except Exception:  # the write failed: nothing of this step was stored
+                raise asyncio.CancelledError from None
+            self._stored(step, paths)
+            raise
+        self._stored(step, paths)
 
     def committed(self, paths: Sequence[str]) -> None:
         """Record documents recorded ``processed`` (they leave `KeptWork.partial`)."""
