@@ -37,20 +37,17 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def runner(monkeypatch: pytest.MonkeyPatch, openai_server: FakeOpenAIServer) -> CliRunner:
+def runner(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch, openai_server: FakeOpenAIServer
+) -> CliRunner:
     """A runner whose `ukr` answers with the test server's model (no retries, no cache)."""
-    import os
-
-    for key in list(os.environ):
-        if key.upper().startswith("UKR_"):
-            monkeypatch.delenv(key)
     for key, value in {
         "UKR_LLM__KIND": "openai", "UKR_LLM__OPENAI__BASE_URL": openai_server.base_url,
         "UKR_LLM__OPENAI__API_KEY": "k", "UKR_LLM__MAX_RETRIES": "0", "UKR_LLM__CACHE": "false",
         "UKR_QUERY__LLM_ROUTER": "false",
     }.items():  # fmt: skip
         monkeypatch.setenv(key, value)
-    return CliRunner()
+    return runner
 
 
 def query(runner: CliRunner, project: Path, *args: str) -> tuple[int, str]:

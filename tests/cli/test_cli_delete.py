@@ -16,15 +16,6 @@ from unified_kg_rag.cli.app import app
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    import os
-
-    for key in list(os.environ):
-        if key.upper().startswith("UKR_"):
-            monkeypatch.delenv(key)
-    return CliRunner()
-
 
 def _ukr(runner: CliRunner, *args: str) -> Result:
     return runner.invoke(app, list(args))

@@ -4,7 +4,6 @@ hybrid, how to get a missing methodology, failed files in `ukr status`."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -16,13 +15,6 @@ from unified_kg_rag.retrieval.strategies import STRATEGIES
 
 pytestmark = pytest.mark.integration
 
-
-@pytest.fixture
-def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    for key in list(os.environ):
-        if key.upper().startswith("UKR_"):
-            monkeypatch.delenv(key)
-    return CliRunner()
 
 
 @pytest.fixture(scope="module")

@@ -21,13 +21,6 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    for key in list(os.environ):
-        if key.upper().startswith("UKR_"):
-            monkeypatch.delenv(key)
-    return CliRunner()
-
 
 def _command_paths() -> list[list[str]]:
     """Every command and group of the app, as the argument lists that reach it."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -30,13 +29,6 @@ DOCS = {
     "mill.txt": "The old mill ground wheat into flour for the whole valley.",
 }
 
-
-@pytest.fixture
-def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    for key in list(os.environ):
-        if key.upper().startswith("UKR_"):
-            monkeypatch.delenv(key)
-    return CliRunner()
 
 
 @pytest.fixture(scope="module")

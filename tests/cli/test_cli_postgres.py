@@ -17,13 +17,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
 
 @pytest.fixture
-def runner(monkeypatch: pytest.MonkeyPatch, postgres_url: str) -> CliRunner:
-    for key in list(os.environ):
-        if key.upper().startswith("UKR_"):
-            monkeypatch.delenv(key)
+def runner(runner: CliRunner, monkeypatch: pytest.MonkeyPatch, postgres_url: str) -> CliRunner:
     monkeypatch.setenv("UKR_STORES__POSTGRES__URL", postgres_url)
     monkeypatch.setenv("UKR_STORES__POSTGRES__SCHEMA_NAME", fresh_catalog())
-    return CliRunner()
+    return runner
 
 
 def test_index_query_and_status_on_postgres(runner: CliRunner, tmp_path: Path) -> None:

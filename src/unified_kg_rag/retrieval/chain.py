@@ -393,12 +393,10 @@ class RAGChain:
             sentences=cfg.extractive_sentences, lexical_weight=cfg.extractive_lexical_weight,
             min_relative=cfg.extractive_min_relative, min_coverage=cfg.extractive_min_coverage,
             min_similarity=cfg.extractive_min_similarity,
+            header=_deadline_header(cfg.deadline_s) if deadline_cut else EXTRACTIVE_HEADER,
         )  # fmt: skip
         retrieval.metadata["match"] = answer.match.model_dump()
-        text = answer.text
-        if deadline_cut and text.startswith(EXTRACTIVE_HEADER):  # a model is configured
-            text = _deadline_header(cfg.deadline_s) + text[len(EXTRACTIVE_HEADER):]
-        return AnswerText(text), "extractive"
+        return AnswerText(answer.text), "extractive"
 
     async def _finish(
         self,

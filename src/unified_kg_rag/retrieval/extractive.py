@@ -49,7 +49,7 @@ class ExtractiveAnswer:
     """An extractive answer and its match verdict.
 
     Attributes:
-        text: `EXTRACTIVE_HEADER`, the `WEAK_MATCH_LEAD` line when the match is weak, then
+        text: the header, the `WEAK_MATCH_LEAD` line when the match is weak, then
             one quoted sentence per line with its ``[n]`` (or ``[n.m]``) citation.
         match: how well the quotes match the question.
     """
@@ -76,6 +76,7 @@ async def extractive_answer(
     min_relative: float = 0.6,
     min_coverage: float = 0.0,
     min_similarity: float = -1.0,
+    header: str = EXTRACTIVE_HEADER,
 ) -> ExtractiveAnswer:
     """Quote the sentences of the context closest to the question, and judge the match.
 
@@ -94,6 +95,7 @@ async def extractive_answer(
         min_relative: sentences scoring below this share of the best are not quoted.
         min_coverage: quotes covering less of the question's terms are a weak match.
         min_similarity: quotes whose best cosine with the question is lower are weak.
+        header: the answer's first line (`EXTRACTIVE_HEADER`, or why no model answered).
 
     Returns:
         The answer text and its `MatchVerdict`.
@@ -105,7 +107,7 @@ async def extractive_answer(
         candidates = [_Candidate(snippet, str(best.n), 0)] if snippet else []
     if not candidates:
         match = MatchVerdict(verdict="weak", coverage=0.0, similarity=0.0)
-        return ExtractiveAnswer(f"{EXTRACTIVE_HEADER}\n\n{WEAK_MATCH_LEAD}", match)
+        return ExtractiveAnswer(f"{header}\n\n{WEAK_MATCH_LEAD}", match)
     vectors = await embedder.embed_documents([c.text for c in candidates])
     query_terms = lexical_query_terms(question)
     terms = [set(lexical_terms(c.text)) for c in candidates]
@@ -129,7 +131,7 @@ async def extractive_answer(
     ]
     if match.verdict == "weak":
         lines.insert(0, WEAK_MATCH_LEAD)
-    return ExtractiveAnswer(EXTRACTIVE_HEADER + "\n\n" + "\n".join(lines), match)
+    return ExtractiveAnswer(header + "\n\n" + "\n".join(lines), match)
 
 
 def _candidates(sources: Sequence[Source]) -> list[_Candidate]:

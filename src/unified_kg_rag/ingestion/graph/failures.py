@@ -22,6 +22,7 @@ toward quarantine (`domain.index.attempts`). A stage that stops counts none.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import TypeVar
@@ -159,10 +160,9 @@ class FailureJudge:
                 return  # another item's probe (or an answer) decided meanwhile
             self.probes += 1
             try:
-                with refresh_cache():
+                with refresh_cache(), contextlib.suppress(ModelOutputError):
+                    # an unreadable reply is still an answer: the server is up
                     await self._chat.complete(PROBE_MESSAGES, max_tokens=PROBE_MAX_TOKENS)
-            except ModelOutputError:
-                pass  # the server answered: it is up
             except Exception as probe_exc:
                 self.halt(_stage_error(probe_exc, exc, self._stage))
                 raise StageStoppedError(self._stage) from probe_exc
