@@ -62,11 +62,11 @@ def test_undecodable_names_are_shown_escaped_and_kept_apart(
     assert first.exit_code == 3, first.output  # empty\xff.txt has no text
     report = json.loads(first.stdout)
     assert [(f["path"], f["reason"]) for f in report["failed"]] == [
-        (f"{corpus}/empty\\xff.txt", "empty document (no text)")]
+        ("empty\\xff.txt", "empty document (no text)")]  # relative to the folder indexed
     assert report["messages"]["messages"] == 1
 
     text = _ukr("index", str(corpus), "-C", project)
-    assert f"failed: {corpus}/empty\\xff.txt: empty document (no text)" in text.stdout
+    assert "failed: empty\\xff.txt: empty document (no text)" in text.stdout
     assert "archive gone from disk" not in text.stdout  # the archive was found again
 
     out = json.loads(_ukr("query", "espresso", "-C", project, "-s", "naive", "--json").stdout)
@@ -95,7 +95,7 @@ def test_undecodable_names_are_shown_escaped_and_kept_apart(
     # the path as the shell passes it, or as ukr shows it, deletes that one document
     gone = _ukr("delete", str(corpus / "caf\udce9.txt"), "-C", project, "--yes", "--json")
     assert gone.exit_code == 0, gone.output
-    shown = _ukr("delete", f"{corpus}/caf\\xe8.txt", "-C", project, "--yes", "--json")
+    shown = _ukr("delete", "caf\\xe8.txt", "-C", project, "--yes", "--json")
     assert shown.exit_code == 0, shown.output
     status = json.loads(_ukr("status", "-C", project, "--json").stdout)
     con = sqlite3.connect(f"file:{status['store']}?mode=ro", uri=True)

@@ -42,8 +42,9 @@ class CorpusFile:
 
     Attributes:
         path: the file on disk.
-        display_path: the path as shown to the user (as given, or below the folder given),
-            bytes that are not UTF-8 escaped (``\xe9``).
+        display_path: the path as shown to the user: relative to the folder indexed (the
+            one form sources, ``ukr status`` and ``--filter path=`` use,
+            `domain.index.paths`), bytes that are not UTF-8 escaped (``\xe9``).
         source_scope: the scope as recorded and shown (escaped like ``display_path``).
         relative_path: POSIX path below the scope's folder (escaped like ``display_path``).
         document_id: `domain.identity.document_id` of the scope and relative path as the
@@ -114,14 +115,14 @@ def discover(
     for given in paths:
         root = given.resolve()
         if root.is_file():
-            entries = [(root, root.parent, str(given), True)]
+            entries = [(root, root.parent, True)]
         else:
             found, unlisted = _walk(root, given)
             skipped.extend(unlisted)
-            entries = [(f, root, str(given / f.relative_to(root)), False) for f in found]
-        for file, base, display, explicit in entries:
+            entries = [(f, root, False) for f in found]
+        for file, base, explicit in entries:
             rel = file.relative_to(base).as_posix()
-            shown = escape_undecodable(display)
+            shown = escape_undecodable(rel)
             if not explicit and any(fnmatch.fnmatch(rel, pat) for pat in parsing.exclude):
                 skipped.append(SkippedFile(shown, "excluded by parsing.exclude"))
                 continue
@@ -145,8 +146,8 @@ def _walk(root: Path, given: Path) -> tuple[list[Path], list[SkippedFile]]:
     found: list[Path] = []
     skipped: list[SkippedFile] = []
 
-    def shown(path: Path) -> str:
-        return escape_undecodable(str(given / path.relative_to(root)))
+    def shown(path: Path) -> str:  # below the folder indexed; the folder itself as given
+        return escape_undecodable(path.relative_to(root).as_posix() if path != root else str(given))
 
     def unlisted(err: OSError) -> None:
         where = Path(err.filename) if err.filename else root
