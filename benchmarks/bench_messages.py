@@ -83,7 +83,7 @@ async def ask_all(
     sentences: int,
 ) -> dict[str, list[dict[str, Any]]]:
     config = load_config(project)
-    query = config.query.model_copy(update={"extractive_sentences": sentences})
+    query = config.query.model_copy(update={"extractive_messages": sentences})
     rows: dict[str, list[dict[str, Any]]] = {}
     async with build_app(config, project) as app:
         chain = RAGChain(app.index(), embedder=app.embedder, chat_model=None,
@@ -166,7 +166,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=50)
     parser.add_argument("--strategies", default="naive,lazy,ppr,auto")
     parser.add_argument("--sentences", type=int, default=4,
-                        help="query.extractive_sentences: messages an extractive answer quotes")
+                        help="query.extractive_messages: messages an extractive answer quotes")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--reuse", action="store_true",
                         help="query the index already in --workdir (no generation, no build)")

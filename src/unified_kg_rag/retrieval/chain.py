@@ -390,7 +390,9 @@ class RAGChain:
         passages = sorted(retrieval.sources, key=lambda s: (s.kind != "text_unit", s.n))
         answer = await extractive_answer(
             prep.ctx.question, self._embedder, await prep.ctx.query_vector(), passages,
-            sentences=cfg.extractive_sentences, lexical_weight=cfg.extractive_lexical_weight,
+            sentences=cfg.extractive_sentences, per_source=cfg.extractive_per_source,
+            messages=cfg.extractive_messages,
+            lexical_weight=cfg.extractive_lexical_weight,
             min_relative=cfg.extractive_min_relative, min_coverage=cfg.extractive_min_coverage,
             min_similarity=cfg.extractive_min_similarity,
             header=_deadline_header(cfg.deadline_s) if deadline_cut else EXTRACTIVE_HEADER,
@@ -460,8 +462,8 @@ def _deadline_header(deadline_s: float | None) -> str:
     """The extractive answer's header when it stands in for a model cut by the deadline."""
     within = f" of {deadline_s:g} s" if deadline_s else ""
     return (f"Extractive answer (the language model did not answer before the query's "
-            f"deadline{within}): the sentences of the retrieved passages closest to the "
-            "question.")  # fmt: skip
+            f"deadline{within}): the sentences of each retrieved passage closest to the "
+            "question, the closest passage first.")  # fmt: skip
 
 
 def _note_deadline(metadata: dict[str, object], deadline: QueryDeadline | None) -> None:

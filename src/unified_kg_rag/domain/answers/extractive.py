@@ -1,16 +1,18 @@
 """Extractive answers: the context's sentences closest to the question, without an LLM.
 
-Sentences are ranked by cosine similarity to the query vector and picked greedily, skipping a
-sentence nearly identical (cosine above ``redundancy``, 0.98: the same sentence repeated by
-overlapping units, not two sentences that differ in a date or a name) to one already picked,
-in the spirit of maximal marginal relevance (Carbonell & Goldstein, SIGIR 1998) with a hard
-redundancy cut.
+Sentences are ranked by their score (cosine similarity to the query vector, plus a boost)
+and picked greedily, skipping a sentence nearly identical (cosine above ``redundancy``,
+0.98: the same sentence repeated by overlapping units, not two sentences that differ in a
+date or a name) to one already picked, in the spirit of maximal marginal relevance
+(Carbonell & Goldstein, SIGIR 1998) with a hard redundancy cut: over a whole pool
+(`select_sentences`, used for messages), or source by source, every source's best before
+any source's second (`select_per_source`, used for passages).
 
 Candidates come in tiers by shape (`domain.text.shapes`): sentences first; record lines
-(``key: value`` fields, table rows) only after them, to fill what sentences leave; headings
-and boilerplate (titles, footers, page numbers) only when nothing else is there. A structural
+(``key: value`` fields, table rows) only from a source without sentences; headings and
+boilerplate (titles, footers, page numbers) only when nothing else is there. A structural
 line can share every word of a question and answer nothing, so it never outranks a sentence
-(`select_tiered`).
+of its source.
 """
 
 from __future__ import annotations
@@ -21,7 +23,12 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["TIER_OF_SHAPE", "select_sentences", "select_tiered", "term_coverage"]
+__all__ = [
+    "TIER_OF_SHAPE",
+    "select_per_source",
+    "select_sentences",
+    "term_coverage",
+]
 
 TIER_OF_SHAPE: dict[str, int] = {"sentence": 0, "record": 1, "heading": 2, "boilerplate": 2}
 """The tier a candidate of each shape is chosen in (lower first)."""
@@ -96,48 +103,72 @@ def select_sentences(
     return picked
 
 
-def select_tiered(
-    query_vector: NDArray[np.float32],
+def select_per_source(
+    scores: Sequence[float],
     sentence_vectors: NDArray[np.float32],
-    k: int,
     *,
+    groups: Sequence[str],
     tiers: Sequence[int],
-    boosts: Sequence[float] | None = None,
+    per_source: int,
+    limit: int,
     min_relative: float = 0.0,
     redundancy: float = 0.98,
-) -> list[tuple[int, float]]:
-    """Pick up to ``k`` candidates tier by tier (`select_sentences` within each tier).
+) -> list[int]:
+    """Pick every source's best candidate, then every source's second, and so on.
 
-    Tier 0 (sentences) is picked first. Tier 1 (records) fills the places left, keeping
-    only candidates scoring at least ``min_relative`` times the best tier-0 score (their
-    own best when tier 0 is empty). Tier 2 (headings, boilerplate) is used only when the
-    lower tiers hold no candidate at all.
+    Sources are visited from the one whose best candidate scores highest; each round takes
+    one more candidate from every source until ``per_source`` rounds are done or ``limit``
+    candidates are picked. Every source the strategy returned is read and the closest
+    sentence of each is quoted before any source's second: on MuSiQue the sentence holding
+    a multi-hop answer is often not the closest to the question (it answers the last hop),
+    but it is among the two closest of its passage (issue 16, ``bench_extractive.py``).
+
+    Within a source, sentences (tier 0) come first and records (tier 1) only when the
+    source has no sentence; headings and boilerplate (tier 2) only when no source has
+    anything else. A candidate nearly identical (cosine above ``redundancy``) to one
+    already picked is skipped (the same sentence repeated by overlapping units).
 
     Args:
-        query_vector: ``ndarray[d] float32``, L2-normalised.
+        scores: ``n`` candidate scores (higher is closer).
         sentence_vectors: ``ndarray[n, d] float32``, rows L2-normalised.
-        k: how many candidates to pick at most.
+        groups: ``n`` source keys, one per candidate.
         tiers: ``n`` tiers, one per candidate (`TIER_OF_SHAPE`).
-        boosts: added to each candidate's cosine before ranking.
-        min_relative: candidates below this share of the reference best are not picked.
+        per_source: most candidates picked from one source.
+        limit: most candidates picked in all.
+        min_relative: a source's second and later candidates scoring below this share of
+            the best candidate's score are not picked (its first always is).
         redundancy: a candidate whose cosine with a picked one exceeds this is skipped.
 
     Returns:
-        ``(row, score)`` pairs: tier 0's best first, then tier 1's; rows index the input.
+        Picked rows, highest score first.
     """
-    picked: list[tuple[int, float]] = []
-    floor: float | None = None
-    for tier in sorted(set(tiers)):
-        if len(picked) >= k or (tier >= 2 and picked):
-            break
-        rows = [i for i, t in enumerate(tiers) if t == tier]
-        chosen = select_sentences(
-            query_vector, sentence_vectors[rows], k - len(picked), redundancy=redundancy,
-            boosts=None if boosts is None else [boosts[i] for i in rows],
-            min_relative=min_relative if floor is None else 0.0,
-            min_score=0.0 if floor is None else floor,
-        )  # fmt: skip
-        picked += [(rows[i], score) for i, score in chosen]
-        if floor is None and chosen:
-            floor = min_relative * chosen[0][1]
-    return picked
+    n = len(scores)
+    if n == 0 or per_source <= 0 or limit <= 0:
+        return []
+    lowest_tier = min(tiers)
+    by_source: dict[str, list[int]] = {}
+    for row in range(n):
+        by_source.setdefault(groups[row], []).append(row)
+    queues: list[list[int]] = []
+    for rows in by_source.values():
+        usable = [r for r in rows if tiers[r] < 2] if lowest_tier < 2 else rows
+        if not usable:
+            continue
+        best_tier = min(tiers[r] for r in usable)
+        usable = [r for r in usable if tiers[r] == best_tier]
+        queues.append(sorted(usable, key=lambda r: (-float(scores[r]), r)))
+    queues.sort(key=lambda q: (-float(scores[q[0]]), q[0]))
+    floor = min_relative * float(scores[queues[0][0]]) if queues else 0.0
+    picked: list[int] = []
+    for round_ in range(per_source):
+        for queue in queues:
+            while queue and len(picked) < limit:
+                row = queue.pop(0)
+                if round_ > 0 and float(scores[row]) < floor:
+                    queue.clear()
+                    break
+                vector = sentence_vectors[row]
+                if not any(float(vector @ sentence_vectors[p]) > redundancy for p in picked):
+                    picked.append(row)
+                    break
+    return sorted(picked, key=lambda r: (-float(scores[r]), r))

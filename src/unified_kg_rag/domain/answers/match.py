@@ -1,8 +1,8 @@
 """The weak-match verdict of an extractive answer: do its quotes answer the question?
 
 Without an LLM nothing reads the quotes, so the answer must say when the closest sentences
-are still far from the question. Two measures of the quoted sentences, both in [0, 1] or
-[-1, 1]:
+are still far from the question. Two measures of the best quoted sentences (the caller
+picks them: `retrieval.extractive` takes the three best), in [0, 1] and [-1, 1]:
 
 - *coverage*: the IDF-weighted share of the question's content terms (`lexical_query_terms`:
   stopwords dropped) that occur in the quoted sentences together, IDF taken over every
