@@ -107,7 +107,7 @@ class QueryConfig(_Section):
         ge=1,
         description="Most sentences an extractive answer quotes from one source. MuSiQue-100 "
         "(auto, answer in context for 72 questions): the answer was quoted for 31 of them "
-        "with the 4 sentences closest to the question, 57 with one or two per source "
+        "with the 4 sentences closest to the question, 61 with one or two per source "
         "(`benchmarks/bench_extractive.py`).",
     )
     extractive_messages: int = Field(
