@@ -83,3 +83,14 @@ def test_mark_invalid_citations_marks_only_the_bogus_labels() -> None:
     marked = mark_invalid_citations(answer, THREE_DOCS)
     assert marked == "Owls hunt voles [1]. Bees [42?] and [1, 0?]; ships [3.7?] and [2-7?]."
     assert mark_invalid_citations("All good [1][2].", THREE_DOCS) == "All good [1][2]."
+
+
+def test_brackets_inside_a_quotation_are_quoted_text_not_citations() -> None:
+    # an extractive answer quotes documents verbatim: footnotes and key[0] fields included
+    answer = ("1. \u201cThe core is 3,623 metres deep [5]. Oldest ice [2].\u201d [1]\n"
+              "2. \u201cdecisions[0]: Move the launch.\u201d [3]")  # fmt: skip
+    sources = [doc(1), doc(2), doc(3), doc(4), doc(5)]
+    check = check_citations(answer, sources)
+    assert check.cited == (1, 3)
+    assert check.invalid == ()
+    assert mark_invalid_citations(answer, [doc(1), doc(3)]) == answer

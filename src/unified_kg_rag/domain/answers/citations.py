@@ -17,6 +17,10 @@ when it names something the model saw:
 Every other label (``[42]`` and ``[0]`` with three sources, ``[3.7]`` on a document) is
 *invalid*: it never marks a source cited, and `check_citations` reports it as written, so a
 reader can be told the answer points at sources that do not exist.
+
+A bracket inside a quotation between curly quotes (``“… 3,623 metres deep [5].” [1]``) is
+quoted text, not a citation: an extractive answer quotes documents verbatim, footnote
+markers and ``key[0]`` fields included (`unquoted`).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ __all__ = [
     "citation_groups",
     "label_names_message",
     "mark_invalid_citations",
+    "unquoted",
 ]
 
 _ITEM = r"\d+(?:\.\d+|\s*[-–]\s*\d+)?"
@@ -43,6 +48,7 @@ _GROUP = re.compile(rf"\[\s*({_ITEM}(?:\s*[,;]\s*{_ITEM})*)\s*\]")
 _ITEM_RE = re.compile(_ITEM)
 _RANGE = re.compile(r"(\d+)\s*[-–]\s*(\d+)")
 _MAX_RANGE = 1000
+_QUOTATION = re.compile("\u201c[^\u201c\u201d]*\u201d")
 INVALID_MARK = "?"
 """Appended to an invalid label by `mark_invalid_citations` (``[42]`` → ``[42?]``)."""
 
@@ -103,8 +109,23 @@ class CitationCheck:
     invalid: tuple[str, ...]
 
 
+def unquoted(answer: str) -> str:
+    """Return ``answer`` with the brackets inside curly-quoted quotations made parentheses.
+
+    Offsets are kept (one character for one), so spans found in the result index
+    ``answer``; `citation_groups` scans this form.
+    """
+    return _QUOTATION.sub(
+        lambda m: m.group(0).replace("[", "(").replace("]", ")"), answer
+    )
+
+
 def citation_groups(answer: str) -> Iterator[CitationGroup]:
-    """Yield the citation brackets of ``answer`` in order, with their labels."""
+    """Yield the citation brackets of ``answer`` in order, with their labels.
+
+    Brackets inside a curly-quoted quotation (``“…”``) are not citations (`unquoted`).
+    """
+    answer = unquoted(answer)
     for match in _GROUP.finditer(answer):
         items: list[CitationItem] = []
         for item in _ITEM_RE.finditer(answer, match.start(1), match.end(1)):

@@ -18,6 +18,7 @@ from unified_kg_rag.domain.answers.citations import (
     CitationGroup,
     citation_groups,
     label_names_message,
+    unquoted,
 )
 from unified_kg_rag.domain.messages.transcripts import EDITED_MARK, REACTIONS_MARK
 from unified_kg_rag.domain.models import MessageRef, Source
@@ -101,9 +102,10 @@ def evidence_from_answer(answer: str, sources: Sequence[Source]) -> tuple[Messag
     by_n = {s.n: s for s in sources}
     picked: dict[str, MessageRef] = {}
     before: set[str] = set()
+    masked = unquoted(answer)  # a quotation may hold sentence ends: mask it whole first
     for start, end in sentence_spans(answer) or [(0, len(answer))]:
         sentence = answer[start:end]
-        groups = list(citation_groups(sentence))
+        groups = list(citation_groups(masked[start:end]))
         own = set(lexical_query_terms(_without(sentence, groups)))
         # citations opening a sentence ("... lasagna. [1] Bob ...") or standing alone refer
         # to the sentence before them
