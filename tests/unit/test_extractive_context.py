@@ -110,20 +110,23 @@ def test_a_long_source_embeds_only_its_sentences_holding_most_question_terms() -
     assert embedder.embedded_texts == 1 + 12  # the question, then 12 of 41 sentences
 
 
-def test_records_are_quoted_only_from_a_source_without_sentences() -> None:
+def test_a_record_follows_a_sentence_of_its_source_and_leads_a_source_without_one() -> None:
     prose = Source(n=1, kind="text_unit", id="p",
                    text="Northwind opened its first shop in Bergen in 1987. "
                         "Northwind sold dried fish.\n\nname: Northwind  shop: Bergen  opened: 1987\n")  # fmt: skip
     table = Source(n=2, kind="text_unit", id="t",
                    text="name: Northwind Traders  shop: Bergen harbour  opened: 1987\n\n"
                         "name: Contoso  shop: Oslo  opened: 1990\n")  # fmt: skip
-    text, _ = _ask("When did Northwind open its shop in Bergen?", [prose, table],
-                   sentences=6, per_source=2, min_relative=0.0)  # fmt: skip
-    lines = text.splitlines()[2:]
+    question = "When did Northwind open its shop in Bergen?"
+    one, _ = _ask(question, [prose, table], sentences=6, per_source=1, min_relative=0.0)
+    lines = one.splitlines()[2:]
     prose_line = next(line for line in lines if line.endswith("[1]"))
-    assert "name:" not in prose_line
+    assert prose_line.endswith("\u201cNorthwind opened its first shop in Bergen in 1987.\u201d [1]")
     table_line = next(line for line in lines if line.endswith("[2]"))
-    assert "name: Northwind" in table_line
+    assert "name: Northwind Traders" in table_line  # a source of records: its best row
+    two, _ = _ask(question, [prose, table], sentences=6, per_source=2, min_relative=0.0)
+    prose_line = next(line for line in two.splitlines()[2:] if line.endswith("[1]"))
+    assert "name: Northwind shop: Bergen opened: 1987" in prose_line  # the row, second
 
 
 def _transcript(n: int, texts: list[str]) -> Source:
@@ -161,3 +164,38 @@ def test_messages_all_scoring_below_zero_still_give_the_closest_one() -> None:
     lines = asyncio.run(main()).splitlines()
     assert lines[2] == "No passage answers this well; the closest are:"
     assert len(re.findall(r"\[1\.\d\]", lines[3])) == 1
+
+
+def test_short_sentences_and_cjk_sentences_are_quotable() -> None:
+    sources = [Source(n=1, kind="text_unit", id="s", text="Meeting notes.\n\nHe was 42.\n"),
+               Source(n=2, kind="text_unit", id="c", text="东京是日本的首都。京都很古老。")]  # fmt: skip
+    text, _ = _ask("How old was he? 42", sources, sentences=4, per_source=2, min_relative=0.0)
+    assert "\u201cHe was 42.\u201d" in text
+    assert "\u201c东京是日本的首都。\u201d" in text
+
+
+def test_a_message_repeating_the_question_does_not_push_out_its_reply() -> None:
+    day = _transcript(1, ["Hey, what time is dinner on Friday?",
+                          "Dinner is at 7pm at Luigi's on Friday, see you there."])  # fmt: skip
+    text, _ = _ask("What time is dinner on Friday?", [day], sentences=16, messages=4,
+                   min_relative=0.6)  # fmt: skip
+    assert "[1.1]" in text and "[1.2]" in text
+
+
+def test_an_overlong_sentence_is_quoted_around_the_question_terms() -> None:
+    clauses = " ".join(f"The delegates debated clause number {i} at length," for i in range(150))
+    sentence = clauses + " and the treaty was finally signed in Geneva on 12 March 1999."
+    source = Source(n=1, kind="text_unit", id="t", text=sentence)
+    text, _ = _ask("Where was the treaty signed?", [source], sentences=2)
+    quote = text.splitlines()[2]
+    assert "signed in Geneva on 12 March 1999." in quote
+    assert quote.startswith("1. \u201c\u2026 ") and len(quote) < 700
+
+
+def test_a_source_far_below_the_best_is_not_quoted() -> None:
+    sources = [Source(n=1, kind="text_unit", id="a",
+                      text="The Vostok ice core was drilled 3,623 metres deep."),
+               Source(n=2, kind="text_unit", id="b", text="Serve the lemonade chilled.")]  # fmt: skip
+    text, _ = _ask("How deep was the Vostok ice core drilled?", sources, sentences=16,
+                   source_floor=0.2)  # fmt: skip
+    assert text.splitlines()[2:] == ["1. \u201cThe Vostok ice core was drilled 3,623 metres deep.\u201d [1]"]

@@ -393,7 +393,8 @@ class RAGChain:
             sentences=cfg.extractive_sentences, per_source=cfg.extractive_per_source,
             messages=cfg.extractive_messages,
             lexical_weight=cfg.extractive_lexical_weight,
-            min_relative=cfg.extractive_min_relative, min_coverage=cfg.extractive_min_coverage,
+            min_relative=cfg.extractive_min_relative,
+            source_floor=cfg.extractive_source_floor, min_coverage=cfg.extractive_min_coverage,
             min_similarity=cfg.extractive_min_similarity,
             header=_deadline_header(cfg.deadline_s) if deadline_cut else EXTRACTIVE_HEADER,
         )  # fmt: skip

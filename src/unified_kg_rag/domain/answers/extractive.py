@@ -9,10 +9,10 @@ date or a name) to one already picked, in the spirit of maximal marginal relevan
 any source's second (`select_per_source`, used for passages).
 
 Candidates come in tiers by shape (`domain.text.shapes`): sentences first; record lines
-(``key: value`` fields, table rows) only from a source without sentences; headings and
-boilerplate (titles, footers, page numbers) only when nothing else is there. A structural
-line can share every word of a question and answer nothing, so it never outranks a sentence
-of its source.
+(``key: value`` fields, table rows) only after a sentence of their source, or first in a
+source without sentences; headings and boilerplate (titles, footers, page numbers) only when
+nothing else is there. A structural line can share every word of a question and answer
+nothing, so it never outranks the first sentence of its source.
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ def select_sentences(
     min_score: float = 0.0,
     boosts: Sequence[float] | None = None,
     min_relative: float = 0.0,
+    asks: Sequence[bool] | None = None,
 ) -> list[tuple[int, float]]:
     """Pick up to ``k`` sentences most similar to the query, skipping near-duplicates.
 
@@ -79,6 +80,9 @@ def select_sentences(
             `term_coverage`); ``min_score`` applies to the boosted score.
         min_relative: candidates scoring below this share of the best score are not picked,
             so weak sentences are not quoted just to fill ``k``.
+        asks: True for a candidate that asks (ends with ``?``); ``min_relative`` is a share
+            of the best candidate that does not ask (a message repeating the question does
+            not push out its reply).
 
     Returns:
         ``(row, score)`` pairs, best first; ties broken by lower row (earlier in the context).
@@ -89,7 +93,7 @@ def select_sentences(
     if boosts is not None:
         scores = scores + np.asarray(boosts, dtype=np.float32)
     order = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
-    floor = max(min_score, min_relative * float(scores[order[0]]))
+    floor = max(min_score, min_relative * _floor_base(list(scores), order, asks))
     picked: list[tuple[int, float]] = []
     for i in order:
         score = float(scores[i])
@@ -112,6 +116,8 @@ def select_per_source(
     per_source: int,
     limit: int,
     min_relative: float = 0.0,
+    min_first: float = 0.0,
+    asks: Sequence[bool] | None = None,
     redundancy: float = 0.98,
 ) -> list[int]:
     """Pick every source's best candidate, then every source's second, and so on.
@@ -123,10 +129,12 @@ def select_per_source(
     a multi-hop answer is often not the closest to the question (it answers the last hop),
     but it is among the two closest of its passage (issue 16, ``bench_extractive.py``).
 
-    Within a source, sentences (tier 0) come first and records (tier 1) only when the
-    source has no sentence; headings and boilerplate (tier 2) only when no source has
-    anything else. A candidate nearly identical (cosine above ``redundancy``) to one
-    already picked is skipped (the same sentence repeated by overlapping units).
+    A source's first pick is its best sentence (tier 0) when it has one, else its best
+    record (tier 1: a table row, a ``key: value`` field); its later picks are its best
+    remaining sentences or records alike. Headings and boilerplate (tier 2) are picked only
+    when no source has anything else. A candidate nearly identical (cosine above
+    ``redundancy``) to one already picked is skipped (the same sentence repeated by
+    overlapping units).
 
     Args:
         scores: ``n`` candidate scores (higher is closer).
@@ -136,7 +144,13 @@ def select_per_source(
         per_source: most candidates picked from one source.
         limit: most candidates picked in all.
         min_relative: a source's second and later candidates scoring below this share of
-            the best candidate's score are not picked (its first always is).
+            the best candidate's score are not picked.
+        min_first: a source whose best candidate scores below this share of the best
+            candidate's score gives none (the best source always gives one; neither
+            share applies when the best score is not positive).
+        asks: ``n`` flags, True for a candidate that asks (ends with ``?``): it may be
+            picked, but the floors are shares of the best candidate that does not ask, so
+            a message repeating the question does not push out its reply.
         redundancy: a candidate whose cosine with a picked one exceeds this is skipped.
 
     Returns:
@@ -154,17 +168,20 @@ def select_per_source(
         usable = [r for r in rows if tiers[r] < 2] if lowest_tier < 2 else rows
         if not usable:
             continue
-        best_tier = min(tiers[r] for r in usable)
-        usable = [r for r in usable if tiers[r] == best_tier]
-        queues.append(sorted(usable, key=lambda r: (-float(scores[r]), r)))
+        ranked = sorted(usable, key=lambda r: (-float(scores[r]), r))
+        head_tier = min(tiers[r] for r in usable)
+        head = next(r for r in ranked if tiers[r] == head_tier)  # a sentence when it has one
+        queues.append([head, *(r for r in ranked if r != head)])
     queues.sort(key=lambda q: (-float(scores[q[0]]), q[0]))
-    floor = min_relative * float(scores[queues[0][0]]) if queues else 0.0
+    best = _floor_base(scores, [q[0] for q in queues], asks)
+    floors = (min_first * best, min_relative * best) if best > 0 else (-math.inf, -math.inf)
     picked: list[int] = []
     for round_ in range(per_source):
+        floor = floors[0] if round_ == 0 else floors[1]
         for queue in queues:
             while queue and len(picked) < limit:
                 row = queue.pop(0)
-                if round_ > 0 and float(scores[row]) < floor:
+                if float(scores[row]) < floor:
                     queue.clear()
                     break
                 vector = sentence_vectors[row]
@@ -172,3 +189,9 @@ def select_per_source(
                     picked.append(row)
                     break
     return sorted(picked, key=lambda r: (-float(scores[r]), r))
+
+
+def _floor_base(scores: Sequence[float], rows: Sequence[int], asks: Sequence[bool] | None) -> float:
+    """The best score among ``rows`` that state something (an echo of the question asks)."""
+    stating = [r for r in rows if asks is None or not asks[r]] or list(rows)
+    return max((float(scores[r]) for r in stating), default=0.0)

@@ -11,9 +11,12 @@ picks them: `retrieval.extractive` takes the three best), in [0, 1] and [-1, 1]:
 - *similarity*: the highest cosine between the question's embedding and a quoted sentence's.
 
 The verdict is ``weak`` when coverage is below ``min_coverage`` or similarity below
-``min_similarity`` (`judge_match`); the thresholds are calibrated on held-out questions
-(``benchmarks/bench_extractive.py --calibrate``; see the querying guide). A weak answer is
-still given (the closest sentences), under `WEAK_MATCH_LEAD`.
+``min_similarity``, unless one quote holds every content term of the question (a code
+word or a name asked alone embeds far from the sentence stating it, yet that sentence is
+the answer; terms spread over quotes of different sources do not count) (`judge_match`).
+The thresholds are calibrated on held-out questions (``benchmarks/bench_extractive.py
+--calibrate``; see the querying guide). A weak answer is still given (the closest
+sentences), under `WEAK_MATCH_LEAD`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 __all__ = ["WEAK_MATCH_LEAD", "MatchVerdict", "describe_match", "judge_match", "quoted_coverage"]
+
+_ALL_TERMS = 0.999
+"""Coverage from which the quotes hold every question term (rounding aside)."""
 
 WEAK_MATCH_LEAD = "No passage answers this well; the closest are:"
 """The line a weak extractive answer starts its quotes with."""
@@ -72,17 +78,29 @@ def quoted_coverage(
 
 
 def judge_match(
-    coverage: float, similarity: float, *, min_coverage: float, min_similarity: float
+    coverage: float,
+    similarity: float,
+    *,
+    min_coverage: float,
+    min_similarity: float,
+    one_quote_coverage: float = 0.0,
 ) -> MatchVerdict:
     """Return the verdict: ``weak`` when either measure is below its threshold.
 
+    A quote holding every question term on its own (``one_quote_coverage`` 1) makes the
+    match ``strong`` whatever the similarity. On the calibration questions of
+    ``benchmarks/bench_extractive.py`` no unanswerable question reached a coverage above
+    0.7 even over its three quotes together, so the rule changed no verdict there.
+
     Args:
-        coverage: `quoted_coverage` of the quotes, [0, 1].
+        coverage: `quoted_coverage` of the quotes together, [0, 1].
         similarity: highest question-quote cosine, [-1, 1].
         min_coverage: coverage below this is weak.
         min_similarity: similarity below this is weak.
+        one_quote_coverage: the highest `quoted_coverage` of a single quote, [0, 1].
     """
-    weak = coverage < min_coverage or similarity < min_similarity
+    held_all = one_quote_coverage >= _ALL_TERMS
+    weak = not held_all and (coverage < min_coverage or similarity < min_similarity)
     return MatchVerdict(
         verdict="weak" if weak else "strong",
         coverage=round(coverage, 3),
