@@ -103,3 +103,38 @@ def test_the_library_takes_the_absolute_form_too(project: Path) -> None:
                 await chain.retrieve("mill", strategy="naive", filters={"path": "/elsewhere.md"})
 
     asyncio.run(body())
+
+
+def test_an_absolute_path_picks_one_of_two_documents_sharing_a_relative_path(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for folder, text in (("a", "Alpha notes: the key rotates every ninety days."),
+                         ("b", "Beta notes: the backup runs every night.")):  # fmt: skip
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "notes.md").write_text(text, encoding="utf-8")
+        result = runner.invoke(app, ["index", str(tmp_path / folder), "-C", str(tmp_path), "-q"])
+        assert result.exit_code == 0, result.output
+    monkeypatch.chdir(tmp_path)
+    for value in (str(tmp_path / "a" / "notes.md"), "a/notes.md"):
+        result = runner.invoke(app, ["query", "notes", "-C", str(tmp_path), "-s", "naive",
+                                     "--filter", f"path={value}", "--json"])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        texts = [s["text"] for s in json.loads(result.stdout)["sources"]]
+        assert texts and all(t.startswith("Alpha") for t in texts), value
+    shown = runner.invoke(app, ["query", "notes", "-C", str(tmp_path), "-s", "naive",
+                                "--filter", "path=notes.md", "--json"])  # fmt: skip
+    texts = {s["text"].split()[0] for s in json.loads(shown.stdout)["sources"]}
+    assert texts == {"Alpha", "Beta"}  # the shown form: that path in every folder indexed
+
+
+def test_a_filter_on_a_document_that_failed_says_so(tmp_path: Path, runner: CliRunner) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "good.md").write_text("The lighthouse keeper lit the lamp.", encoding="utf-8")
+    (corpus / "empty.txt").write_text("", encoding="utf-8")
+    result = runner.invoke(app, ["index", str(corpus), "-C", str(tmp_path), "-q"])
+    assert result.exit_code == 3, result.output
+    result = runner.invoke(app, ["query", "lamp", "-C", str(tmp_path), "--filter",
+                                 "path=empty.txt"])  # fmt: skip
+    assert result.exit_code == 2
+    assert "the document is failed, with no passage: `ukr status` says why" in result.stderr

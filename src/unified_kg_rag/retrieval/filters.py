@@ -1,7 +1,9 @@
 """A query's filters checked against the index before and after retrieval.
 
 Before: ``path`` values typed in any form (as shown, ``./``, absolute, relative to the current
-directory) become the stored form, relative to the indexed folder (`domain.index.paths`); a
+directory) become the stored form, relative to the indexed folder (`domain.index.paths`); an
+absolute or cwd-relative path names its one document (a ``document_id`` filter), where the
+shown form matches that path in every folder indexed; a
 document field (``path``, ``document_id``, ``source_scope``) that names no indexed document
 is refused at once, with the closest stored path. After: when a filtered query found no
 passage, one vector probe tells "no passage passes the filter" from "nothing relevant".
@@ -14,7 +16,7 @@ import difflib
 import os
 from collections.abc import Sequence
 
-from unified_kg_rag.domain.index.paths import location_index, stored_path
+from unified_kg_rag.domain.index.paths import full_location, location_index, stored_path
 from unified_kg_rag.domain.models import Collection, MetadataValue, SearchMode
 from unified_kg_rag.ports import IndexStores
 from unified_kg_rag.retrieval.models import FilterMap
@@ -45,27 +47,41 @@ async def resolve_filters(stores: IndexStores, filters: FilterMap) -> FilterValu
                          else list(v) for k, v in filters.items()}  # fmt: skip
     if not any(field in out for field in _DOCUMENT_FIELDS):
         return out
-    records = [r for r in await stores.registry.list_records() if r.text_unit_ids]
+    every = await stores.registry.list_records()
+    records = [r for r in every if r.text_unit_ids]
     if not records:  # text units written without a registry (a graph brought whole)
         return out
+    unindexed = {str(getattr(r, f)): r.status.value for r in every if not r.text_unit_ids
+                 for f in _DOCUMENT_FIELDS}  # fmt: skip
     if "path" in out:
         known = location_index((r.source_scope, r.path) for r in records)
+        ids = {f"{r.source_scope.rstrip('/')}/{r.path}": r.document_id for r in records}
         cwd = os.getcwd()
-
-        def fix(v: MetadataValue) -> MetadataValue:
-            return stored_path(v, known, cwd=cwd) if isinstance(v, str) else v
-
-        value = out["path"]
-        out["path"] = [fix(v) for v in value] if isinstance(value, list) else fix(value)
+        typed = _as_list(out["path"])
+        exact = [full_location(v, known, cwd=cwd) if isinstance(v, str) else None
+                 for v in typed]  # fmt: skip
+        if "document_id" not in out and all(loc is not None for loc in exact):
+            # an absolute or cwd-relative path names one document, even where another
+            # folder indexed holds the same relative path
+            del out["path"]
+            found = [ids[loc] for loc in exact if loc is not None]
+            out["document_id"] = found[0] if len(found) == 1 else list(found)
+        else:
+            fixed = [stored_path(v, known, cwd=cwd) if isinstance(v, str) else v
+                     for v in typed]  # fmt: skip
+            out["path"] = fixed if isinstance(out["path"], list) else fixed[0]
     for field in _DOCUMENT_FIELDS:
         if field not in out:
             continue
         have = {str(getattr(r, field)) for r in records}
         values = _as_list(out[field])
         if not any(str(v) in have for v in values):
+            failed = next((unindexed[str(v)] for v in values if str(v) in unindexed), None)
+            why = (f" (the document is {failed}, with no passage: `ukr status` says why)"
+                   if failed else _hint(field, values, have))  # fmt: skip
             raise FilterMatchesNothingError(
-                f"{_nothing_passes(field, _as_list(filters[field]))}: no indexed document has "
-                f"this {field.replace('_', ' ')}{_hint(field, values, have)}",
+                f"{_nothing_passes(field, _as_list(filters.get(field, values)))}: no indexed "
+                f"document has this {field.replace('_', ' ')}{why}",
                 filters=dict(filters),
             )
     return out

@@ -9,9 +9,10 @@ it in other forms: as shown (``notes/a.md``), with ``./``, absolute
 from __future__ import annotations
 
 import posixpath
+import unicodedata
 from collections.abc import Iterable, Mapping
 
-__all__ = ["location_index", "stored_path"]
+__all__ = ["full_location", "location_index", "stored_path"]
 
 
 def location_index(documents: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -30,7 +31,8 @@ def stored_path(
 
     Tried in order: the value as stored; without leading ``./`` and normalised
     (``a/../b`` → ``b``); as a full location (scope + path); relative to ``cwd``, as a
-    full location.
+    full location. Each is compared in Unicode NFC too (a name typed in NFD, as macOS
+    passes it, matches its NFC record and the reverse).
 
     Args:
         value: the path as typed.
@@ -40,16 +42,39 @@ def stored_path(
     Returns:
         The stored path, or ``value`` unchanged (it then matches nothing).
     """
-    stored = set(known.values())
-    if value in stored:
-        return value
+    stored = {_nfc(p): p for p in known.values()}
     plain = posixpath.normpath(value) if value else value
-    if plain in stored:
-        return plain
-    if posixpath.isabs(plain) and plain in known:
-        return known[plain]
-    if cwd and not posixpath.isabs(plain):
+    for form in (value, plain):
+        if _nfc(form) in stored:
+            return stored[_nfc(form)]
+    location = full_location(value, known, cwd=cwd)
+    return known[location] if location is not None else value
+
+
+def full_location(
+    value: str, known: Mapping[str, str], *, cwd: str | None = None
+) -> str | None:
+    """Return the full location (a key of ``known``) ``value`` names exactly, else None.
+
+    Only an absolute path, or a path relative to ``cwd``, names one document exactly; the
+    shown form (relative to the indexed folder) may be held by documents of several
+    folders.
+
+    Args:
+        value: the path as typed.
+        known: full location → stored path (`location_index`).
+        cwd: the current directory (POSIX, absolute).
+    """
+    locations = {_nfc(loc): loc for loc in known}
+    plain = posixpath.normpath(value) if value else value
+    if posixpath.isabs(plain) and _nfc(plain) in locations:
+        return locations[_nfc(plain)]
+    if cwd and plain and not posixpath.isabs(plain):
         joined = posixpath.normpath(posixpath.join(cwd, plain))
-        if joined in known:
-            return known[joined]
-    return value
+        if _nfc(joined) in locations:
+            return locations[_nfc(joined)]
+    return None
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
