@@ -141,3 +141,13 @@ def test_query_json_on_a_terminal_stays_clean(small_project: Path) -> None:
     assert code == 0, err
     assert json.loads(out)["answer_kind"] == "extractive"
     assert "Loading" not in err and "Retrieving" not in err
+
+
+@pytest.mark.parametrize("argv", [["query", "x", "-k", "0"], ["query", "--bogus"], ["qery"]])
+def test_a_usage_error_is_one_line_with_exit_2(argv: list[str], tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "unified_kg_rag.cli", *argv, "-C", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("UsageError: "), done.stderr
+    assert "--help')" in lines[0]

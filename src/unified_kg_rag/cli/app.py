@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import typer
 
 from unified_kg_rag import __version__
@@ -55,5 +57,29 @@ app.add_typer(eval_app, name="eval")
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point.
+
+    A usage error (an unknown option or command, a value out of range) prints one line,
+    ``UsageError: …`` with the command's ``--help`` hint, and exits 2, like every other
+    error (the default is a framed block after the usage text).
+    """
+    from typer.exceptions import TyperException
+
+    try:
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        _fail("Interrupted.", 130)
+    except TyperException as exc:  # click's usage errors, as typer ships them
+        ctx = getattr(exc, "ctx", None)
+        where = getattr(ctx, "command_path", "") or "ukr"
+        message = " ".join(str(getattr(exc, "format_message", exc.__str__)()).split())
+        code = int(getattr(exc, "exit_code", 2))
+        if not message:  # `ukr` alone: the help was the answer
+            raise SystemExit(code) from None
+        _fail(f"UsageError: {message} (see '{where} --help')", code)
+    raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _fail(line: str, code: int) -> NoReturn:
+    typer.echo(line, err=True)
+    raise SystemExit(code)

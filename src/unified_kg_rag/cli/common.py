@@ -38,6 +38,7 @@ __all__ = [
     "QuietOpt",
     "StoresOpt",
     "VerboseOpt",
+    "counted",
     "err_console",
     "index_pipeline",
     "load",
@@ -118,6 +119,11 @@ VerboseOpt = Annotated[
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 concept``, ``2 concepts``, ``1,024 links``: a count with its noun (plural ``-s``)."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def printable(text: str, *, keep_newlines: bool = False) -> str:

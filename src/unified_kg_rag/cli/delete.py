@@ -15,6 +15,7 @@ from unified_kg_rag.cli.common import (
     QuietOpt,
     StoresOpt,
     VerboseOpt,
+    counted,
     err_console,
     index_pipeline,
     load,
@@ -68,7 +69,7 @@ def render_delete(report: DeleteReport) -> None:
                           soft_wrap=True)
     if report.lazy is not None and not report.lazy.skipped_reason:
         out_console.print(f"concept graph (lazy): rebuilt over {report.lazy.text_units} text "
-                          f"units, {report.lazy.concepts} concepts")
+                          f"units, {counted(report.lazy.concepts, 'concept')}")
     if report.graph is not None:
         render_graph(report.graph)
     if report.unknown:

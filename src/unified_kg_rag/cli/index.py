@@ -16,6 +16,7 @@ from unified_kg_rag.cli.common import (
     QuietOpt,
     StoresOpt,
     VerboseOpt,
+    counted,
     err_console,
     index_pipeline,
     load,
@@ -183,8 +184,9 @@ def render_report(report: IndexReport) -> None:
         else:
             levels = ", ".join(f"L{k}: {v}" for k, v in sorted(lazy.communities_per_level.items()))
             out_console.print(
-                f"concept graph (lazy): {lazy.concepts} concepts, {lazy.links} links over "
-                f"{lazy.text_units} text units, communities {levels or 'none'}, "
+                f"concept graph (lazy): {counted(lazy.concepts, 'concept')}, "
+                f"{counted(lazy.links, 'link')} over {counted(lazy.text_units, 'text unit')}, "
+                f"communities {levels or 'none'}, "
                 f"{lazy.seconds:.1f} s"
             )
     if report.graph is not None:

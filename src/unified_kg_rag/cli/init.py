@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -32,4 +33,6 @@ def init_command(
     except OSError as exc:
         err_console.print(f"UsageError: {target}: {exc.strerror or exc}")
         raise typer.Exit(2) from None
-    out_console.print(f'Wrote {target}. Next: ukr index PATH, then ukr query "..."')
+    here = directory.resolve() == Path.cwd().resolve()
+    flag = "" if here else f" -C {shlex.quote(str(directory))}"
+    out_console.print(f'Wrote {target}. Next: ukr index PATH{flag}, then ukr query "..."{flag}')
