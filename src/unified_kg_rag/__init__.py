@@ -8,15 +8,13 @@ Example::
 
     import asyncio
     from pathlib import Path
-    from unified_kg_rag import RAGChain, RAGInput, build_app, load_config
+    from unified_kg_rag import RAGInput, build_app, load_config
 
     async def main() -> None:
         project = Path(".")
         config = load_config(project)
         async with build_app(config, project) as app:
-            chain = RAGChain(app.index(), embedder=app.embedder, chat_model=app.chat_model,
-                             budget_tokenizer=app.budget_tokenizer, config=config.query,
-                             reranker=app.reranker)
+            chain = app.chain()
             out = await chain.ainvoke(RAGInput(question="What is in my notes?", strategy="mix"))
             print(out.answer)
 

@@ -1,5 +1,10 @@
 """The composition root: builds the providers a configuration selects, in one typed `App`.
 
+`App` also wires them into the application: `App.index_pipeline` and `App.chain` are what
+the CLI, the service and library users call, so no entry point assembles a pipeline or a
+chain by hand. The composition root therefore sits above ``ingestion``/``retrieval`` in the
+layers (it names them; they never name it).
+
 Every adapter is reached through its registry (`adapters.registry`); nothing here names a
 concrete adapter class. Instances live in the `App`, never in module globals, so two apps in
 one process (tests) do not share state. Close an app with ``await app.aclose()`` or
@@ -13,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from unified_kg_rag.adapters import builtins
 from unified_kg_rag.adapters.llm.middleware import wrap_chat_model
@@ -40,6 +46,12 @@ from unified_kg_rag.ports import (
     TokenCounter,
 )
 from unified_kg_rag.util.errors import UsageError
+
+if TYPE_CHECKING:  # the application layer loads on first use: `import unified_kg_rag` stays cheap
+    from unified_kg_rag.config.query import QueryConfig
+    from unified_kg_rag.ingestion.pipeline import IndexPipeline
+    from unified_kg_rag.ports import ProgressReporter
+    from unified_kg_rag.retrieval.chain import RAGChain
 
 __all__ = ["App", "IndexStores", "build_app", "check_config", "validate_index_name"]
 
@@ -115,6 +127,65 @@ class App:
             graph=self.backend.graph_store(index),
             registry=self.backend.doc_registry(index),
             records=self.backend.record_store(index),
+        )
+
+    def index_pipeline(
+        self,
+        index: str | None = None,
+        *,
+        progress: ProgressReporter | None = None,
+        force_rebuild: bool = False,
+    ) -> IndexPipeline:
+        """Return the indexing pipeline of ``index`` wired with every provider of this app.
+
+        The one place indexing, estimating and deleting get their pipeline (the CLI and the
+        service alike), so none of them misses a provider (message sources, the keyphrase
+        extractor ...).
+
+        Args:
+            index: the index name (default: ``query.index``).
+            progress: where the pipeline reports progress (None: nowhere).
+            force_rebuild: rebuild derived stages even when nothing changed (``--reset``).
+
+        Raises:
+            UsageError: the name is not a valid index name.
+        """
+        from unified_kg_rag.ingestion.pipeline import IndexPipeline
+
+        return IndexPipeline(
+            self.index(index),
+            embedder=self.embedder,
+            chunk_tokenizer=self.chunk_tokenizer,
+            parsers=self.parsers,
+            config=self.config,
+            progress=progress,
+            chat_model=self.chat_model,
+            budget_tokenizer=self.budget_tokenizer,
+            project_dir=self.project_dir,
+            force_rebuild=force_rebuild,
+            keyphrase_extractor=self.keyphrase_extractor,
+            message_sources=self.message_sources,
+        )
+
+    def chain(self, index: str | None = None, *, query: QueryConfig | None = None) -> RAGChain:
+        """Return the query chain over ``index`` with this app's models and reranker.
+
+        Args:
+            index: the index name (default: ``query.index``).
+            query: query settings to use instead of the configuration's ``query``.
+
+        Raises:
+            UsageError: the name is not a valid index name.
+        """
+        from unified_kg_rag.retrieval.chain import RAGChain
+
+        return RAGChain(
+            self.index(index),
+            embedder=self.embedder,
+            chat_model=self.chat_model,
+            budget_tokenizer=self.budget_tokenizer,
+            config=query or self.config.query,
+            reranker=self.reranker,
         )
 
     async def aclose(self) -> None:

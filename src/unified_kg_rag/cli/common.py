@@ -16,7 +16,7 @@ import signal
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -25,11 +25,6 @@ from rich.markup import escape
 from unified_kg_rag.config.load import load_config
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.util.errors import UkrError
-
-if TYPE_CHECKING:
-    from unified_kg_rag.bootstrap import App
-    from unified_kg_rag.ingestion.pipeline import IndexPipeline
-    from unified_kg_rag.ports import ProgressReporter
 
 __all__ = [
     "ConfigOpt",
@@ -40,7 +35,6 @@ __all__ = [
     "VerboseOpt",
     "counted",
     "err_console",
-    "index_pipeline",
     "load",
     "out_console",
     "printable",
@@ -50,35 +44,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-
-def index_pipeline(
-    app: App,
-    index: str | None,
-    *,
-    progress: ProgressReporter | None = None,
-    force_rebuild: bool = False,
-) -> IndexPipeline:
-    """Return the indexing pipeline of ``index`` wired with every provider of ``app``.
-
-    The one place `ukr index`, `ukr index --estimate` and `ukr delete` build it, so none of
-    them misses a provider (message sources, the keyphrase extractor ...).
-    """
-    from unified_kg_rag.ingestion.pipeline import IndexPipeline
-
-    return IndexPipeline(
-        app.index(index),
-        embedder=app.embedder,
-        chunk_tokenizer=app.chunk_tokenizer,
-        parsers=app.parsers,
-        config=app.config,
-        progress=progress,
-        chat_model=app.chat_model,
-        budget_tokenizer=app.budget_tokenizer,
-        project_dir=app.project_dir,
-        force_rebuild=force_rebuild,
-        keyphrase_extractor=app.keyphrase_extractor,
-        message_sources=app.message_sources,
-    )
 
 out_console = Console(soft_wrap=True, highlight=False, emoji=False)
 err_console = Console(stderr=True, highlight=False, emoji=False)

@@ -17,7 +17,6 @@ from unified_kg_rag.cli.common import (
     VerboseOpt,
     counted,
     err_console,
-    index_pipeline,
     load,
     out_console,
     printable,
@@ -117,7 +116,7 @@ def delete_command(
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         async with build_app(config, project_dir) as app:
             with RichProgress(err_console, enabled=not (quiet or json_out)) as progress:
-                pipeline = index_pipeline(app, index, progress=progress)
+                pipeline = app.index_pipeline(index, progress=progress)
                 return await pipeline.delete(targets, confirm=yes)
 
     report = run(

@@ -95,20 +95,11 @@ def eval_run_command(
         from unified_kg_rag.bootstrap import build_app
         from unified_kg_rag.evaluation.dataset import load_dataset
         from unified_kg_rag.evaluation.runner import evaluate
-        from unified_kg_rag.retrieval.chain import RAGChain
 
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         items = load_dataset(dataset)[:limit]
         async with build_app(config, project_dir) as app:
-            index_stores = app.index(index)
-            chain = RAGChain(
-                index_stores,
-                embedder=app.embedder,
-                chat_model=app.chat_model,
-                budget_tokenizer=app.budget_tokenizer,
-                config=config.query,
-                reranker=app.reranker,
-            )
+            chain = app.chain(index)
             show = not (quiet or json_out) and err_console.is_terminal
 
             def progress(done: int) -> None:
@@ -125,7 +116,7 @@ def eval_run_command(
             )
             if show:
                 err_console.print()
-            report.index = index_stores.name
+            report.index = app.index(index).name
             return report
 
     report = run(main, verbose=verbose)

@@ -18,7 +18,6 @@ from unified_kg_rag.cli.common import (
     VerboseOpt,
     counted,
     err_console,
-    index_pipeline,
     load,
     out_console,
     run,
@@ -322,8 +321,8 @@ def index_command(
                                owner=owner, since=since, limit=message_limit)
         async with build_app(config, project_dir) as app:
             with RichProgress(err_console, enabled=not (quiet or json_out)) as progress:
-                pipeline = index_pipeline(app, index, progress=progress,
-                                          force_rebuild=force_rebuild)
+                pipeline = app.index_pipeline(index, progress=progress,
+                                              force_rebuild=force_rebuild)
                 kept.append(pipeline.kept)
                 return await pipeline.run(
                     paths, confirm_deletions=yes, reset=reset, messages=messages,
@@ -366,7 +365,7 @@ def _estimate(
                                    create=True)
         messages = message_run(config, project_dir, **options)
         async with build_app(config, project_dir) as app:
-            pipeline = index_pipeline(app, index)
+            pipeline = app.index_pipeline(index)
             return await pipeline.estimate(paths, messages=messages)
 
     est = run(main, verbose=verbose, interrupted="Interrupted.")

@@ -274,19 +274,12 @@ def query_command(
 
     async def main() -> RAGOutput:
         from unified_kg_rag.bootstrap import build_app
-        from unified_kg_rag.retrieval.chain import RAGChain, RAGInput
+        from unified_kg_rag.retrieval.chain import RAGInput
 
         parsed = parse_filters(filters)
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         async with build_app(config, project_dir) as app:
-            chain = RAGChain(
-                app.index(index),
-                embedder=app.embedder,
-                chat_model=app.chat_model,
-                budget_tokenizer=app.budget_tokenizer,
-                config=config.query,
-                reranker=app.reranker,
-            )
+            chain = app.chain(index)
             request = RAGInput(
                 question=question, strategy=strategy, filters=dict(parsed),
                 conversation_id=conversation, user_id=user,
