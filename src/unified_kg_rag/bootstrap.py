@@ -53,7 +53,14 @@ if TYPE_CHECKING:  # the application layer loads on first use: `import unified_k
     from unified_kg_rag.ports import ProgressReporter
     from unified_kg_rag.retrieval.chain import RAGChain
 
-__all__ = ["App", "IndexStores", "build_app", "check_config", "validate_index_name"]
+__all__ = [
+    "App",
+    "IndexStores",
+    "build_app",
+    "check_config",
+    "load_project_config",
+    "validate_index_name",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -216,6 +223,34 @@ def check_config(config: UkrConfig) -> None:
     CHAT_MODELS.get(config.llm.kind)
     KEYPHRASE_EXTRACTORS.get(config.graph.lazy.extractor)
     RERANKERS.get(config.query.rerank.kind)
+
+
+def load_project_config(
+    project_dir: Path, *, config_file: Path | None = None, stores: str | None = None
+) -> UkrConfig:
+    """Load and check the configuration of the project at ``project_dir``.
+
+    The CLI and the service both start here; nothing here touches logging (an entry point
+    sets up its own: the CLI on stderr, the service under its server's handlers).
+
+    Args:
+        project_dir: the project directory (holds ``ukr.yaml``).
+        config_file: a configuration file to read instead of ``PROJECT/ukr.yaml``.
+        stores: a store backend overriding ``stores.kind`` (``--stores``).
+
+    Raises:
+        ConfigurationError: the configuration is invalid, or a ``kind`` names no
+            registered provider.
+    """
+    from unified_kg_rag.config.load import load_config
+
+    config = load_config(project_dir, config_file=config_file)
+    if stores:  # the caller's choice wins over the file and the environment
+        config = config.model_copy(
+            update={"stores": config.stores.model_copy(update={"kind": stores})}
+        )
+    check_config(config)
+    return config
 
 
 def build_app(config: UkrConfig, project_dir: Path) -> App:

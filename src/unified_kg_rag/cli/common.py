@@ -22,7 +22,6 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from unified_kg_rag.config.load import load_config
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.util.errors import UkrError
 
@@ -131,7 +130,9 @@ def load(
     stores: str | None = None,
     create: bool = False,
 ) -> tuple[Path, UkrConfig]:
-    """Resolve the project directory, load its configuration and set up logging.
+    """Resolve the project directory, load its configuration and set up the CLI's logging.
+
+    The loading itself is `bootstrap.load_project_config`, shared with the service.
 
     Args:
         project: ``--project`` (None: the current directory); it must exist unless
@@ -145,16 +146,16 @@ def load(
         ConfigurationError: the configuration is invalid.
         UsageError: ``project`` does not exist and ``create`` is false.
     """
-    from unified_kg_rag.bootstrap import check_config
+    from unified_kg_rag.bootstrap import load_project_config
 
     project_dir = project_path(project, create=create)
-    config = load_config(project_dir, config_file=config_file)
-    if stores:  # the command line wins over the file and the environment
-        config = config.model_copy(
-            update={"stores": config.stores.model_copy(update={"kind": stores})}
-        )
-    check_config(config)
-    level = logging.DEBUG if verbose else getattr(logging, config.logging.level)
+    config = load_project_config(project_dir, config_file=config_file, stores=stores)
+    _log_to_stderr(logging.DEBUG if verbose else getattr(logging, config.logging.level))
+    return project_dir, config
+
+
+def _log_to_stderr(level: int) -> None:
+    """The CLI's logging: one ``LEVEL name: message`` line per record on stderr."""
     logging.basicConfig(
         level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True
     )
@@ -164,7 +165,6 @@ def load(
     logging.getLogger("psycopg.pool").setLevel(max(level, logging.ERROR))
     # pypdf logs every malformed object it repairs; the parser reports real failures itself
     logging.getLogger("pypdf").setLevel(max(level, logging.ERROR))
-    return project_dir, config
 
 
 def run(
