@@ -20,7 +20,7 @@ from unified_kg_rag.cli.common import (
     run,
 )
 from unified_kg_rag.cli.query_steps import query_steps
-from unified_kg_rag.domain.models import MessageRef, RAGOutput, Source
+from unified_kg_rag.domain.models import MessageRef, MetadataValue, RAGOutput, Source
 
 __all__ = [
     "parse_filters",
@@ -43,40 +43,15 @@ _KIND_LABELS = {
 }
 
 
-_INT_FIELDS = ("chunk_index", "start_char", "end_char", "n_tokens")
-
-
-def parse_filters(values: list[str] | None) -> dict[str, str | int | list[str | int]]:
-    """Parse ``--filter key=value`` options; a key given twice means "any of these values".
-
-    Values of the integer fields (``chunk_index``, ``start_char``, ``end_char``,
-    ``n_tokens``) are read as integers.
+def parse_filters(values: list[str] | None) -> dict[str, MetadataValue | list[MetadataValue]]:
+    """Parse ``--filter key=value`` options (`retrieval.models.parse_filter_options`).
 
     Raises:
-        UsageError: an option without ``=``, with an empty key, or a non-integer value of an
-            integer field.
+        UsageError: a malformed option.
     """
-    from unified_kg_rag.util.errors import UsageError
+    from unified_kg_rag.retrieval.models import parse_filter_options
 
-    out: dict[str, str | int | list[str | int]] = {}
-    for raw in values or []:
-        key, sep, text = raw.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise UsageError(f"expected key=value, got {raw!r}", field="--filter")
-        value: str | int = text
-        if key in _INT_FIELDS:
-            try:
-                value = int(text)
-            except ValueError:
-                raise UsageError(f"{key} takes an integer, got {text!r}",
-                                 field="--filter") from None  # fmt: skip
-        have = out.get(key)
-        if have is None:
-            out[key] = value
-        else:
-            out[key] = [*(have if isinstance(have, list) else [have]), value]
-    return out
+    return parse_filter_options(values or [], field="--filter")
 
 
 def render_context(output: RAGOutput) -> None:

@@ -38,6 +38,47 @@ FILTER_FIELDS: tuple[str, ...] = (
 )
 """The text-unit fields a query may filter on (equality, or any of a list)."""
 
+INTEGER_FILTER_FIELDS: tuple[str, ...] = ("chunk_index", "end_char", "n_tokens", "start_char")
+"""The filter fields whose values are integers (a typed ``chunk_index=0`` is the number 0)."""
+
+
+def parse_filter_options(
+    values: Sequence[str], *, field: str = "--filter"
+) -> dict[str, MetadataValue | list[MetadataValue]]:
+    """Parse ``key=value`` filter options; a key given twice means "any of these values".
+
+    The one reading of typed filters, for ``ukr query --filter`` and the service's query
+    parameters alike. Values of `INTEGER_FILTER_FIELDS` are read as integers.
+
+    Args:
+        values: the options as typed (``path=a.md``); a value may itself hold ``=``.
+        field: how the caller names the option in errors.
+
+    Raises:
+        UsageError: an option without ``=``, with an empty key, or a non-integer value of an
+            integer field.
+    """
+    from unified_kg_rag.util.errors import UsageError
+
+    out: dict[str, MetadataValue | list[MetadataValue]] = {}
+    for raw in values:
+        key, sep, text = raw.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"expected key=value, got {raw!r}", field=field)
+        value: MetadataValue = text
+        if key in INTEGER_FILTER_FIELDS:
+            try:
+                value = int(text)
+            except ValueError:
+                raise UsageError(f"{key} takes an integer, got {text!r}", field=field) from None
+        have = out.get(key)
+        if have is None:
+            out[key] = value
+        else:
+            out[key] = [*(have if isinstance(have, list) else [have]), value]
+    return out
+
 
 class RAGInput(BaseModel):
     """One request to the chain.
