@@ -45,6 +45,7 @@ from unified_kg_rag.ports import (
     StoreBackend,
     TokenCounter,
 )
+from unified_kg_rag.retrieval.strategies.base import BuildCache
 from unified_kg_rag.util.errors import UsageError
 
 if TYPE_CHECKING:  # the application layer loads on first use: `import unified_kg_rag` stays cheap
@@ -52,6 +53,7 @@ if TYPE_CHECKING:  # the application layer loads on first use: `import unified_k
     from unified_kg_rag.ingestion.pipeline import IndexPipeline
     from unified_kg_rag.ports import ProgressReporter
     from unified_kg_rag.retrieval.chain import RAGChain
+    from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph
 
 __all__ = [
     "App",
@@ -107,6 +109,8 @@ class App:
             (a local model loads on first use).
         message_sources: the message-archive sources, in dispatch order (iMessage, JSON
             Lines ...).
+        concept_graphs: the `lazy` concept graphs loaded by this app's chains, kept for
+            the next queries (the service answers many over one load).
     """
 
     config: UkrConfig
@@ -120,6 +124,7 @@ class App:
     keyphrase_extractor: KeyphraseExtractor | None = None
     reranker: Reranker | None = None
     message_sources: list[MessageSource] = field(default_factory=list)
+    concept_graphs: BuildCache[LoadedConceptGraph] = field(default_factory=BuildCache)
 
     def index(self, name: str | None = None) -> IndexStores:
         """Return the store ports of index ``name`` (default: ``query.index``).
@@ -193,6 +198,7 @@ class App:
             budget_tokenizer=self.budget_tokenizer,
             config=query or self.config.query,
             reranker=self.reranker,
+            concept_graphs=self.concept_graphs,
         )
 
     async def aclose(self) -> None:

@@ -74,6 +74,8 @@ from unified_kg_rag.retrieval.strategies import (
     StrategyResult,
 )
 from unified_kg_rag.retrieval.strategies.auto import route, run_route
+from unified_kg_rag.retrieval.strategies.base import BuildCache
+from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph
 from unified_kg_rag.util.errors import (
     ModelError,
     QueryDeadlineError,
@@ -113,6 +115,8 @@ class RAGChain:
         budget_tokenizer: counts context tokens for packing.
         config: default query settings; per-call overrides take precedence.
         reranker: the reranker of ``query.rerank`` (None: keep the fused order).
+        concept_graphs: loaded `lazy` concept graphs to share with other chains (the
+            `App`'s); None: this chain keeps its own.
     """
 
     def __init__(
@@ -124,7 +128,9 @@ class RAGChain:
         budget_tokenizer: TokenCounter,
         config: QueryConfig,
         reranker: Reranker | None = None,
+        concept_graphs: BuildCache[LoadedConceptGraph] | None = None,
     ) -> None:
+        self._concept_graphs = concept_graphs if concept_graphs is not None else BuildCache()
         self._stores = stores
         self._embedder = embedder
         self._chat = chat_model
@@ -301,7 +307,7 @@ class RAGChain:
         ctx = QueryContext(
             question=standalone, stores=self._stores, embedder=self._embedder,
             chat_model=self._chat, config=cfg, filters=dict(filters), held=held,
-            metadata=metadata, deadline=deadline,
+            metadata=metadata, deadline=deadline, concept_graphs=self._concept_graphs,
         )  # fmt: skip
         t0 = time.perf_counter()
         chosen = await route(ctx) if cfg.strategy == "auto" else None  # the one router

@@ -18,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -43,11 +44,13 @@ from unified_kg_rag.util.registry import Registry
 
 if TYPE_CHECKING:
     from unified_kg_rag.retrieval.query_processing import QueryKeywords
+    from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph
 
 __all__ = [
     "SECTION_KINDS",
     "STRATEGIES",
     "Bucket",
+    "BuildCache",
     "Candidate",
     "QueryContext",
     "Strategy",
@@ -192,6 +195,37 @@ class StrategyResult:
     pinned: list[Candidate] = field(default_factory=list)
 
 
+_Loaded = TypeVar("_Loaded")
+
+
+class BuildCache(Generic[_Loaded]):
+    """Structures loaded from an index build, kept for the next queries (least recent out).
+
+    Keyed by index name and build digest, so a new build is loaded afresh. The `App` owns
+    one per structure and hands it to every chain it builds (`bootstrap.App.chain`); a
+    chain built by hand keeps its own. Not shared through module state: two apps in one
+    process never see each other's indexes.
+    """
+
+    def __init__(self, size: int = 4) -> None:
+        self._size = size
+        self._items: OrderedDict[tuple[str, str], _Loaded] = OrderedDict()
+
+    def get(self, index: str, digest: str) -> _Loaded | None:
+        """Return what was loaded for ``index`` at build ``digest``, or None."""
+        item = self._items.get((index, digest))
+        if item is not None:
+            self._items.move_to_end((index, digest))
+        return item
+
+    def put(self, index: str, digest: str, item: _Loaded) -> None:
+        """Keep ``item`` for ``index`` at build ``digest``, dropping the least recent past size."""
+        self._items[(index, digest)] = item
+        self._items.move_to_end((index, digest))
+        while len(self._items) > self._size:
+            self._items.popitem(last=False)
+
+
 @dataclass
 class QueryContext:
     """What a strategy may use to answer one question.
@@ -209,6 +243,7 @@ class QueryContext:
         deadline: the query's deadline (``query.deadline_s``), None without one. Model
             calls are bound by it already (`domain.llm.deadline`); a strategy reads it to
             start no new round of calls once it has passed.
+        concept_graphs: loaded `lazy` concept graphs kept between queries (`BuildCache`).
     """
 
     question: str
@@ -220,6 +255,7 @@ class QueryContext:
     held: tuple[str, ...] = ()
     metadata: dict[str, object] = field(default_factory=dict)
     deadline: QueryDeadline | None = None
+    concept_graphs: BuildCache[LoadedConceptGraph] = field(default_factory=BuildCache)
     _query_vector: NDArray[np.float32] | None = None
     _vector_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _keywords: QueryKeywords | None = None

@@ -320,6 +320,7 @@ class DriftStrategy:
             sub = QueryContext(
                 question=followup, stores=ctx.stores, embedder=ctx.embedder, chat_model=None,
                 config=ctx.config, filters=ctx.filters, held=ctx.held,
+                concept_graphs=ctx.concept_graphs,
             )  # fmt: skip
             try:
                 result = await LocalStrategy().retrieve(sub)

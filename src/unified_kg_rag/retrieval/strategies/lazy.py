@@ -65,7 +65,7 @@ class LazyStrategy:
                 "not supported with it (use --strategy naive)",
                 field="query.search_mode",
             )
-        loaded = await load_concept_graph(ctx.stores)
+        loaded = await load_concept_graph(ctx.stores, ctx.concept_graphs)
         relevant: dict[str, float] = {}
         fallback: dict[str, SearchHit] = {}
         for sub in await self._subqueries(ctx):

@@ -53,14 +53,16 @@ from unified_kg_rag.domain.ranking.ppr import (
     personalized_pagerank,
 )
 from unified_kg_rag.ports import IndexStores
-from unified_kg_rag.retrieval.strategies.base import Candidate, QueryContext, register_strategy
+from unified_kg_rag.retrieval.strategies.base import (
+    BuildCache,
+    Candidate,
+    QueryContext,
+    register_strategy,
+)
 from unified_kg_rag.retrieval.strategies.naive import text_unit_candidate
 from unified_kg_rag.util.errors import MethodologyNotIndexedError
 
 __all__ = ["LoadedConceptGraph", "PPRStrategy", "load_concept_graph", "passes_filters"]
-
-_CACHE: dict[tuple[str, str], LoadedConceptGraph] = {}
-_CACHE_SIZE = 4
 
 
 @dataclass(frozen=True)
@@ -80,8 +82,14 @@ class LoadedConceptGraph:
     communities: tuple[Community, ...]
 
 
-async def load_concept_graph(stores: IndexStores) -> LoadedConceptGraph | None:
-    """Return the index's concept graph (cached per build digest), or None when it has none.
+async def load_concept_graph(
+    stores: IndexStores, cache: BuildCache[LoadedConceptGraph]
+) -> LoadedConceptGraph | None:
+    """Return the index's concept graph, or None when it has none.
+
+    Args:
+        stores: the index's stores.
+        cache: loaded graphs by index and build digest (the `App`'s, or the chain's own).
 
     Raises:
         StoreError: a store failed.
@@ -90,17 +98,15 @@ async def load_concept_graph(stores: IndexStores) -> LoadedConceptGraph | None:
     digest = await stores.records.get(INDEX_NAMESPACE, LAZY_BUILD_KEY)
     if digest is None:
         return None
-    key = (stores.name, digest)
-    if key in _CACHE:
-        return _CACHE[key]
+    cached = cache.get(stores.name, digest)
+    if cached is not None:
+        return cached
     raw = await stores.records.get(LAZY_NAMESPACE, CONCEPT_GRAPH_KEY)
     if raw is None:
         return None
     raw_communities = await stores.records.get(LAZY_NAMESPACE, CONCEPT_COMMUNITIES_KEY)
     loaded = await asyncio.to_thread(_prepare, raw, raw_communities)
-    if len(_CACHE) >= _CACHE_SIZE:
-        _CACHE.pop(next(iter(_CACHE)))
-    _CACHE[key] = loaded
+    cache.put(stores.name, digest, loaded)
     return loaded
 
 
@@ -174,7 +180,7 @@ class PPRStrategy:
         if use_entities:
             ranked = await self._entity_ppr(ctx, weights)
         else:
-            loaded = await load_concept_graph(ctx.stores)
+            loaded = await load_concept_graph(ctx.stores, ctx.concept_graphs)
             ranked = self._concept_ppr(ctx, loaded, weights) if loaded is not None else []
         lists, list_weights = [[u for u, _ in ranked]], [1.0]
         if cfg.fusion_weight > 0 and vector_hits:
