@@ -51,6 +51,7 @@ from unified_kg_rag.util.errors import UsageError
 if TYPE_CHECKING:  # the application layer loads on first use: `import unified_kg_rag` stays cheap
     from unified_kg_rag.config.query import QueryConfig
     from unified_kg_rag.ingestion.pipeline import IndexPipeline
+    from unified_kg_rag.ingestion.status import StatusReport
     from unified_kg_rag.ports import ProgressReporter
     from unified_kg_rag.retrieval.chain import RAGChain
     from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph
@@ -199,6 +200,32 @@ class App:
             config=query or self.config.query,
             reranker=self.reranker,
             concept_graphs=self.concept_graphs,
+        )
+
+    async def status(self) -> StatusReport:
+        """Describe every index of the project (`ingestion.status.describe_index`).
+
+        With an LLM graph methodology configured, each index also counts the extraction
+        records no text unit reads any more (their keys need the extractor's prompts).
+
+        Raises:
+            StoreError: a store failed.
+        """
+        from unified_kg_rag.ingestion.graph.build import graph_extractor, needs_llm
+        from unified_kg_rag.ingestion.status import StatusReport, describe_index
+
+        indexes = []
+        for name in await self.backend.list_indexes():
+            index = self.index(name)
+            chat = self.chat_model if needs_llm(self.config.methodologies()) else None
+            extractor = (graph_extractor(self.config, chat, index.records, self.project_dir)
+                         if chat is not None else None)  # fmt: skip
+            indexes.append(await describe_index(
+                index, reset_drift_share=self.config.indexing.reset_drift_share,
+                quarantine_after=self.config.indexing.quarantine_after, extractor=extractor,
+            ))  # fmt: skip
+        return StatusReport(
+            project_dir=str(self.project_dir), store=self.backend.location, indexes=indexes
         )
 
     async def aclose(self) -> None:

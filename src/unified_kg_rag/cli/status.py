@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 import typer
-from pydantic import BaseModel, Field
 from rich.markup import escape
 from rich.table import Table
 
@@ -21,20 +19,9 @@ from unified_kg_rag.cli.common import (
     printable,
     run,
 )
-from unified_kg_rag.ingestion.status import IndexStatus
+from unified_kg_rag.ingestion.status import IndexStatus, StatusReport
 
-if TYPE_CHECKING:
-    from unified_kg_rag.bootstrap import App
-
-__all__ = ["StatusReport", "status_command"]
-
-
-class StatusReport(BaseModel):
-    """The project's store location and its indexes."""
-
-    project_dir: str
-    store: str
-    indexes: list[IndexStatus] = Field(default_factory=list)
+__all__ = ["status_command"]
 
 
 def status_command(
@@ -58,11 +45,7 @@ def status_command(
 
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         async with build_app(config, project_dir) as app:
-            names = await app.backend.list_indexes()
-            infos = [await _describe(app, name) for name in names]
-            return StatusReport(
-                project_dir=str(project_dir), store=app.backend.location, indexes=infos
-            )
+            return await app.status()
 
     report = run(main, verbose=verbose)
     if json_out:
@@ -100,21 +83,6 @@ def status_command(
                 f"{printable(info.name)}` to rebuild index '{printable(info.name)}' in place",
                 soft_wrap=True,
             )
-
-
-async def _describe(app: App, name: str) -> IndexStatus:
-    """Describe one index; count orphan records when the LLM graph's keys can be computed."""
-    from unified_kg_rag.ingestion.graph.build import graph_extractor, needs_llm
-    from unified_kg_rag.ingestion.status import describe_index
-
-    config, index = app.config, app.index(name)
-    chat = app.chat_model if needs_llm(config.methodologies()) else None
-    extractor = (graph_extractor(config, chat, index.records, app.project_dir)
-                 if chat is not None else None)
-    return await describe_index(
-        index, reset_drift_share=config.indexing.reset_drift_share,
-        quarantine_after=config.indexing.quarantine_after, extractor=extractor,
-    )
 
 
 def _failure_lines(info: IndexStatus) -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "IndexDrift",
     "IndexStatus",
     "QuarantinedItem",
+    "StatusReport",
     "describe_index",
     "index_drift",
 ]
@@ -129,6 +130,21 @@ class IndexStatus(IndexInfo):
     failed: list[DocumentFailure] = Field(default_factory=list)
     quarantined: list[QuarantinedItem] = Field(default_factory=list)
     extraction_records_orphaned: int | None = None
+
+
+class StatusReport(BaseModel):
+    """A project's store location and its indexes (`App.status`; ``ukr status --json``).
+
+    Attributes:
+        project_dir: the project directory.
+        store: where the store backend keeps the indexes (a file, a database URL without
+            its password).
+        indexes: every index of the project, described.
+    """
+
+    project_dir: str
+    store: str
+    indexes: list[IndexStatus] = Field(default_factory=list)
 
 
 async def index_drift(
