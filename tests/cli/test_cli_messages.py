@@ -134,7 +134,7 @@ def test_delete_drops_one_archive_of_two_through_the_cli(tmp_path: Path) -> None
 def test_handles_file_reads_every_scalar_as_text(tmp_path: Path) -> None:
     """Found by the break-it run: an unquoted +1555... lost its '+' (YAML integer) and a name
     `yes` became "True"; a handle named twice was resolved silently."""
-    from unified_kg_rag.cli.messages import load_handles
+    from unified_kg_rag.ingestion.message_plan import load_handles
     from unified_kg_rag.util.errors import InputError
 
     path = tmp_path / "handles.yaml"
@@ -188,7 +188,7 @@ def test_handles_file_and_owner_with_invalid_unicode_fail_with_one_line(tmp_path
     """Issue 15 item 6, the handles file and ``--owner``: a name written as a lone surrogate
     escape passed, and the run died writing the transcript (UnicodeEncodeError, exit 1); a
     byte that is not UTF-8 was reported as "not a YAML file" with a codec message."""
-    from unified_kg_rag.cli.messages import load_handles
+    from unified_kg_rag.ingestion.message_plan import load_handles
     from unified_kg_rag.util.errors import InputError
 
     path = tmp_path / "handles.yaml"

@@ -29,7 +29,6 @@ from unified_kg_rag.cli.messages import (
     OwnerOpt,
     SinceOpt,
     SourceOpt,
-    message_run,
 )
 from unified_kg_rag.cli.progress import RichProgress
 
@@ -314,10 +313,11 @@ def index_command(
 
     async def main() -> IndexReport:
         from unified_kg_rag.bootstrap import build_app
+        from unified_kg_rag.ingestion.message_plan import plan_message_run
 
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores,
                                    create=True)
-        messages = message_run(config, project_dir, source=source, handles=handles,
+        messages = plan_message_run(config, project_dir, source=source, handles=handles,
                                owner=owner, since=since, limit=message_limit)
         async with build_app(config, project_dir) as app:
             with RichProgress(err_console, enabled=not (quiet or json_out)) as progress:
@@ -360,10 +360,11 @@ def _estimate(
 ) -> None:
     async def main() -> CostEstimate:
         from unified_kg_rag.bootstrap import build_app
+        from unified_kg_rag.ingestion.message_plan import plan_message_run
 
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores,
                                    create=True)
-        messages = message_run(config, project_dir, **options)
+        messages = plan_message_run(config, project_dir, **options)
         async with build_app(config, project_dir) as app:
             pipeline = app.index_pipeline(index)
             return await pipeline.estimate(paths, messages=messages)
