@@ -28,10 +28,33 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar, cast
+from collections.abc import AsyncIterator, Mapping, Sequence
 
-from unified_kg_rag.ports import DocRegistry, GraphStore, IndexStores, RecordStore, SearchIndex
+import numpy as np
+from numpy.typing import NDArray
+
+from unified_kg_rag.domain.models import (
+    Collection,
+    Community,
+    CommunityReport,
+    DocRecord,
+    DocumentDelta,
+    Entity,
+    IndexRecord,
+    Lease,
+    Relationship,
+    SearchHit,
+    SearchMode,
+    Subgraph,
+)
+from unified_kg_rag.ports import (
+    DocRegistry,
+    Filters,
+    GraphStore,
+    IndexStores,
+    RecordStore,
+    SearchIndex,
+)
 from unified_kg_rag.util.errors import (
     LeaseLostError,
     StoreConnectionError,
@@ -44,14 +67,6 @@ __all__ = ["LeaseFence", "LeaseLostError", "fenced", "held_lease", "new_holder"]
 
 logger = logging.getLogger(__name__)
 
-P = TypeVar("P")
-
-_WRITES = frozenset({
-    "bind_embedding", "upsert", "delete", "upsert_entities", "upsert_relationships",
-    "delete_entities", "delete_relationships", "upsert_communities", "delete_communities",
-    "upsert_reports", "put", "put_many",
-})
-"""Port methods that write (checked by the fence); every other method passes through."""
 
 
 def new_holder() -> str:
@@ -150,34 +165,223 @@ _STORE_KINDS: tuple[type[StoreError], ...] = (
 """Store error kinds a stopped run keeps (the cause's kind is what a caller acts on)."""
 
 
-class _Fenced:
-    """A port whose write methods check a `LeaseFence` before running."""
+class _FencedSearchIndex:
+    """A `SearchIndex` whose write methods wait on a `LeaseFence` first (reads pass through)."""
 
-    def __init__(self, port: object, fence: LeaseFence) -> None:
+    def __init__(self, port: SearchIndex, fence: LeaseFence) -> None:
         self._port = port
         self._fence = fence
 
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._port, name)
-        if name not in _WRITES:
-            return attribute
-        method = cast(Callable[..., Awaitable[Any]], attribute)
+    async def bind_embedding(self, model_id: str, dimension: int) -> None:
+        await self._fence.ready()
+        await self._port.bind_embedding(model_id, dimension)
 
-        async def checked(*args: Any, **kwargs: Any) -> Any:
-            await self._fence.ready()
-            return await method(*args, **kwargs)
+    async def embedding(self) -> tuple[str, int] | None:
+        return await self._port.embedding()
 
-        return checked
+    async def upsert(
+        self,
+        collection: Collection,
+        records: Sequence[IndexRecord],
+        vectors: NDArray[np.float32] | None = None,
+    ) -> None:
+        await self._fence.ready()
+        await self._port.upsert(collection, records, vectors)
+
+    async def delete(self, collection: Collection, ids: Sequence[str]) -> int:
+        await self._fence.ready()
+        return await self._port.delete(collection, ids)
+
+    async def get(self, collection: Collection, ids: Sequence[str]) -> list[IndexRecord]:
+        return await self._port.get(collection, ids)
+
+    async def existing_ids(self, collection: Collection, ids: Sequence[str]) -> set[str]:
+        return await self._port.existing_ids(collection, ids)
+
+    async def ids(self, collection: Collection) -> list[str]:
+        return await self._port.ids(collection)
+
+    async def search(
+        self,
+        collection: Collection,
+        *,
+        query_text: str | None = None,
+        query_vector: NDArray[np.float32] | None = None,
+        mode: SearchMode = SearchMode.HYBRID,
+        filters: Filters | None = None,
+        k: int = 10,
+        candidate_k: int | None = None,
+        lexical_weight: float = 1.0,
+        vector_weight: float = 1.0,
+        rrf_k: int = 60,
+    ) -> list[SearchHit]:
+        return await self._port.search(
+            collection, query_text=query_text, query_vector=query_vector, mode=mode,
+            filters=filters, k=k, candidate_k=candidate_k, lexical_weight=lexical_weight,
+            vector_weight=vector_weight, rrf_k=rrf_k,
+        )
+
+    async def count(self, collection: Collection) -> int:
+        return await self._port.count(collection)
+
+
+
+class _FencedGraphStore:
+    """A `GraphStore` whose write methods wait on a `LeaseFence` first (reads pass through)."""
+
+    def __init__(self, port: GraphStore, fence: LeaseFence) -> None:
+        self._port = port
+        self._fence = fence
+
+    async def upsert_entities(self, entities: Sequence[Entity]) -> None:
+        await self._fence.ready()
+        await self._port.upsert_entities(entities)
+
+    async def upsert_relationships(self, relationships: Sequence[Relationship]) -> None:
+        await self._fence.ready()
+        await self._port.upsert_relationships(relationships)
+
+    async def delete_entities(self, ids: Sequence[str]) -> int:
+        await self._fence.ready()
+        return await self._port.delete_entities(ids)
+
+    async def delete_relationships(self, ids: Sequence[str]) -> int:
+        await self._fence.ready()
+        return await self._port.delete_relationships(ids)
+
+    async def get_entities(self, ids: Sequence[str]) -> list[Entity]:
+        return await self._port.get_entities(ids)
+
+    async def get_relationships(self, ids: Sequence[str]) -> list[Relationship]:
+        return await self._port.get_relationships(ids)
+
+    async def neighbourhood(
+        self,
+        seed_ids: Sequence[str],
+        *,
+        hops: int,
+        max_entities: int,
+    ) -> Subgraph:
+        return await self._port.neighbourhood(seed_ids, hops=hops, max_entities=max_entities)
+
+    async def edges_within(self, entity_ids: Sequence[str]) -> list[Relationship]:
+        return await self._port.edges_within(entity_ids)
+
+    async def citing(self, text_unit_ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        return await self._port.citing(text_unit_ids)
+
+    async def upsert_communities(self, communities: Sequence[Community]) -> None:
+        await self._fence.ready()
+        await self._port.upsert_communities(communities)
+
+    async def get_communities(self, level: int | None = None) -> list[Community]:
+        return await self._port.get_communities(level)
+
+    async def communities_of(self, entity_ids: Sequence[str]) -> list[Community]:
+        return await self._port.communities_of(entity_ids)
+
+    async def delete_communities(self, ids: Sequence[str]) -> int:
+        await self._fence.ready()
+        return await self._port.delete_communities(ids)
+
+    async def upsert_reports(self, reports: Sequence[CommunityReport]) -> None:
+        await self._fence.ready()
+        await self._port.upsert_reports(reports)
+
+    async def get_reports(self, community_ids: Sequence[str]) -> list[CommunityReport]:
+        return await self._port.get_reports(community_ids)
+
+    async def counts(self) -> dict[str, int]:
+        return await self._port.counts()
+
+
+
+class _FencedDocRegistry:
+    """A `DocRegistry` whose write methods wait on a `LeaseFence` first (reads pass through)."""
+
+    def __init__(self, port: DocRegistry, fence: LeaseFence) -> None:
+        self._port = port
+        self._fence = fence
+
+    async def get(self, document_ids: Sequence[str]) -> dict[str, DocRecord]:
+        return await self._port.get(document_ids)
+
+    async def list_records(self, source_scope: str | None = None) -> list[DocRecord]:
+        return await self._port.list_records(source_scope)
+
+    async def diff(self, source_scope: str, current: Mapping[str, str]) -> DocumentDelta:
+        return await self._port.diff(source_scope, current)
+
+    async def put(self, records: Sequence[DocRecord]) -> None:
+        await self._fence.ready()
+        await self._port.put(records)
+
+    async def delete(self, document_ids: Sequence[str]) -> int:
+        await self._fence.ready()
+        return await self._port.delete(document_ids)
+
+    async def status_counts(self) -> dict[str, int]:
+        return await self._port.status_counts()
+
+    async def acquire_lease(self, holder: str, ttl_s: float) -> Lease:
+        return await self._port.acquire_lease(holder, ttl_s)
+
+    async def renew_lease(self, holder: str, ttl_s: float) -> Lease:
+        return await self._port.renew_lease(holder, ttl_s)
+
+    async def release_lease(self, holder: str) -> bool:
+        return await self._port.release_lease(holder)
+
+    async def get_lease(self) -> Lease | None:
+        return await self._port.get_lease()
+
+
+
+class _FencedRecordStore:
+    """A `RecordStore` whose write methods wait on a `LeaseFence` first (reads pass through)."""
+
+    def __init__(self, port: RecordStore, fence: LeaseFence) -> None:
+        self._port = port
+        self._fence = fence
+
+    async def get(self, namespace: str, key: str) -> str | None:
+        return await self._port.get(namespace, key)
+
+    async def get_many(self, namespace: str, keys: Sequence[str]) -> dict[str, str]:
+        return await self._port.get_many(namespace, keys)
+
+    async def put(self, namespace: str, key: str, value: str) -> None:
+        await self._fence.ready()
+        await self._port.put(namespace, key, value)
+
+    async def put_many(self, namespace: str, items: Mapping[str, str]) -> None:
+        await self._fence.ready()
+        await self._port.put_many(namespace, items)
+
+    async def delete(self, namespace: str, keys: Sequence[str]) -> int:
+        await self._fence.ready()
+        return await self._port.delete(namespace, keys)
+
+    async def count(self, namespace: str) -> int:
+        return await self._port.count(namespace)
+
+    async def keys(self, namespace: str) -> list[str]:
+        return await self._port.keys(namespace)
 
 
 def fenced(stores: IndexStores, fence: LeaseFence) -> IndexStores:
-    """Return ``stores`` with every write method checking ``fence`` first."""
+    """Return ``stores`` with every write method waiting on ``fence`` first.
+
+    Each port is wrapped by a typed class that spells out every method of its protocol, so
+    a checker sees the wrappers satisfy the ports and a reader can follow each call; a
+    method added to a port protocol must be added here too (mypy fails until it is).
+    """
     return IndexStores(
         name=stores.name,
-        search=cast(SearchIndex, _Fenced(stores.search, fence)),
-        graph=cast(GraphStore, _Fenced(stores.graph, fence)),
-        registry=cast(DocRegistry, _Fenced(stores.registry, fence)),
-        records=cast(RecordStore, _Fenced(stores.records, fence)),
+        search=_FencedSearchIndex(stores.search, fence),
+        graph=_FencedGraphStore(stores.graph, fence),
+        registry=_FencedDocRegistry(stores.registry, fence),
+        records=_FencedRecordStore(stores.records, fence),
     )
 
 
