@@ -32,6 +32,7 @@ __all__ = [
     "QuietOpt",
     "StoresOpt",
     "VerboseOpt",
+    "YesOpt",
     "counted",
     "err_console",
     "load",
@@ -75,6 +76,16 @@ StoresOpt = Annotated[
 ]
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else.")
+]
+YesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--yes",
+        "-y",
+        help="Delete even when many documents would go at once (an emptied folder, or more "
+        "than `indexing.max_delete_share` of the documents); without it such a run stops "
+        "before writing anything.",
+    ),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
 VerboseOpt = Annotated[

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from unified_kg_rag.cli.common import (
     ConfigOpt,
@@ -15,65 +14,20 @@ from unified_kg_rag.cli.common import (
     QuietOpt,
     StoresOpt,
     VerboseOpt,
-    counted,
+    YesOpt,
     err_console,
     load,
-    out_console,
     printable,
     run,
 )
 from unified_kg_rag.cli.progress import RichProgress
+from unified_kg_rag.cli.reports import render_delete
 
 if TYPE_CHECKING:  # loaded when the command runs
     from unified_kg_rag.ingestion.report import DeleteReport
 
-__all__ = ["YesOpt", "delete_command", "render_delete"]
+__all__ = ["delete_command"]
 
-YesOpt = Annotated[
-    bool,
-    typer.Option(
-        "--yes",
-        "-y",
-        help="Delete even when many documents would go at once (an emptied folder, or more "
-        "than `indexing.max_delete_share` of the documents); without it such a run stops "
-        "before writing anything.",
-    ),
-]
-
-
-def render_delete(report: DeleteReport) -> None:
-    """Print what a deletion did on stdout, and the unknown targets on stderr."""
-    from unified_kg_rag.cli.index import render_graph
-
-    if report.archives is not None:
-        from unified_kg_rag.cli.index import render_report
-
-        out_console.print("Message archives dropped; the others rendered again:")
-        render_report(report.archives)
-        if not report.deleted and not report.unknown:
-            return
-    table = Table(title=f"Index '{report.index}'", show_header=False, box=None)
-    table.add_row("documents deleted", str(len(report.deleted)))
-    table.add_row("  text units removed", str(report.text_units_removed))
-    if report.records_removed:
-        table.add_row("  extraction records removed", str(report.records_removed))
-    if report.usage.calls or report.usage.cache_hits:
-        u = report.usage
-        table.add_row("model calls", f"{u.calls} ({u.cache_hits} cached), {u.input_tokens:,} "
-                      f"tokens in, {u.output_tokens:,} out")
-    table.add_row("time", f"{report.elapsed_s:.1f} s")
-    out_console.print(table)
-    for doc in report.deleted:
-        out_console.print(f"deleted: {escape(printable(doc.path))} ({doc.document_id[:12]})",
-                          soft_wrap=True)
-    if report.lazy is not None and not report.lazy.skipped_reason:
-        out_console.print(f"concept graph (lazy): rebuilt over {report.lazy.text_units} text "
-                          f"units, {counted(report.lazy.concepts, 'concept')}")
-    if report.graph is not None:
-        render_graph(report.graph)
-    if report.unknown:
-        named = "; ".join(f"{printable(u.path)}: {u.reason}" for u in report.unknown)
-        err_console.print(f"[bold red]not deleted[/]: {escape(named)}", soft_wrap=True)
 
 
 def delete_command(
