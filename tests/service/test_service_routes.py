@@ -1,0 +1,117 @@
+"""The HTTP service on a real uvicorn server on 127.0.0.1, called with httpx (issue 17)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.corpus import write_good_docs
+from unified_kg_rag.bootstrap import build_app, load_project_config
+
+pytestmark = pytest.mark.integration
+
+uvicorn = pytest.importorskip("uvicorn")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Index three small documents, then serve the project on a free loopback port."""
+    from unified_kg_rag.service.app import create_app
+
+    project = tmp_path_factory.mktemp("service")
+    write_good_docs(project / "docs")
+
+    async def index() -> None:
+        async with build_app(load_project_config(project), project) as app:
+            report = await app.index_pipeline().run([project / "docs"])
+            assert report.failed == []
+
+    asyncio.run(index())
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(project), host="127.0.0.1", port=port,
+                                           log_level="warning"))  # fmt: skip
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    yield url
+    server.should_exit = True
+    thread.join(timeout=30)
+
+
+def test_health_and_version(base_url: str) -> None:
+    assert httpx.get(f"{base_url}/v1/health").json() == {"status": "ok"}
+    version = httpx.get(f"{base_url}/v1/version").json()
+    assert version["name"] == "unified-kg-rag" and version["version"]
+
+
+def test_indexes_list_the_strategies_each_serves(base_url: str) -> None:
+    (default,) = httpx.get(f"{base_url}/v1/indexes").json()
+    assert default["index"] == "default" and default["text_units"] >= 3
+    served = {s["name"]: s["served"] for s in default["strategies"]}
+    assert served["naive"] and served["ppr"] and not served["local"]
+
+
+def test_status_is_what_ukr_status_json_prints(base_url: str) -> None:
+    status = httpx.get(f"{base_url}/v1/status").json()
+    (index,) = status["indexes"]
+    assert index["documents"] == {"processed": 3}
+
+
+def test_query_answers_with_sources(base_url: str) -> None:
+    reply = httpx.post(f"{base_url}/v1/query", timeout=120,
+                       json={"question": "What do barn owls hunt?", "strategy": "naive"})
+    assert reply.status_code == 200, reply.text
+    out = reply.json()
+    assert out["answer_kind"] == "extractive" and out["strategy"] == "naive"
+    assert any("voles" in s["text"] for s in out["sources"])
+    assert out["cited"]
+
+
+@pytest.mark.parametrize(("body", "status", "kind"), [
+    ({"question": "owls", "strategy": "local"}, 409, "MethodologyNotIndexedError"),
+    ({"question": "owls", "strategy": "nonsense"}, 400, "ConfigurationError"),
+    ({"question": "owls", "filters": {"path": "missing.md"}}, 400, "FilterMatchesNothingError"),
+    ({"question": "   "}, 400, "UsageError"),
+])
+def test_errors_are_typed_json_with_the_status_of_their_kind(
+    base_url: str, body: dict[str, object], status: int, kind: str
+) -> None:
+    reply = httpx.post(f"{base_url}/v1/query", json=body, timeout=120)
+    assert reply.status_code == status, reply.text
+    error = reply.json()["error"]
+    assert error["type"] == kind and error["message"]
+
+
+def test_a_malformed_body_is_refused_before_the_chain(base_url: str) -> None:
+    reply = httpx.post(f"{base_url}/v1/query", content=b"{not json", timeout=30,
+                       headers={"content-type": "application/json"})
+    assert reply.status_code == 422
+    assert httpx.post(f"{base_url}/v1/query", json={"question": "x", "top_k": 0}).status_code == 422
+
+
+def test_ukr_serve_refuses_a_public_address_without_insecure(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from unified_kg_rag.cli.app import app
+
+    result = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "-C", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "0.0.0.0 is not a loopback address" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
