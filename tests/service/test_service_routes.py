@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
@@ -115,3 +116,44 @@ def test_ukr_serve_refuses_a_public_address_without_insecure(tmp_path: Path) -> 
     assert result.exit_code == 2
     assert "0.0.0.0 is not a loopback address" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def _events(lines: list[str]) -> list[tuple[str, dict[str, object]]]:
+    """(event, data) pairs of a text/event-stream body."""
+    out: list[tuple[str, dict[str, object]]] = []
+    event = ""
+    for line in lines:
+        if line.startswith("event: "):
+            event = line.removeprefix("event: ")
+        elif line.startswith("data: "):
+            out.append((event, json.loads(line.removeprefix("data: "))))
+    return out
+
+
+def test_a_streamed_query_sends_deltas_then_the_result(base_url: str) -> None:
+    body = {"question": "Who lays the eggs of the hive?", "strategy": "naive", "stream": True}
+    with httpx.stream("POST", f"{base_url}/v1/query", json=body, timeout=120) as reply:
+        assert reply.status_code == 200
+        assert reply.headers["content-type"].startswith("text/event-stream")
+        events = _events(list(reply.iter_lines()))
+    kinds = [kind for kind, _ in events]
+    assert kinds[-1] == "result" and set(kinds[:-1]) == {"delta"}
+    result = events[-1][1]
+    assert "".join(str(d["text"]) for _, d in events[:-1]) == result["answer"]
+    assert any("queen" in str(s["text"]) for s in result["sources"])  # type: ignore[attr-defined,index]
+
+
+def test_a_streamed_query_refused_before_it_starts_keeps_its_status(base_url: str) -> None:
+    body = {"question": "owls", "strategy": "local", "stream": True}
+    reply = httpx.post(f"{base_url}/v1/query", json=body, timeout=120)
+    assert reply.status_code == 409
+    assert reply.json()["error"]["type"] == "MethodologyNotIndexedError"
+
+
+def test_a_client_leaving_mid_stream_breaks_nothing(base_url: str) -> None:
+    body = {"question": "What do barn owls hunt?", "strategy": "naive", "stream": True}
+    with httpx.stream("POST", f"{base_url}/v1/query", json=body, timeout=120) as reply:
+        next(reply.iter_lines())  # read one line, then hang up
+    assert httpx.get(f"{base_url}/v1/health").json() == {"status": "ok"}
+    again = httpx.post(f"{base_url}/v1/query", json={**body, "stream": False}, timeout=120)
+    assert again.status_code == 200 and again.json()["sources"]

@@ -13,13 +13,18 @@ error names a key or a secret (the messages are the CLI's one-line messages).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.sse import format_sse_event
 from pydantic import BaseModel, Field
 
 from unified_kg_rag import __version__
@@ -36,7 +41,9 @@ from unified_kg_rag.util.errors import (
     UkrError,
 )
 
-__all__ = ["QueryRequest", "create_app", "error_status"]
+__all__ = ["QueryRequest", "create_app", "error_status", "stream_events"]
+
+logger = logging.getLogger(__name__)
 
 
 class QueryRequest(BaseModel):
@@ -52,6 +59,7 @@ class QueryRequest(BaseModel):
         deadline_s: longest the whole query may take, seconds.
         conversation_id: keeps the turns of one conversation.
         user_id: whose conversation it is.
+        stream: answer as Server-Sent Events (`stream_events`) instead of one JSON body.
     """
 
     question: str = Field(max_length=20_000)
@@ -63,6 +71,7 @@ class QueryRequest(BaseModel):
     deadline_s: float | None = Field(default=None, gt=0)
     conversation_id: str | None = None
     user_id: str = "default"
+    stream: bool = False
 
 
 def error_status(error: UkrError) -> int:
@@ -131,9 +140,13 @@ def create_app(
         """What ``ukr status --json`` prints: documents by status, counts, drift."""
         return await app_of(request).status()
 
-    @api.post("/v1/query")
-    async def query(body: QueryRequest, request: Request) -> RAGOutput:
-        """Answer a question with numbered sources, as ``ukr query --json`` does."""
+    @api.post("/v1/query", response_model=RAGOutput)
+    async def query(body: QueryRequest, request: Request) -> RAGOutput | StreamingResponse:
+        """Answer a question with numbered sources, as ``ukr query --json`` does.
+
+        With ``stream: true`` the reply is ``text/event-stream``: ``delta`` events with the
+        answer's text as it is written, then one ``result`` event holding the `RAGOutput`.
+        """
         overrides: dict[str, object] = {
             "top_k": body.top_k, "search_mode": body.mode, "deadline_s": body.deadline_s
         }
@@ -142,6 +155,73 @@ def create_app(
             conversation_id=body.conversation_id, user_id=body.user_id,
             overrides={k: v for k, v in overrides.items() if v is not None},
         )  # fmt: skip
-        return await app_of(request).chain(body.index).ainvoke(request_in)
+        chain = app_of(request).chain(body.index)
+        if not body.stream:
+            return await chain.ainvoke(request_in)
+        pieces = _Pieces(chain.stream(request_in))
+        first = await pieces.next()  # errors before the answer starts keep their status
+        return StreamingResponse(stream_events(first, pieces), media_type="text/event-stream")
 
     return api
+
+
+class _Pieces:
+    """A chain's answer stream iterated by one task of its own.
+
+    The chain's stream keeps context variables (usage, deadline) across its pieces, so it
+    must run in one context from start to end, while the request handler reads its first
+    piece and the response reads the rest: a producer task feeds a queue both read.
+    """
+
+    def __init__(self, stream: AsyncIterator[str | RAGOutput]) -> None:
+        self._queue: asyncio.Queue[tuple[str | RAGOutput | None, BaseException | None]] = (
+            asyncio.Queue()
+        )
+        self._task = asyncio.create_task(self._feed(stream))
+
+    async def _feed(self, stream: AsyncIterator[str | RAGOutput]) -> None:
+        try:
+            async for piece in stream:
+                await self._queue.put((piece, None))
+            await self._queue.put((None, None))
+        except Exception as error:  # handed to the reader, who raises it
+            await self._queue.put((None, error))
+
+    async def next(self) -> str | RAGOutput | None:
+        """The next piece, None at the end; raises what the chain raised."""
+        piece, error = await self._queue.get()
+        if error is not None:
+            raise error
+        return piece
+
+    async def aclose(self) -> None:
+        """Stop the chain (a client that left)."""
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+
+async def stream_events(first: str | RAGOutput | None, rest: _Pieces) -> AsyncIterator[bytes]:
+    """Encode a streamed answer as Server-Sent Events (the HTML living standard's format).
+
+    ``event: delta`` with ``{"text": …}`` per piece of the answer, then ``event: result``
+    with the `RAGOutput` as JSON. An error after the answer started ends the stream with
+    ``event: error`` (``{"type", "message"}``); a client that disconnects stops the chain.
+    """
+    try:
+        piece = first
+        while piece is not None:
+            if isinstance(piece, RAGOutput):
+                yield format_sse_event(event="result", data_str=piece.model_dump_json())
+            else:
+                yield format_sse_event(event="delta", data_str=json.dumps({"text": piece}))
+            piece = await rest.next()
+    except UkrError as error:
+        body = {"type": type(error).__name__, "message": str(error)}
+        yield format_sse_event(event="error", data_str=json.dumps(body))
+    except Exception:  # not the client's doing: logged here, not described to the client
+        logger.exception("a streamed answer failed")
+        body = {"type": "InternalError", "message": "the answer failed; see the server log"}
+        yield format_sse_event(event="error", data_str=json.dumps(body))
+    finally:
+        await rest.aclose()
