@@ -157,3 +157,22 @@ def test_a_client_leaving_mid_stream_breaks_nothing(base_url: str) -> None:
     assert httpx.get(f"{base_url}/v1/health").json() == {"status": "ok"}
     again = httpx.post(f"{base_url}/v1/query", json={**body, "stream": False}, timeout=120)
     assert again.status_code == 200 and again.json()["sources"]
+
+
+def test_documents_are_listed_by_path_with_status_filters_and_paging(base_url: str) -> None:
+    page = httpx.get(f"{base_url}/v1/documents").json()
+    assert page["total"] == 3 and page["offset"] == 0
+    paths = [d["path"] for d in page["documents"]]
+    assert paths == sorted(paths)
+    first = page["documents"][0]
+    assert first["status"] == "processed" and first["text_units"] >= 1 and first["error"] is None
+    second = httpx.get(f"{base_url}/v1/documents", params={"offset": 1, "limit": 1}).json()
+    assert [d["path"] for d in second["documents"]] == paths[1:2] and second["total"] == 3
+    owls = httpx.get(f"{base_url}/v1/documents", params={"path_prefix": "owl"}).json()
+    assert [d["path"] for d in owls["documents"]] == ["owls.md"]
+    failed = httpx.get(f"{base_url}/v1/documents", params={"status": "failed"}).json()
+    assert failed == {"total": 0, "offset": 0, "documents": []}
+    assert httpx.get(f"{base_url}/v1/documents", params={"limit": 0}).status_code == 422
+    assert httpx.get(f"{base_url}/v1/documents", params={"status": "nope"}).status_code == 422
+    bad = httpx.get(f"{base_url}/v1/documents", params={"index": "../x"})
+    assert bad.status_code == 400 and bad.json()["error"]["type"] == "UsageError"

@@ -22,14 +22,20 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.sse import format_sse_event
 from pydantic import BaseModel, Field
 
 from unified_kg_rag import __version__
 from unified_kg_rag.bootstrap import App, build_app, load_project_config
-from unified_kg_rag.domain.models import MetadataValue, RAGOutput, SearchMode
+from unified_kg_rag.domain.models import (
+    DocRecord,
+    DocStatus,
+    MetadataValue,
+    RAGOutput,
+    SearchMode,
+)
 from unified_kg_rag.ingestion.status import StatusReport
 from unified_kg_rag.retrieval.catalog import StrategyCatalog, strategy_catalog
 from unified_kg_rag.retrieval.chain import RAGInput
@@ -41,7 +47,14 @@ from unified_kg_rag.util.errors import (
     UkrError,
 )
 
-__all__ = ["QueryRequest", "create_app", "error_status", "stream_events"]
+__all__ = [
+    "DocumentInfo",
+    "DocumentPage",
+    "QueryRequest",
+    "create_app",
+    "error_status",
+    "stream_events",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +85,47 @@ class QueryRequest(BaseModel):
     conversation_id: str | None = None
     user_id: str = "default"
     stream: bool = False
+
+
+class DocumentInfo(BaseModel):
+    """One document of an index, as ``GET /v1/documents`` lists it.
+
+    Attributes:
+        document_id: its id (``ukr delete`` takes it, or a prefix of 8 characters or more).
+        path: relative to the folder it was indexed from.
+        source_scope: that folder.
+        status: ``processed``, ``failed``, ``quarantined``, ``pending`` or ``deleting``.
+        text_units: passages it holds.
+        updated_at: when its record last changed, Unix seconds.
+        error: why it failed, when it did.
+        failures: failed runs in a row.
+    """
+
+    document_id: str
+    path: str
+    source_scope: str
+    status: DocStatus
+    text_units: int
+    updated_at: float
+    error: str | None = None
+    failures: int = 0
+
+    @classmethod
+    def of(cls, record: DocRecord) -> DocumentInfo:
+        """The listing of a registry record."""
+        return cls(
+            document_id=record.document_id, path=record.path, source_scope=record.source_scope,
+            status=record.status, text_units=len(record.text_unit_ids),
+            updated_at=record.updated_at, error=record.error, failures=record.failure_count,
+        )  # fmt: skip
+
+
+class DocumentPage(BaseModel):
+    """A page of ``GET /v1/documents``: ``total`` matching, from ``offset``."""
+
+    total: int
+    offset: int
+    documents: list[DocumentInfo]
 
 
 def error_status(error: UkrError) -> int:
@@ -139,6 +193,27 @@ def create_app(
     async def status(request: Request) -> StatusReport:
         """What ``ukr status --json`` prints: documents by status, counts, drift."""
         return await app_of(request).status()
+
+    @api.get("/v1/documents")
+    async def documents(
+        request: Request,
+        index: str | None = None,
+        status: DocStatus | None = None,
+        path_prefix: str = "",
+        offset: int = Query(default=0, ge=0),
+        limit: int = Query(default=100, ge=1, le=1000),
+    ) -> DocumentPage:
+        """The documents of an index, by path: status, passages, last change, last error."""
+        records = await app_of(request).index(index).registry.list_records()
+        chosen = sorted(
+            (r for r in records
+             if (status is None or r.status is status) and r.path.startswith(path_prefix)),
+            key=lambda r: (r.path, r.source_scope),
+        )  # fmt: skip
+        return DocumentPage(
+            total=len(chosen), offset=offset,
+            documents=[DocumentInfo.of(r) for r in chosen[offset : offset + limit]],
+        )  # fmt: skip
 
     @api.post("/v1/query", response_model=RAGOutput)
     async def query(body: QueryRequest, request: Request) -> RAGOutput | StreamingResponse:
