@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from unified_kg_rag.config.models import ParsingConfig
+from unified_kg_rag.domain.index.paths import full_location_of
 from unified_kg_rag.domain.models import Collection, DocRecord, DocStatus
 from unified_kg_rag.domain.text.decoding import escape_undecodable, unescape_undecodable
 from unified_kg_rag.ingestion.corpus import CorpusFile
@@ -192,7 +193,7 @@ def match_documents(
     by_location: dict[str, list[DocRecord]] = {}
     by_path: dict[str, list[DocRecord]] = {}
     for r in records:
-        by_location.setdefault(f"{r.source_scope.rstrip('/')}/{r.path}", []).append(r)
+        by_location.setdefault(full_location_of(r.source_scope, r.path), []).append(r)
         by_path.setdefault(r.path, []).append(r)
     matched: dict[str, DocRecord] = {}
     unknown: list[FailedDocument] = []

@@ -16,7 +16,12 @@ import difflib
 import os
 from collections.abc import Sequence
 
-from unified_kg_rag.domain.index.paths import full_location, location_index, stored_path
+from unified_kg_rag.domain.index.paths import (
+    full_location,
+    full_location_of,
+    location_index,
+    stored_path,
+)
 from unified_kg_rag.domain.models import Collection, MetadataValue, SearchMode
 from unified_kg_rag.ports import IndexStores
 from unified_kg_rag.retrieval.models import FilterMap
@@ -55,7 +60,7 @@ async def resolve_filters(stores: IndexStores, filters: FilterMap) -> FilterValu
                  for f in _DOCUMENT_FIELDS}  # fmt: skip
     if "path" in out:
         known = location_index((r.source_scope, r.path) for r in records)
-        ids = {f"{r.source_scope.rstrip('/')}/{r.path}": r.document_id for r in records}
+        ids = {full_location_of(r.source_scope, r.path): r.document_id for r in records}
         cwd = os.getcwd()
         typed = _as_list(out["path"])
         exact = [full_location(v, known, cwd=cwd) if isinstance(v, str) else None

@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 
 __all__ = [
     "TIER_OF_SHAPE",
+    "idf_weights",
     "select_per_source",
     "select_sentences",
     "term_coverage",
@@ -34,11 +35,26 @@ TIER_OF_SHAPE: dict[str, int] = {"sentence": 0, "record": 1, "heading": 2, "boil
 """The tier a candidate of each shape is chosen in (lower first)."""
 
 
+def idf_weights(
+    query_terms: Sequence[str], sentences_terms: Sequence[set[str]]
+) -> dict[str, float]:
+    """Return each query term's IDF over the given sentences: ``log((n + 1) / (df + 0.5))``.
+
+    A term every sentence has weighs little; a rare query term weighs most.
+
+    Args:
+        query_terms: the query's distinct lexical terms.
+        sentences_terms: each sentence's set of lexical terms.
+    """
+    n = len(sentences_terms)
+    return {t: math.log((n + 1) / (sum(t in s for s in sentences_terms) + 0.5))
+            for t in query_terms}  # fmt: skip
+
+
 def term_coverage(query_terms: Sequence[str], sentences_terms: Sequence[set[str]]) -> list[float]:
     """Return, per sentence, the IDF-weighted share of the query's terms it contains.
 
-    IDF is computed over the given sentences (``log((n + 1) / (df + 0.5))``), so a term
-    every sentence has counts little and a rare query term counts most.
+    IDF is taken over the given sentences (`idf_weights`).
 
     Args:
         query_terms: the query's distinct lexical terms.
@@ -47,13 +63,10 @@ def term_coverage(query_terms: Sequence[str], sentences_terms: Sequence[set[str]
     Returns:
         One value in [0, 1] per sentence (0 for all when the query has no terms).
     """
-    n = len(sentences_terms)
-    weights = {
-        t: math.log((n + 1) / (sum(t in s for s in sentences_terms) + 0.5)) for t in query_terms
-    }
+    weights = idf_weights(query_terms, sentences_terms)
     total = sum(weights.values())
     if total <= 0:
-        return [0.0] * n
+        return [0.0] * len(sentences_terms)
     return [sum(w for t, w in weights.items() if t in s) / total for s in sentences_terms]
 
 

@@ -21,11 +21,12 @@ sentences), under `WEAK_MATCH_LEAD`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from unified_kg_rag.domain.answers.extractive import idf_weights
 
 __all__ = ["WEAK_MATCH_LEAD", "MatchVerdict", "describe_match", "judge_match", "quoted_coverage"]
 
@@ -60,16 +61,13 @@ def quoted_coverage(
     Args:
         query_terms: the question's distinct content terms.
         candidate_terms: each candidate sentence's set of lexical terms (IDF is taken over
-            these: ``log((n + 1) / (df + 0.5))``).
+            these: `domain.answers.extractive.idf_weights`).
         quoted: rows of ``candidate_terms`` that were quoted.
 
     Returns:
         A share in [0, 1]; 0 when the question has no terms or nothing is quoted.
     """
-    n = len(candidate_terms)
-    weights = {
-        t: math.log((n + 1) / (sum(t in s for s in candidate_terms) + 0.5)) for t in query_terms
-    }
+    weights = idf_weights(query_terms, candidate_terms)
     total = sum(weights.values())
     if total <= 0 or not quoted:
         return 0.0

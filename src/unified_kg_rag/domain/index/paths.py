@@ -12,7 +12,7 @@ import posixpath
 import unicodedata
 from collections.abc import Iterable, Mapping
 
-__all__ = ["full_location", "location_index", "stored_path"]
+__all__ = ["full_location", "full_location_of", "location_index", "stored_path"]
 
 
 def location_index(documents: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -21,7 +21,12 @@ def location_index(documents: Iterable[tuple[str, str]]) -> dict[str, str]:
     Args:
         documents: ``(source_scope, path)`` pairs, as the doc registry records them.
     """
-    return {f"{scope.rstrip('/')}/{path}": path for scope, path in documents}
+    return {full_location_of(scope, path): path for scope, path in documents}
+
+
+def full_location_of(source_scope: str, path: str) -> str:
+    """A document's full location: its folder (source scope) joined with its stored path."""
+    return f"{source_scope.rstrip('/')}/{path}"
 
 
 def stored_path(

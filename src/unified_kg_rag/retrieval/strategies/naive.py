@@ -6,6 +6,7 @@ retrieval in place of vector-only). Source: seed 000 §6.2; fusion: `domain.rank
 
 from __future__ import annotations
 
+from unified_kg_rag.domain.index.paths import full_location_of
 from unified_kg_rag.domain.models import Collection, MetadataValue, SearchHit, SearchMode
 from unified_kg_rag.retrieval.strategies.base import Candidate, QueryContext, register_strategy
 
@@ -24,7 +25,7 @@ def text_unit_candidate(hit: SearchHit) -> Candidate:
 
     path, scope = as_str(f.get("path")), as_str(f.get("source_scope"))
     is_folder = scope is not None and (scope.startswith("/") or scope[1:3] == ":/")
-    location = f"{scope.rstrip('/')}/{path}" if path and scope and is_folder else None
+    location = full_location_of(scope, path) if path and scope and is_folder else None
     return Candidate(
         kind="text_unit",
         id=hit.id,
