@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from unified_kg_rag.config.graph import GraphConfig
 from unified_kg_rag.config.messages import MessagesConfig
 from unified_kg_rag.config.query import QueryConfig
+from unified_kg_rag.config.service import ServiceConfig
 from unified_kg_rag.config.stores import PostgresConfig, SqliteConfig, StoresConfig
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "QueryConfig",
     "ScriptedLLMConfig",
     "ScriptedReply",
+    "ServiceConfig",
     "SqliteConfig",
     "StoresConfig",
     "UkrConfig",
@@ -430,6 +432,9 @@ class UkrConfig(BaseSettings):
     stores: StoresConfig = Field(default_factory=StoresConfig, description="Storage backend.")
     query: QueryConfig = Field(default_factory=QueryConfig, description="Answering questions.")
     logging: LoggingConfig = Field(default_factory=LoggingConfig, description="Logging.")
+    service: ServiceConfig = Field(
+        default_factory=ServiceConfig, description="The HTTP service (`ukr serve`)."
+    )
 
     @classmethod
     def settings_customise_sources(

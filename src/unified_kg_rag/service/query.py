@@ -1,0 +1,139 @@
+"""``POST /v1/query``: answer a question, as one JSON body or as Server-Sent Events."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import StreamingResponse
+from fastapi.sse import format_sse_event
+from pydantic import BaseModel, Field
+
+from unified_kg_rag.domain.models import MetadataValue, RAGOutput, SearchMode
+from unified_kg_rag.retrieval.chain import RAGInput
+from unified_kg_rag.service.auth import requires
+from unified_kg_rag.service.deps import app_of
+from unified_kg_rag.util.errors import UkrError
+
+__all__ = ["Pieces", "QueryRequest", "router", "stream_events"]
+
+logger = logging.getLogger(__name__)
+
+router = APIRouter(prefix="/v1")
+
+
+class QueryRequest(BaseModel):
+    """The body of ``POST /v1/query``: what ``ukr query`` takes as arguments and options.
+
+    Attributes:
+        question: the question.
+        index: the index to ask (default: ``query.index``).
+        strategy: the strategy (default: ``query.strategy``).
+        filters: equality filters on text-unit fields; a list means "any of these".
+        top_k: sources per type (``query.top_k``).
+        mode: ``hybrid``, ``lexical`` or ``vector`` (``query.search_mode``).
+        deadline_s: longest the whole query may take, seconds.
+        conversation_id: keeps the turns of one conversation.
+        user_id: whose conversation it is.
+        stream: answer as Server-Sent Events (`stream_events`) instead of one JSON body.
+    """
+
+    question: str = Field(max_length=20_000)
+    index: str | None = None
+    strategy: str | None = None
+    filters: dict[str, MetadataValue | list[MetadataValue]] = Field(default_factory=dict)
+    top_k: int | None = Field(default=None, ge=1)
+    mode: SearchMode | None = None
+    deadline_s: float | None = Field(default=None, gt=0)
+    conversation_id: str | None = None
+    user_id: str = "default"
+    stream: bool = False
+
+
+@router.post("/query", response_model=RAGOutput, dependencies=[Depends(requires("read"))])
+async def query(body: QueryRequest, request: Request) -> RAGOutput | StreamingResponse:
+    """Answer a question with numbered sources, as ``ukr query --json`` does.
+
+    With ``stream: true`` the reply is ``text/event-stream``: ``delta`` events with the
+    answer's text as it is written, then one ``result`` event holding the `RAGOutput`.
+    """
+    overrides: dict[str, object] = {
+        "top_k": body.top_k, "search_mode": body.mode, "deadline_s": body.deadline_s
+    }
+    request_in = RAGInput(
+        question=body.question, strategy=body.strategy, filters=dict(body.filters),
+        conversation_id=body.conversation_id, user_id=body.user_id,
+        overrides={k: v for k, v in overrides.items() if v is not None},
+    )  # fmt: skip
+    chain = app_of(request).chain(body.index)
+    if not body.stream:
+        return await chain.ainvoke(request_in)
+    pieces = Pieces(chain.stream(request_in))
+    first = await pieces.next()  # errors before the answer starts keep their status
+    return StreamingResponse(stream_events(first, pieces), media_type="text/event-stream")
+
+
+class Pieces:
+    """A chain's answer stream iterated by one task of its own.
+
+    The chain's stream keeps context variables (usage, deadline) across its pieces, so it
+    must run in one context from start to end, while the request handler reads its first
+    piece and the response reads the rest: a producer task feeds a queue both read.
+    """
+
+    def __init__(self, stream: AsyncIterator[str | RAGOutput]) -> None:
+        self._queue: asyncio.Queue[tuple[str | RAGOutput | None, BaseException | None]] = (
+            asyncio.Queue()
+        )
+        self._task = asyncio.create_task(self._feed(stream))
+
+    async def _feed(self, stream: AsyncIterator[str | RAGOutput]) -> None:
+        try:
+            async for piece in stream:
+                await self._queue.put((piece, None))
+            await self._queue.put((None, None))
+        except Exception as error:  # handed to the reader, who raises it
+            await self._queue.put((None, error))
+
+    async def next(self) -> str | RAGOutput | None:
+        """The next piece, None at the end; raises what the chain raised."""
+        piece, error = await self._queue.get()
+        if error is not None:
+            raise error
+        return piece
+
+    async def aclose(self) -> None:
+        """Stop the chain (a client that left)."""
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+
+async def stream_events(first: str | RAGOutput | None, rest: Pieces) -> AsyncIterator[bytes]:
+    """Encode a streamed answer as Server-Sent Events (the HTML living standard's format).
+
+    ``event: delta`` with ``{"text": …}`` per piece of the answer, then ``event: result``
+    with the `RAGOutput` as JSON. An error after the answer started ends the stream with
+    ``event: error`` (``{"type", "message"}``); a client that disconnects stops the chain.
+    """
+    try:
+        piece = first
+        while piece is not None:
+            if isinstance(piece, RAGOutput):
+                yield format_sse_event(event="result", data_str=piece.model_dump_json())
+            else:
+                yield format_sse_event(event="delta", data_str=json.dumps({"text": piece}))
+            piece = await rest.next()
+    except UkrError as error:
+        body = {"type": type(error).__name__, "message": str(error)}
+        yield format_sse_event(event="error", data_str=json.dumps(body))
+    except Exception:  # not the client's doing: logged here, not described to the client
+        logger.exception("a streamed answer failed")
+        body = {"type": "InternalError", "message": "the answer failed; see the server log"}
+        yield format_sse_event(event="error", data_str=json.dumps(body))
+    finally:
+        await rest.aclose()
