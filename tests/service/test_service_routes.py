@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support.corpus import write_good_docs
-from unified_kg_rag.bootstrap import build_app, load_project_config
+from tests.support.server import index_good_docs, serving
 
 pytestmark = pytest.mark.integration
 
 uvicorn = pytest.importorskip("uvicorn")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -33,27 +22,9 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from unified_kg_rag.service.app import create_app
 
     project = tmp_path_factory.mktemp("service")
-    write_good_docs(project / "docs")
-
-    async def index() -> None:
-        async with build_app(load_project_config(project), project) as app:
-            report = await app.index_pipeline().run([project / "docs"])
-            assert report.failed == []
-
-    asyncio.run(index())
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(project), host="127.0.0.1", port=port,
-                                           log_level="warning"))  # fmt: skip
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.05)
-    yield url
-    server.should_exit = True
-    thread.join(timeout=30)
+    index_good_docs(project)
+    with serving(create_app(project)) as url:
+        yield url
 
 
 def test_health_and_version(base_url: str) -> None:
