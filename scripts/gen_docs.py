@@ -2,6 +2,7 @@
 
 - docs/reference/configuration.md  from the configuration models
 - docs/reference/cli.md            from the Typer application
+- docs/reference/openapi.json      from the HTTP service (rendered by docs/reference/http-api.md)
 
 Run `python scripts/gen_docs.py` (or `make docs-gen`); `--check` exits 1 when a page is stale
 (the test suite runs the same comparison).
@@ -32,12 +33,25 @@ def render_cli_reference() -> str:
     return f"{head}\n\n{note}{rest.lstrip()}".rstrip() + "\n"
 
 
+def render_openapi() -> str:
+    """The service's OpenAPI document as indented JSON (keys sorted, so diffs are stable)."""
+    import json
+    import tempfile
+
+    from unified_kg_rag.service.app import create_app
+
+    with tempfile.TemporaryDirectory() as project:
+        schema = create_app(Path(project)).openapi()
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 def pages() -> dict[Path, str]:
     from unified_kg_rag.config.template import render_reference
 
     return {
         ROOT / "docs/reference/configuration.md": render_reference(),
         ROOT / "docs/reference/cli.md": render_cli_reference(),
+        ROOT / "docs/reference/openapi.json": render_openapi(),
     }
 
 
