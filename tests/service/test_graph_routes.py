@@ -1,56 +1,22 @@
-"""The ``/v1/graph`` routes on a real uvicorn server (issue 17).
-
-One project, two indexes: ``default`` holds the hand-written LLM graph of
-`tests.support.graph_fixture` (entities, relationships, two community levels, reports);
-``docs`` holds only the LLM-free `lazy` concept graph of three documents and a JSON Lines chat
-archive, so concept details name messages.
+"""The ``/v1/graph`` routes on a real uvicorn server (issue 17), over the two indexes of
+`tests.support.graph_project` (an LLM graph in ``default``, a concept graph in ``docs``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.corpus import write_good_docs
-from tests.support.graph_fixture import ent, graph_app
+from tests.support.graph_fixture import ent
+from tests.support.graph_project import build_project
 from tests.support.server import serving
-from unified_kg_rag.bootstrap import build_app, load_project_config
 
 pytestmark = pytest.mark.integration
 
 uvicorn = pytest.importorskip("uvicorn")
-
-CHAT = [
-    {"thread_id": "birders", "thread_name": "Birders", "sender": "Alice",
-     "timestamp": "2024-03-01T18:04:00Z", "text": "I saw a barn owl hunting voles near the mill."},
-    {"thread_id": "birders", "thread_name": "Birders", "sender": "Bob",
-     "timestamp": "2024-03-01T18:06:00Z", "text": "A barn owl? Lucky you, the mill is a great spot."},
-    {"thread_id": "garden", "thread_name": "Garden", "is_from_me": True,
-     "timestamp": "2024-03-02T09:00:00Z", "text": "The honey bees swarmed around the queen bee."},
-]  # fmt: skip
-
-
-def build_project(project: Path) -> None:
-    """The LLM graph fixture in ``default``; documents and a chat archive in ``docs`` (lazy)."""
-    write_good_docs(project / "docs")
-    lines = "\n".join(json.dumps(m) for m in CHAT)
-    (project / "docs" / "chat.jsonl").write_text(lines + "\n", encoding="utf-8")
-
-    async def build() -> None:
-        async with graph_app(project):
-            pass
-        async with build_app(load_project_config(project), project) as app:
-            report = await app.index_pipeline("docs").run([project / "docs"])
-            assert report.failed == []
-
-    asyncio.run(build())
-
 
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
