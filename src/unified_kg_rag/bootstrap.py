@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # the application layer loads on first use: `import unified_k
     from unified_kg_rag.ingestion.status import StatusReport
     from unified_kg_rag.ports import ProgressReporter
     from unified_kg_rag.retrieval.chain import RAGChain
+    from unified_kg_rag.retrieval.graph_view import GraphReader, GraphView
     from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph
 
 __all__ = [
@@ -112,6 +113,7 @@ class App:
             Lines ...).
         concept_graphs: the `lazy` concept graphs loaded by this app's chains, kept for
             the next queries (the service answers many over one load).
+        graph_views: the graphs loaded for browsing (`graph_reader`), kept per build.
     """
 
     config: UkrConfig
@@ -126,6 +128,7 @@ class App:
     reranker: Reranker | None = None
     message_sources: list[MessageSource] = field(default_factory=list)
     concept_graphs: BuildCache[LoadedConceptGraph] = field(default_factory=BuildCache)
+    graph_views: BuildCache[GraphView] = field(default_factory=BuildCache)
 
     def index(self, name: str | None = None) -> IndexStores:
         """Return the store ports of index ``name`` (default: ``query.index``).
@@ -201,6 +204,19 @@ class App:
             reranker=self.reranker,
             concept_graphs=self.concept_graphs,
         )
+
+    def graph_reader(self, index: str | None = None) -> GraphReader:
+        """Return the graph browser of ``index`` over this app's loaded-graph caches.
+
+        Args:
+            index: the index name (default: ``query.index``).
+
+        Raises:
+            UsageError: the name is not a valid index name.
+        """
+        from unified_kg_rag.retrieval.graph_view import GraphReader
+
+        return GraphReader(self.index(index), self.graph_views, self.concept_graphs)
 
     async def status(self) -> StatusReport:
         """Describe every index of the project (`ingestion.status.describe_index`).

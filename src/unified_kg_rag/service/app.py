@@ -3,7 +3,7 @@
 Thin over the application layer, like the CLI: every route calls `bootstrap.App` or a
 function the CLI calls too. One `App` lives for the server's lifetime, so the embedding
 model and the loaded concept graphs are kept between requests. The routes live one module
-per concern (`meta`, `documents`, `query`); errors are typed JSON (`errors`), access is by
+per concern (`meta`, `documents`, `query`, `graph`); errors are typed JSON (`errors`), access is by
 scope (`auth`).
 """
 
@@ -17,7 +17,7 @@ from fastapi import FastAPI
 
 from unified_kg_rag import __version__
 from unified_kg_rag.bootstrap import build_app, load_project_config
-from unified_kg_rag.service import documents, meta, query
+from unified_kg_rag.service import documents, graph, meta, query
 from unified_kg_rag.service.errors import install_error_handlers
 
 __all__ = ["create_app"]
@@ -46,6 +46,6 @@ def create_app(
     api.state.config = config
     api.state.project_dir = project_dir
     install_error_handlers(api)
-    for module in (meta, documents, query):
+    for module in (meta, documents, query, graph):
         api.include_router(module.router)
     return api

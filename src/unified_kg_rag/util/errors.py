@@ -5,7 +5,8 @@
     UkrError                      exit 1 unless a subclass says otherwise
     ├── ConfigurationError        exit 2: bad config file, field or unknown plugin name
     ├── UsageError                exit 2: a bad argument (empty question, missing path)
-    │   └── FilterMatchesNothingError  exit 2: no passage of the index passes a query's filter
+    │   ├── FilterMatchesNothingError  exit 2: no passage of the index passes a query's filter
+    │   └── NotFoundError         exit 2: a named item (entity, concept, community) is not there
     ├── ConfirmationRequiredError exit 2: a mass deletion needs --yes; nothing was written
     ├── InputError                exit 3: one input document cannot be read; names the file
     ├── StoreError                a store failed; never disguised as "no results"
@@ -40,6 +41,7 @@ __all__ = [
     "ModelError",
     "ModelIntegrityError",
     "ModelOutputError",
+    "NotFoundError",
     "QueryDeadlineError",
     "StoreConnectionError",
     "StoreError",
@@ -113,6 +115,20 @@ class FilterMatchesNothingError(UsageError):
     def __init__(self, message: str, *, filters: dict[str, object]) -> None:
         super().__init__(message, field="filters")
         self.filters = filters
+
+
+class NotFoundError(UsageError):
+    """A request names an item the index does not hold (an entity, a concept, a community).
+
+    Attributes:
+        kind: what was looked for (``entity``, ``concept``, ``community``).
+        key: the id or label asked for.
+    """
+
+    def __init__(self, message: str, *, kind: str, key: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.key = key
 
 
 class ConfirmationRequiredError(UkrError):
