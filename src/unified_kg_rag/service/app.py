@@ -3,8 +3,8 @@
 Thin over the application layer, like the CLI: every route calls `bootstrap.App` or a
 function the CLI calls too. One `App` lives for the server's lifetime, so the embedding
 model and the loaded concept graphs are kept between requests. The routes live one module
-per concern (`meta`, `documents`, `query`, and the OpenAI-compatible chat protocol
-`openai_compat`); errors are typed JSON (`errors`), access is by
+per concern (`meta`, `documents`, `query`, and the chat protocols `openai_compat` and
+`ollama`); errors are typed JSON (`errors`), access is by
 scope (`auth`).
 """
 
@@ -19,7 +19,7 @@ from fastapi import FastAPI
 
 from unified_kg_rag import __version__
 from unified_kg_rag.bootstrap import build_app, load_project_config
-from unified_kg_rag.service import documents, meta, openai_compat, query
+from unified_kg_rag.service import documents, meta, ollama, openai_compat, query
 from unified_kg_rag.service.errors import install_error_handlers
 
 __all__ = ["create_app"]
@@ -49,6 +49,6 @@ def create_app(
     api.state.project_dir = project_dir
     api.state.started_at = time.time()  # the chat protocols' model timestamps
     install_error_handlers(api)
-    for module in (meta, documents, query, openai_compat):
+    for module in (meta, documents, query, openai_compat, ollama):
         api.include_router(module.router)
     return api
