@@ -79,7 +79,9 @@ def test_a_follow_up_reads_the_turns_sent_and_ukr_holds_the_output(base_url: str
 
 def test_the_raw_stream_is_ndjson_ending_with_done(base_url: str) -> None:
     body = {"model": "ukr-default:naive", "prompt": "What do barn owls hunt?"}  # stream: default
-    with httpx.stream("POST", f"{base_url}/api/generate", json=body, timeout=120) as reply:
+    form = {"content-type": "application/x-www-form-urlencoded"}  # what `curl -d` sends
+    with httpx.stream("POST", f"{base_url}/api/generate", content=json.dumps(body),
+                      headers=form, timeout=120) as reply:
         assert reply.headers["content-type"].startswith("application/x-ndjson")
         lines = [json.loads(line) for line in reply.iter_lines() if line]
     final = lines[-1]

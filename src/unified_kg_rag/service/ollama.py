@@ -11,7 +11,8 @@ durations (nanoseconds) and token counts, and ``ukr`` (the `RAGOutput`). ``optio
 ``keep_alive``, ``think``, ``context``, ``raw`` and ``system`` are accepted and ignored;
 ``tools``, ``format`` and ``images`` are refused (400). A chat without messages, or a
 generate without a prompt, only "loads" the model (``done_reason: load``), as Ollama does.
-Errors are Ollama's ``{"error": "message"}``.
+Errors are Ollama's ``{"error": "message"}``. Bodies are read as JSON whatever their
+Content-Type, as Ollama reads them.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from unified_kg_rag.domain.models import RAGOutput
 from unified_kg_rag.retrieval.chain import RAGInput
@@ -40,6 +43,8 @@ OLLAMA_API_VERSION = "0.9.0"
 """The Ollama server version whose API these routes follow (``GET /api/version``)."""
 
 NDJSON = "application/x-ndjson"
+
+_Body = TypeVar("_Body", bound=BaseModel)
 
 
 def _render(error: ProtocolError) -> Response:
@@ -191,8 +196,9 @@ async def tags(request: Request) -> Tags:
 
 
 @router.post("/show", dependencies=[Depends(requires("read"))])
-async def show(body: ShowRequest, request: Request) -> ShowReply:
+async def show(request: Request) -> ShowReply:
     """One model's details; 404 when it is not offered."""
+    body = await _read(request, ShowRequest)
     ref = await resolve_model(app_of(request), body.model or body.name or "")
     info = {"general.architecture": "ukr", "ukr.index": ref.index, "ukr.strategy": ref.resolved,
             "ukr.description": ref.description}  # fmt: skip
@@ -200,13 +206,14 @@ async def show(body: ShowRequest, request: Request) -> ShowReply:
 
 
 @router.post("/chat", response_model=None, dependencies=[Depends(requires("read"))])
-async def chat(body: ChatRequest, request: Request) -> Response:
+async def chat(request: Request) -> Response:
     """Answer the conversation's last user message (NDJSON unless ``stream`` is false).
 
     Raises:
         UnknownModelError: 404. UsageError: ``tools``, ``format``, ``images`` or no question,
         400. The chain's errors before the answer starts, with their status.
     """
+    body = await _read(request, ChatRequest)
     body.refuse_unsupported()
     if any(m.images for m in body.messages):
         raise UsageError("images are not read", field="messages")
@@ -218,12 +225,13 @@ async def chat(body: ChatRequest, request: Request) -> Response:
 
 
 @router.post("/generate", response_model=None, dependencies=[Depends(requires("read"))])
-async def generate(body: GenerateRequest, request: Request) -> Response:
+async def generate(request: Request) -> Response:
     """Answer ``prompt`` alone (NDJSON unless ``stream`` is false).
 
     Raises:
         As ``/api/chat``.
     """
+    body = await _read(request, GenerateRequest)
     body.refuse_unsupported()
     if body.images:
         raise UsageError("images are not read", field="images")
@@ -232,6 +240,18 @@ async def generate(body: GenerateRequest, request: Request) -> Response:
         return _loaded(body.model, chat=False)
     inp = RAGInput(question=body.prompt, strategy=ref.strategy)
     return await _answer(request, ref, inp, body.model, body.stream, chat=False)
+
+
+async def _read(request: Request, model: type[_Body]) -> _Body:
+    """The JSON body as ``model``, whatever its Content-Type (``curl -d`` sends a form's).
+
+    Raises:
+        RequestValidationError: the body is not JSON, or not ``model`` (answered 400).
+    """
+    try:
+        return model.model_validate_json(await request.body() or b"{}")
+    except ValidationError as error:
+        raise RequestValidationError(error.errors()) from error
 
 
 async def _answer(
