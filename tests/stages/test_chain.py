@@ -15,7 +15,7 @@ from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE, METHODOLOGIES_KEY
 from unified_kg_rag.domain.models import Collection, RAGOutput
 from unified_kg_rag.ports import IndexStores
 from unified_kg_rag.retrieval.answer import answer_messages
-from unified_kg_rag.retrieval.chain import RAGInput
+from unified_kg_rag.retrieval.chain import PriorTurn, RAGInput
 from unified_kg_rag.retrieval.memory import CONVERSATIONS_NAMESPACE, conversation_key
 from unified_kg_rag.util.errors import (
     MethodologyNotIndexedError,
@@ -91,6 +91,29 @@ def test_conversation_memory_with_llm_rewrites_the_follow_up(tmp_path: Path) -> 
     assert "Assistant: Warsaw [1]." in rewrite_prompt
     # the answer step is asked the standalone question
     assert model.prompts[-1].rstrip().endswith("Question: Who did Marie Curie work with?")
+
+
+def test_turns_the_caller_keeps_are_rewritten_from_and_not_stored(tmp_path: Path) -> None:
+    model = scripted(("Rewrite the user's last question", "Who did Marie Curie work with?"))
+    turns = [PriorTurn(question="Where was Marie Curie born?", answer="Warsaw [1].")]
+
+    async def body(fx: GraphFixture) -> tuple[Any, ...]:
+        chain = fx.chain(model)
+        out = await chain.ainvoke(RAGInput(question="Who did she work with?", strategy="naive",
+                                           history=turns, user_id="ann"))
+        plain = await fx.chain().retrieve(RAGInput(question="Who did she work with?",
+                                                   history=turns))
+        stored = await fx.app.index().records.count(CONVERSATIONS_NAMESPACE)
+        with pytest.raises(UsageError, match="not both"):
+            await chain.retrieve(RAGInput(question="x", history=turns, conversation_id="c"))
+        return out, plain, stored
+
+    out, plain, stored = run_fx(tmp_path, body)
+    assert out.metadata["rewrite"] == "llm"
+    assert "User: Where was Marie Curie born?\nAssistant: Warsaw [1]." in model.prompts[0]
+    assert model.prompts[-1].rstrip().endswith("Question: Who did Marie Curie work with?")
+    assert plain.standalone_question == "Where was Marie Curie born? Who did she work with?"
+    assert stored == 0
 
 
 def test_stream_yields_the_answer_then_the_output(tmp_path: Path) -> None:

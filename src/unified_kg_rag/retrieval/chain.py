@@ -1,6 +1,7 @@
 """`RAGChain`: one chain for every strategy, from question to answer with exactly its sources.
 
-Steps (DESIGN.md §8, seed 000 §6-§7): validate → follow-up rewrite from conversation memory →
+Steps (DESIGN.md §8, seed 000 §6-§7): validate → follow-up rewrite from conversation memory
+(or from the turns the caller sends, `RAGInput.history`) →
 check the index (before any model call) → strategy (explicit, or `auto`: the LLM router, else
 the rule) → strategy buckets → weighted RRF fusion → optional rerank → MMR → per-type quotas
 (`search` stops here) → token-budget packing per type (`retrieve` stops here) → answer:
@@ -53,7 +54,7 @@ from unified_kg_rag.retrieval.context import (
 )
 from unified_kg_rag.retrieval.extractive import EXTRACTIVE_HEADER, extractive_answer
 from unified_kg_rag.retrieval.filters import check_filters_pass, resolve_filters
-from unified_kg_rag.retrieval.memory import ConversationMemory, Turn
+from unified_kg_rag.retrieval.memory import ConversationMemory, Turn, rewrite_followup
 from unified_kg_rag.retrieval.message_sources import attach_messages
 from unified_kg_rag.retrieval.models import (
     CANNOT_ANSWER,
@@ -61,6 +62,7 @@ from unified_kg_rag.retrieval.models import (
     FILTER_FIELDS,
     MAX_QUESTION_CHARS,
     FilterMap,
+    PriorTurn,
     RAGInput,
     RetrievalOutput,
     SearchOutput,
@@ -86,6 +88,7 @@ __all__ = [
     "CANNOT_ANSWER",
     "FILTER_FIELDS",
     "MAX_QUESTION_CHARS",
+    "PriorTurn",
     "RAGChain",
     "RAGInput",
     "RetrievalOutput",
@@ -295,7 +298,16 @@ class RAGChain:
         memory = None
         standalone = question
         t0 = time.perf_counter()
-        if inp.conversation_id:
+        if inp.history:
+            turns = [
+                t.model_copy(update={"answer": t.answer[: cfg.memory.max_answer_chars]})
+                for t in inp.history[-cfg.memory.max_turns :]
+            ]
+            standalone, how = await rewrite_followup(question, turns, self._chat)
+            metadata["rewrite"] = how
+            metadata["standalone_question"] = standalone
+            timings["rewrite"] = _ms(t0)
+        elif inp.conversation_id:
             memory = ConversationMemory(
                 self._stores.records, inp.user_id, inp.conversation_id,
                 max_turns=cfg.memory.max_turns, max_answer_chars=cfg.memory.max_answer_chars,

@@ -6,21 +6,31 @@ follow-up ("and where did she teach?") is rewritten as a standalone question bef
 by the LLM when one is configured (`followup_rewrite.v1`), else by prefixing the previous
 question as asked, which carries its named entities into the search; only the last one, so the
 query never grows turn after turn (seed 000 §6: "a follow-up is rewritten as a standalone
-question").
+question"). A caller that keeps the conversation itself (a chat client sending every turn
+with each message) passes its turns instead (`RAGInput.history`): the same rewrite
+(`rewrite_followup`), nothing stored.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from unified_kg_rag.domain.models import Message
 from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.ports import ChatModel, RecordStore
+from unified_kg_rag.retrieval.models import PriorTurn
 from unified_kg_rag.retrieval.strategies.base import is_fatal
 
-__all__ = ["CONVERSATIONS_NAMESPACE", "ConversationMemory", "Turn", "conversation_key"]
+__all__ = [
+    "CONVERSATIONS_NAMESPACE",
+    "ConversationMemory",
+    "Turn",
+    "conversation_key",
+    "rewrite_followup",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +50,43 @@ class Turn:
     question: str
     standalone: str
     answer: str
+
+
+async def rewrite_followup(
+    question: str, turns: Sequence[PriorTurn], chat_model: ChatModel | None
+) -> tuple[str, str]:
+    """Rewrite a follow-up as a standalone question from the turns before it.
+
+    Args:
+        question: the follow-up as asked.
+        turns: the earlier turns to read, oldest first (already cut to the ones wanted).
+        chat_model: the LLM that rewrites; None: the fallback (previous question + this one).
+
+    Returns:
+        ``(standalone question, how)``; ``how`` is ``none`` (no turns), ``llm`` or
+        ``fallback``.
+
+    Raises:
+        ModelError: the LLM refused access (401/403); other failures use the fallback.
+    """
+    if not turns:
+        return question, "none"
+    if chat_model is not None:
+        history = "\n".join(f"User: {t.question}\nAssistant: {t.answer}" for t in turns)
+        prompt = load_prompt("followup_rewrite.v1").format(history=history, question=question)
+        try:
+            reply = await chat_model.complete(
+                [Message(role="user", content=prompt)], max_tokens=200, temperature=0.0
+            )
+        except Exception as exc:
+            if is_fatal(exc):
+                raise
+            logger.warning("follow-up rewrite failed; using the fallback: %s", exc)
+        else:
+            text = reply.text.strip().strip('"').strip()
+            if text:
+                return text.splitlines()[0].strip(), "llm"
+    return f"{turns[-1].question} {question}", "fallback"
 
 
 def conversation_key(user_id: str, conversation_id: str) -> str:
@@ -100,28 +147,8 @@ class ConversationMemory:
             ModelError: the LLM refused access (401/403); other failures use the fallback.
         """
         turns = (await self.turns())[-self._max_turns :]
-        if not turns:
-            return question, "none"
-        if chat_model is not None:
-            history = "\n".join(
-                f"User: {t.question}\nAssistant: {t.answer}" for t in turns
-            )
-            prompt = load_prompt("followup_rewrite.v1").format(
-                history=history, question=question
-            )
-            try:
-                reply = await chat_model.complete(
-                    [Message(role="user", content=prompt)], max_tokens=200, temperature=0.0
-                )
-            except Exception as exc:
-                if is_fatal(exc):
-                    raise
-                logger.warning("follow-up rewrite failed; using the fallback: %s", exc)
-            else:
-                text = reply.text.strip().strip('"').strip()
-                if text:
-                    return text.splitlines()[0].strip(), "llm"
-        return f"{turns[-1].question} {question}", "fallback"
+        prior = [PriorTurn(question=t.question, answer=t.answer) for t in turns]
+        return await rewrite_followup(question, prior, chat_model)
 
     async def append(self, turn: Turn) -> None:
         """Store ``turn`` after the others (the oldest beyond 4 × ``max_turns`` are dropped).

@@ -18,6 +18,7 @@ __all__ = [
     "FILTER_FIELDS",
     "MAX_QUESTION_CHARS",
     "FilterMap",
+    "PriorTurn",
     "RAGInput",
     "RetrievalOutput",
     "SearchOutput",
@@ -80,6 +81,18 @@ def parse_filter_options(
     return out
 
 
+class PriorTurn(BaseModel):
+    """One earlier question and answer of a conversation the caller keeps itself.
+
+    Attributes:
+        question: the question as asked.
+        answer: the answer shown (empty when the caller has none).
+    """
+
+    question: str
+    answer: str = ""
+
+
 class RAGInput(BaseModel):
     """One request to the chain.
 
@@ -91,6 +104,9 @@ class RAGInput(BaseModel):
         conversation_id: keeps the turns of one conversation; a follow-up is rewritten as a
             standalone question from them. None: no memory.
         user_id: whose conversation it is (two users never share one).
+        history: the conversation's earlier turns, oldest first, when the caller keeps them
+            (a chat client sends them with every message): a follow-up is rewritten from
+            them as from stored turns, and nothing is stored. Not with ``conversation_id``.
         overrides: further `QueryConfig` fields for this request (``top_k``, ``search_mode``...).
     """
 
@@ -99,6 +115,7 @@ class RAGInput(BaseModel):
     filters: dict[str, MetadataValue | list[MetadataValue]] = Field(default_factory=dict)
     conversation_id: str | None = None
     user_id: str = "default"
+    history: list[PriorTurn] = Field(default_factory=list)
     overrides: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -90,7 +90,8 @@ def check_request(inp: RAGInput, base: QueryConfig) -> tuple[RAGInput, str, Quer
 
     Raises:
         UsageError: a blank or overlong question, an unknown filter field, a filter value,
-            id or setting that is not valid Unicode, a ``rerank`` override, or a bad setting.
+            id or setting that is not valid Unicode, a ``rerank`` override, a bad setting, or
+            both ``history`` and ``conversation_id``.
     """
     repaired = repair_unicode(inp.question)
     if repaired is not inp.question:
@@ -107,6 +108,7 @@ def check_request(inp: RAGInput, base: QueryConfig) -> tuple[RAGInput, str, Quer
         )
     for key, value in inp.filters.items():
         _refuse_invalid_text(value, f"filters.{key}")
+    inp = _checked_history(inp)
     _refuse_invalid_text(inp.conversation_id, "conversation_id")
     _refuse_invalid_text(inp.user_id, "user_id")
     _refuse_invalid_text(inp.strategy, "strategy")
@@ -123,6 +125,28 @@ def check_request(inp: RAGInput, base: QueryConfig) -> tuple[RAGInput, str, Quer
         )
     _refuse_swapped_names(inp)
     return inp, question, effective_config(base, inp)
+
+
+def _checked_history(inp: RAGInput) -> RAGInput:
+    """Return ``inp`` with its history's text repaired as the question's is.
+
+    Raises:
+        UsageError: both ``history`` and ``conversation_id`` given (two memories).
+    """
+    if not inp.history:
+        return inp
+    if inp.conversation_id is not None:
+        raise UsageError(
+            "give either history (the caller keeps the conversation) or conversation_id "
+            "(the index keeps it), not both",
+            field="history",
+        )
+    turns = [
+        t.model_copy(update={"question": repair_unicode(t.question),
+                             "answer": repair_unicode(t.answer)})
+        for t in inp.history
+    ]  # fmt: skip
+    return inp.model_copy(update={"history": turns})
 
 
 def _refuse_swapped_names(inp: RAGInput) -> None:

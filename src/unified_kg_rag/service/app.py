@@ -3,12 +3,14 @@
 Thin over the application layer, like the CLI: every route calls `bootstrap.App` or a
 function the CLI calls too. One `App` lives for the server's lifetime, so the embedding
 model and the loaded concept graphs are kept between requests. The routes live one module
-per concern (`meta`, `documents`, `query`, `graph`); errors are typed JSON (`errors`), access is by
+per concern (`meta`, `documents`, `query`, `graph`, and the chat protocols `openai_compat` and
+`ollama`); errors are typed JSON (`errors`), access is by
 scope (`auth`).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,7 +19,7 @@ from fastapi import FastAPI
 
 from unified_kg_rag import __version__
 from unified_kg_rag.bootstrap import build_app, load_project_config
-from unified_kg_rag.service import documents, graph, meta, query
+from unified_kg_rag.service import documents, graph, meta, ollama, openai_compat, query
 from unified_kg_rag.service.errors import install_error_handlers
 
 __all__ = ["create_app"]
@@ -45,7 +47,8 @@ def create_app(
     api = FastAPI(title="unified-kg-rag", version=__version__, lifespan=lifespan)
     api.state.config = config
     api.state.project_dir = project_dir
+    api.state.started_at = time.time()  # the chat protocols' model timestamps
     install_error_handlers(api)
-    for module in (meta, documents, query, graph):
+    for module in (meta, documents, query, graph, openai_compat, ollama):
         api.include_router(module.router)
     return api

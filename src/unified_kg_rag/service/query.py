@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
@@ -19,7 +19,7 @@ from unified_kg_rag.service.auth import requires
 from unified_kg_rag.service.deps import app_of
 from unified_kg_rag.util.errors import UkrError
 
-__all__ = ["Pieces", "QueryRequest", "router", "stream_events"]
+__all__ = ["Pieces", "QueryRequest", "relay", "router", "stream_events"]
 
 logger = logging.getLogger(__name__)
 
@@ -113,27 +113,54 @@ class Pieces:
             await self._task
 
 
-async def stream_events(first: str | RAGOutput | None, rest: Pieces) -> AsyncIterator[bytes]:
+def stream_events(first: str | RAGOutput | None, rest: Pieces) -> AsyncIterator[bytes]:
     """Encode a streamed answer as Server-Sent Events (the HTML living standard's format).
 
     ``event: delta`` with ``{"text": …}`` per piece of the answer, then ``event: result``
     with the `RAGOutput` as JSON. An error after the answer started ends the stream with
     ``event: error`` (``{"type", "message"}``); a client that disconnects stops the chain.
     """
+    return relay(first, rest, _sse_piece, _sse_error)
+
+
+def _sse_piece(piece: str | RAGOutput) -> bytes:
+    if isinstance(piece, RAGOutput):
+        return format_sse_event(event="result", data_str=piece.model_dump_json())
+    return format_sse_event(event="delta", data_str=json.dumps({"text": piece}))
+
+
+def _sse_error(kind: str, message: str) -> bytes:
+    return format_sse_event(event="error", data_str=json.dumps({"type": kind, "message": message}))
+
+
+async def relay(
+    first: str | RAGOutput | None,
+    rest: Pieces,
+    encode: Callable[[str | RAGOutput], bytes],
+    fail: Callable[[str, str], bytes],
+) -> AsyncIterator[bytes]:
+    """Frame a streamed answer in any protocol: SSE here, the chat protocols' own formats.
+
+    Args:
+        first: the piece the handler already read (errors before it kept their status).
+        rest: the pieces after it.
+        encode: frames one piece: a piece of the answer's text, or the final `RAGOutput`.
+        fail: frames an error raised after the answer started, from its kind (the error
+            class's name, ``InternalError`` for a bug) and its one-line message; the stream
+            ends after it.
+
+    A bug is logged here and described to the client only as "see the server log"; a client
+    that disconnects stops the chain.
+    """
     try:
         piece = first
         while piece is not None:
-            if isinstance(piece, RAGOutput):
-                yield format_sse_event(event="result", data_str=piece.model_dump_json())
-            else:
-                yield format_sse_event(event="delta", data_str=json.dumps({"text": piece}))
+            yield encode(piece)
             piece = await rest.next()
     except UkrError as error:
-        body = {"type": type(error).__name__, "message": str(error)}
-        yield format_sse_event(event="error", data_str=json.dumps(body))
+        yield fail(type(error).__name__, str(error))
     except Exception:  # not the client's doing: logged here, not described to the client
         logger.exception("a streamed answer failed")
-        body = {"type": "InternalError", "message": "the answer failed; see the server log"}
-        yield format_sse_event(event="error", data_str=json.dumps(body))
+        yield fail("InternalError", "the answer failed; see the server log")
     finally:
         await rest.aclose()
