@@ -5,7 +5,9 @@
     UkrError                      exit 1 unless a subclass says otherwise
     ├── ConfigurationError        exit 2: bad config file, field or unknown plugin name
     ├── UsageError                exit 2: a bad argument (empty question, missing path)
-    │   └── FilterMatchesNothingError  exit 2: no passage of the index passes a query's filter
+    │   ├── FilterMatchesNothingError  exit 2: no passage of the index passes a query's filter
+    │   ├── NotFoundError         exit 2: a job or document a request names does not exist
+    │   └── PayloadTooLargeError  exit 2: an upload is over a configured size or count limit
     ├── ConfirmationRequiredError exit 2: a mass deletion needs --yes; nothing was written
     ├── InputError                exit 3: one input document cannot be read; names the file
     ├── StoreError                a store failed; never disguised as "no results"
@@ -18,6 +20,7 @@
     │   ├── ModelOutputError      a model's reply is not in the format its prompt asked for
     │   └── QueryDeadlineError    a query's deadline passed before a model call finished
     ├── MethodologyNotIndexedError  a strategy needs what the index does not hold
+    ├── JobConflictError          exit 2: a job of the service already writes the index
     └── IndexingInterruptedError  exit 130: a run was stopped; the next run resumes it
 
 Nothing else belongs here: no I/O, no formatting of output.
@@ -35,11 +38,14 @@ __all__ = [
     "IndexBusyError",
     "IndexingInterruptedError",
     "InputError",
+    "JobConflictError",
     "LeaseLostError",
     "MethodologyNotIndexedError",
     "ModelError",
     "ModelIntegrityError",
     "ModelOutputError",
+    "NotFoundError",
+    "PayloadTooLargeError",
     "QueryDeadlineError",
     "StoreConnectionError",
     "StoreError",
@@ -113,6 +119,18 @@ class FilterMatchesNothingError(UsageError):
     def __init__(self, message: str, *, filters: dict[str, object]) -> None:
         super().__init__(message, field="filters")
         self.filters = filters
+
+
+class NotFoundError(UsageError):
+    """A job or document that a request names does not exist (the service answers 404)."""
+
+
+class PayloadTooLargeError(UsageError):
+    """An upload is over a limit of ``service`` (file size, file count, total bytes).
+
+    Raised while the upload streams in, before the rest of it is read; what was received is
+    removed (the service answers 413).
+    """
 
 
 class ConfirmationRequiredError(UkrError):
@@ -275,6 +293,25 @@ class BuildInProgress(UkrError):  # noqa: N818 (the issue's name for it)
         self.index = index
         self.holder = holder
         self.expires_in_s = expires_in_s
+
+
+class JobConflictError(UkrError):
+    """A job of the service already writes the index (one index, delete or reset job each).
+
+    Attributes:
+        index: the index.
+        job_id: the job that holds it.
+    """
+
+    exit_code = 2
+
+    def __init__(self, index: str, job_id: str, kind: str) -> None:
+        super().__init__(
+            f"index {index!r} is being written by job {job_id} ({kind}); wait for it to end "
+            f"(GET /v1/jobs/{job_id}) or cancel it (POST /v1/jobs/{job_id}/cancel)"
+        )
+        self.index = index
+        self.job_id = job_id
 
 
 IndexBusyError = BuildInProgress
