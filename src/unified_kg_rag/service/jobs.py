@@ -104,7 +104,7 @@ class JobManager:
         """Log, once per job over all workers, each job a stop interrupted and how to resume."""
         jobs = await self._call(self._store.announce_interrupted)
         for job in jobs:
-            logger.warning("job %s (%s of index %r) was interrupted when the server stopped "
+            logger.warning("job %s (%s, index %r) was interrupted when the server stopped "
                            "(%s); resume it with POST /v1/jobs/%s/resume", job.id, job.kind,
                            job.index, job.summary or "nothing kept", job.id)  # fmt: skip
         return jobs
