@@ -159,8 +159,8 @@ def test_an_upload_is_indexed_in_a_job_followed_as_server_sent_events(served: Se
     assert (kept / "alpha.md").read_bytes() == doc(1)
     listed = httpx.get(f"{served.url}/v1/documents", params={"path_prefix": "alpha"}).json()
     assert listed["documents"][0]["source_scope"] == kept.resolve().as_posix()
-    assert [j["id"] for j in httpx.get(f"{served.url}/v1/jobs",
-                                       params={"state": "succeeded"}).json()][0] == job["id"]
+    newest = httpx.get(f"{served.url}/v1/jobs", params={"state": "succeeded"}).json()[0]
+    assert newest["id"] == job["id"]
 
 
 @pytest.mark.parametrize("name", ["../escape.md", "sub/inner.md", "a\\b.md", "nul\x00.md",
@@ -213,9 +213,9 @@ def test_server_side_paths_are_indexed_only_under_the_allowed_roots(
 
 
 def test_no_allowed_roots_means_no_server_side_paths(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="service.allowed_roots"):
+    with pytest.raises(UsageError, match=r"service\.allowed_roots"):
         allowed_path(str(tmp_path), [], tmp_path)
-    with pytest.raises(UsageError, match="outside service.allowed_roots"):
+    with pytest.raises(UsageError, match=r"outside service\.allowed_roots"):
         allowed_path("/etc", ["roots"], tmp_path)
 
 
@@ -283,7 +283,7 @@ def test_deleting_by_id_prefix_or_path_runs_a_job_and_removes_the_upload(served:
     assert wait_end(served.url, upload(served.url, [("gone1.md", doc(40)), (
         "gone2.md", doc(41))]).json()["id"])["state"] == "succeeded"
     docs = httpx.get(f"{served.url}/v1/documents", params={"path_prefix": "gone"}).json()
-    first, second = docs["documents"]
+    first, _ = docs["documents"]
     by_id = httpx.delete(f"{served.url}/v1/documents/{first['document_id'][:8]}")
     assert by_id.status_code == 202, by_id.text
     job = wait_end(served.url, by_id.json()["id"])

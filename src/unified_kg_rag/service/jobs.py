@@ -170,10 +170,11 @@ class JobManager:
         """Jobs, newest first (`JobStore.list_jobs` filters: ``index``, ``state``, ``limit``)."""
         return await self._call(self._store.list_jobs, **filters)
 
-    async def cancel(self, job_id: str) -> Job:
+    async def cancel(self, job_id: str, *, wait_s: float = 30.0) -> Job:
         """Ask a job to stop like Ctrl-C; return its record (final when it ran here).
 
-        A job that already ended is returned as it is.
+        A job that already ended is returned as it is. A job another worker runs ends within
+        a second (its worker polls the request); its record is awaited up to ``wait_s``.
 
         Raises:
             NotFoundError: no such job.
@@ -187,6 +188,10 @@ class JobManager:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        deadline = time.monotonic() + wait_s
+        async for job in self.watch(job_id):  # another worker's job: until its record ends
+            if not job.active or time.monotonic() > deadline:
+                return job
         return await self.get(job_id)
 
     async def resume(self, job_id: str) -> Job:
