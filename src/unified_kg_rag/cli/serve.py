@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING, Annotated
+import os
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -24,15 +25,24 @@ def serve_command(
         typer.Option("--insecure", help="Bind an address other than loopback although the "
                      "service has no API keys yet: anyone who reaches it can read the index."),
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option("--workers", min=1, max=64,
+                     help="Server processes (uvicorn workers). Every worker sees and can "
+                     "cancel every job (their records are in the project); one job writes an "
+                     "index at a time across them (the index's lease)."),
+    ] = 1,
     project: ProjectOpt = None,
     stores: StoresOpt = None,
     config_file: ConfigOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Serve the project's HTTP API: health, version, indexes, status and query under /v1.
+    """Serve the project's HTTP API under /v1: queries, documents, index and delete jobs.
 
     OpenAPI at /docs. Binds 127.0.0.1:8420 by default; any other address needs --insecure
-    until API keys exist. Stops gracefully on Ctrl-C or SIGTERM.
+    until API keys exist. Stops gracefully on Ctrl-C or SIGTERM: a running job is stopped
+    like Ctrl-C stops `ukr index` (what it stored is kept) and recorded `interrupted`; the
+    next start says how to resume it (POST /v1/jobs/ID/resume).
     """
 
     async def build() -> FastAPI:
@@ -47,7 +57,20 @@ def serve_command(
     api = run(build, verbose=verbose)
     import uvicorn
 
-    uvicorn.run(api, host=host, port=port, log_level="debug" if verbose else "info")
+    options: dict[str, Any] = {"host": host, "port": port, "timeout_graceful_shutdown": 5,
+                               "log_level": "debug" if verbose else "info"}
+    if workers == 1:
+        uvicorn.run(api, **options)
+        return
+    from unified_kg_rag.service.app import SERVE_ENV
+
+    # each worker process builds its own app from the environment (uvicorn needs an import
+    # string to start workers)
+    state = api.state
+    values = (str(state.project_dir), str(config_file or ""), stores or "")
+    os.environ.update(dict(zip(SERVE_ENV, values, strict=True)))
+    uvicorn.run("unified_kg_rag.service.app:app_from_env", factory=True, workers=workers,
+                **options)
 
 
 def _loopback(host: str) -> bool:

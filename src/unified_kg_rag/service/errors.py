@@ -1,9 +1,10 @@
 """Typed JSON errors of the HTTP API, with the HTTP status of each error kind.
 
 An error is ``{"error": {"type", "message", "field"}}``. The status follows the CLI's exit
-code classes: a usage or configuration error 400, a named item the index lacks 404, a
-strategy or graph the index does not serve or a build holding the index 409, a model failure
-502, a store failure 503, anything else 500.
+code classes: a usage or configuration error 400, an unknown job, document, entity or
+community 404, an upload over a limit 413, a strategy or graph the index does not serve or a
+build or job holding the index 409, a model failure 502, a store failure 503, anything else
+500.
 Nothing in an error names a key or a secret: the messages are the CLI's one-line messages.
 """
 
@@ -16,9 +17,11 @@ from fastapi.responses import JSONResponse
 
 from unified_kg_rag.util.errors import (
     BuildInProgress,
+    JobConflictError,
     MethodologyNotIndexedError,
     ModelError,
     NotFoundError,
+    PayloadTooLargeError,
     StoreError,
     UkrError,
 )
@@ -28,10 +31,12 @@ __all__ = ["error_body", "error_response", "error_status", "install_error_handle
 
 def error_status(error: UkrError) -> int:
     """Return the HTTP status of an error kind (module docstring)."""
+    if isinstance(error, MethodologyNotIndexedError | BuildInProgress | JobConflictError):
+        return 409
     if isinstance(error, NotFoundError):
         return 404
-    if isinstance(error, MethodologyNotIndexedError | BuildInProgress):
-        return 409
+    if isinstance(error, PayloadTooLargeError):
+        return 413
     if isinstance(error, StoreError):
         return 503
     if isinstance(error, ModelError):

@@ -6,7 +6,8 @@
     ├── ConfigurationError        exit 2: bad config file, field or unknown plugin name
     ├── UsageError                exit 2: a bad argument (empty question, missing path)
     │   ├── FilterMatchesNothingError  exit 2: no passage of the index passes a query's filter
-    │   └── NotFoundError         exit 2: a named item (entity, concept, community) is not there
+    │   ├── NotFoundError         exit 2: a named entity, community, job or document is not there
+    │   └── PayloadTooLargeError  exit 2: an upload is over a configured size or count limit
     ├── ConfirmationRequiredError exit 2: a mass deletion needs --yes; nothing was written
     ├── InputError                exit 3: one input document cannot be read; names the file
     ├── StoreError                a store failed; never disguised as "no results"
@@ -19,6 +20,7 @@
     │   ├── ModelOutputError      a model's reply is not in the format its prompt asked for
     │   └── QueryDeadlineError    a query's deadline passed before a model call finished
     ├── MethodologyNotIndexedError  a strategy needs what the index does not hold
+    ├── JobConflictError          exit 2: a job of the service already writes the index
     └── IndexingInterruptedError  exit 130: a run was stopped; the next run resumes it
 
 Nothing else belongs here: no I/O, no formatting of output.
@@ -36,12 +38,14 @@ __all__ = [
     "IndexBusyError",
     "IndexingInterruptedError",
     "InputError",
+    "JobConflictError",
     "LeaseLostError",
     "MethodologyNotIndexedError",
     "ModelError",
     "ModelIntegrityError",
     "ModelOutputError",
     "NotFoundError",
+    "PayloadTooLargeError",
     "QueryDeadlineError",
     "StoreConnectionError",
     "StoreError",
@@ -118,17 +122,29 @@ class FilterMatchesNothingError(UsageError):
 
 
 class NotFoundError(UsageError):
-    """A request names an item the index does not hold (an entity, a concept, a community).
+    """A request names an item that is not there (the service answers 404).
+
+    The item: an entity, a concept, a community, a job or a document.
 
     Attributes:
-        kind: what was looked for (``entity``, ``concept``, ``community``).
-        key: the id or label asked for.
+        kind: what was looked for (``entity``, ``concept``, ``community``), when known.
+        key: the id or label asked for, when known.
     """
 
-    def __init__(self, message: str, *, kind: str, key: str) -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str, *, kind: str = "", key: str = "", field: str | None = None
+    ) -> None:
+        super().__init__(message, field=field)
         self.kind = kind
         self.key = key
+
+
+class PayloadTooLargeError(UsageError):
+    """An upload is over a limit of ``service`` (file size, file count, total bytes).
+
+    Raised while the upload streams in, before the rest of it is read; what was received is
+    removed (the service answers 413).
+    """
 
 
 class ConfirmationRequiredError(UkrError):
@@ -291,6 +307,25 @@ class BuildInProgress(UkrError):  # noqa: N818 (the issue's name for it)
         self.index = index
         self.holder = holder
         self.expires_in_s = expires_in_s
+
+
+class JobConflictError(UkrError):
+    """A job of the service already writes the index (one index, delete or reset job each).
+
+    Attributes:
+        index: the index.
+        job_id: the job that holds it.
+    """
+
+    exit_code = 2
+
+    def __init__(self, index: str, job_id: str, kind: str) -> None:
+        super().__init__(
+            f"index {index!r} is being written by job {job_id} ({kind}); wait for it to end "
+            f"(GET /v1/jobs/{job_id}) or cancel it (POST /v1/jobs/{job_id}/cancel)"
+        )
+        self.index = index
+        self.job_id = job_id
 
 
 IndexBusyError = BuildInProgress
