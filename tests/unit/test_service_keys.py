@@ -53,7 +53,7 @@ def test_key_names_are_unique_and_checked_and_removing_an_unknown_one_fails(
 def test_a_damaged_key_file_is_a_configuration_error_naming_the_file(tmp_path: Path) -> None:
     path = tmp_path / "keys.json"
     path.write_text('{"keys": [{"name": "x"}]}')
-    with pytest.raises(ConfigurationError, match="keys.json: not a key file"):
+    with pytest.raises(ConfigurationError, match=r"keys\.json: not a key file"):
         read_keys(path)
 
 

@@ -13,6 +13,7 @@ from unified_kg_rag.cli.evaluate import eval_app
 from unified_kg_rag.cli.help_format import UkrCommand, UkrGroup
 from unified_kg_rag.cli.index import index_command
 from unified_kg_rag.cli.init import init_command
+from unified_kg_rag.cli.keys import keys_app
 from unified_kg_rag.cli.query import query_command, strategies_epilog
 from unified_kg_rag.cli.serve import serve_command
 from unified_kg_rag.cli.status import status_command
@@ -56,6 +57,7 @@ app.command("status", cls=UkrCommand)(status_command)
 app.command("serve", cls=UkrCommand)(serve_command)
 app.add_typer(config_app, name="config")
 app.add_typer(eval_app, name="eval")
+app.add_typer(keys_app, name="keys")
 
 
 def main() -> None:

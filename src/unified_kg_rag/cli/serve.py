@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -15,6 +16,8 @@ if TYPE_CHECKING:  # the web framework loads when the command runs
 
 __all__ = ["serve_command"]
 
+logger = logging.getLogger(__name__)
+
 
 def serve_command(
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
@@ -22,7 +25,8 @@ def serve_command(
     insecure: Annotated[
         bool,
         typer.Option("--insecure", help="Bind an address other than loopback although the "
-                     "service has no API keys yet: anyone who reaches it can read the index."),
+                     "service has no API keys (`ukr keys add`, or service.api_keys_env): "
+                     "anyone who reaches it can read and change the index."),
     ] = False,
     project: ProjectOpt = None,
     stores: StoresOpt = None,
@@ -31,23 +35,36 @@ def serve_command(
 ) -> None:
     """Serve the project's HTTP API: health, version, indexes, status and query under /v1.
 
-    OpenAPI at /docs. Binds 127.0.0.1:8420 by default; any other address needs --insecure
-    until API keys exist. Stops gracefully on Ctrl-C or SIGTERM.
+    OpenAPI at /docs, Prometheus metrics at /metrics. Binds 127.0.0.1:8420 by default; any
+    other address needs API keys (`ukr keys add`) or --insecure. One access-log line per
+    request on stderr (service.access_log). Stops gracefully on Ctrl-C or SIGTERM.
     """
 
     async def build() -> FastAPI:
-        if not insecure and not _loopback(host):
-            raise UsageError(f"{host} is not a loopback address and the service has no API "
-                             "keys yet; bind 127.0.0.1 or pass --insecure", field="--host")
         from unified_kg_rag.service.app import create_app
 
         project_dir, _ = load(project, config_file, verbose=verbose, stores=stores)
-        return create_app(project_dir, config_file=config_file, stores=stores)
+        api = create_app(project_dir, config_file=config_file, stores=stores)
+        if not _loopback(host) and not api.state.keys.required:
+            if not insecure:
+                raise UsageError(f"{host} is not a loopback address and the service has no "
+                                 "API keys; add one with `ukr keys add NAME --scope read`, "
+                                 "bind 127.0.0.1, or pass --insecure", field="--host")  # fmt: skip
+            logger.warning("INSECURE: serving %s without API keys: anyone who can reach it "
+                           "can read the index and change it", host)  # fmt: skip
+        return api
 
     api = run(build, verbose=verbose)
     import uvicorn
 
-    uvicorn.run(api, host=host, port=port, log_level="debug" if verbose else "info")
+    from unified_kg_rag.service.access import ACCESS_LOGGER
+
+    if api.state.config.service.access_log:  # INFO lines, whatever logging.level says
+        logging.getLogger(ACCESS_LOGGER).setLevel(logging.INFO)
+
+    # the service writes its own access log (service.access_log); uvicorn's would repeat it
+    uvicorn.run(api, host=host, port=port, log_level="debug" if verbose else "info",
+                access_log=False)  # fmt: skip
 
 
 def _loopback(host: str) -> bool:
