@@ -260,6 +260,7 @@ def test_metrics_count_requests_by_route_template_and_queries_by_stage(served: S
             "1.0") in text
     assert "abc123" not in text and "zzz" not in text
     assert 'ukr_http_requests_total{method="GET",route="/v1/indexes",status="401"}' in text
+    assert 'ukr_http_requests_total{method="GET",route="/openapi.json",status="200"}' in text
     assert 'ukr_http_request_duration_seconds_count{method="POST",route="/v1/query"' in text
     for stage in ("retrieve", "answer", "total"):
         assert (f'ukr_query_stage_duration_seconds_count{{stage="{stage}",strategy="naive"}}'

@@ -21,7 +21,7 @@ import logging
 import time
 
 from fastapi import Request
-from starlette.routing import Mount
+from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from unified_kg_rag.service.auth import KEY_NAME_SCOPE
@@ -46,10 +46,18 @@ def note_question(request: Request, question: str) -> None:
 def route_template(scope: Scope) -> str:
     """The template of the route that answered, else ``<unmatched>``.
 
+    FastAPI names only its API routes in ``scope["route"]``; a plain route (``/docs``,
+    ``/openapi.json``) or a mount is found again by matching the app's routes.
+
     Returns:
         ``/v1/documents/{document_id}`` for a route, ``/ui/{path}`` for a mount.
     """
     route = scope.get("route")
+    if route is None:
+        for candidate in getattr(getattr(scope.get("app"), "router", None), "routes", ()):
+            if candidate.matches(scope)[0] is Match.FULL:
+                route = candidate
+                break
     path = getattr(route, "path_format", None) or getattr(route, "path", None)
     if not isinstance(path, str):
         return "<unmatched>"
