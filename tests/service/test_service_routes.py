@@ -78,6 +78,13 @@ def test_a_malformed_body_is_refused_before_the_chain(base_url: str) -> None:
     assert httpx.post(f"{base_url}/v1/query", json={"question": "x", "top_k": 0}).status_code == 422
 
 
+def test_without_keys_or_origins_every_caller_is_admitted_and_cors_is_off(base_url: str) -> None:
+    assert httpx.get(f"{base_url}/metrics").status_code == 200
+    preflight = httpx.options(f"{base_url}/v1/query", headers={
+        "origin": "https://app.example.org", "access-control-request-method": "POST"})
+    assert "access-control-allow-origin" not in preflight.headers
+
+
 def test_ukr_serve_refuses_a_public_address_without_insecure(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
@@ -85,7 +92,8 @@ def test_ukr_serve_refuses_a_public_address_without_insecure(tmp_path: Path) -> 
 
     result = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "-C", str(tmp_path)])
     assert result.exit_code == 2
-    assert "0.0.0.0 is not a loopback address" in result.stderr
+    assert "0.0.0.0 is not a loopback address and the service has no API keys" in result.stderr
+    assert "ukr keys add" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
 

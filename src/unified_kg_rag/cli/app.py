@@ -13,6 +13,7 @@ from unified_kg_rag.cli.evaluate import eval_app
 from unified_kg_rag.cli.help_format import UkrCommand, UkrGroup
 from unified_kg_rag.cli.index import index_command
 from unified_kg_rag.cli.init import init_command
+from unified_kg_rag.cli.keys import keys_app
 from unified_kg_rag.cli.mcp import mcp_command
 from unified_kg_rag.cli.query import query_command, strategies_epilog
 from unified_kg_rag.cli.serve import serve_command
@@ -58,6 +59,7 @@ app.command("serve", cls=UkrCommand)(serve_command)
 app.command("mcp", cls=UkrCommand)(mcp_command)
 app.add_typer(config_app, name="config")
 app.add_typer(eval_app, name="eval")
+app.add_typer(keys_app, name="keys")
 
 
 def main() -> None:

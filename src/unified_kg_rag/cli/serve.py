@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -16,6 +17,8 @@ if TYPE_CHECKING:  # the web framework loads when the command runs
 
 __all__ = ["serve_command"]
 
+logger = logging.getLogger(__name__)
+
 
 def serve_command(
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
@@ -23,7 +26,8 @@ def serve_command(
     insecure: Annotated[
         bool,
         typer.Option("--insecure", help="Bind an address other than loopback although the "
-                     "service has no API keys yet: anyone who reaches it can read the index."),
+                     "service has no API keys (`ukr keys add`, or service.api_keys_env): "
+                     "anyone who reaches it can read and change the index."),
     ] = False,
     workers: Annotated[
         int,
@@ -39,26 +43,39 @@ def serve_command(
 ) -> None:
     """Serve the project's HTTP API under /v1: queries, documents, index and delete jobs.
 
-    OpenAPI at /docs. Binds 127.0.0.1:8420 by default; any other address needs --insecure
-    until API keys exist. Stops gracefully on Ctrl-C or SIGTERM: a running job is stopped
-    like Ctrl-C stops `ukr index` (what it stored is kept) and recorded `interrupted`; the
-    next start says how to resume it (POST /v1/jobs/ID/resume).
+    OpenAPI at /docs, Prometheus metrics at /metrics. Binds 127.0.0.1:8420 by default; any
+    other address needs API keys (`ukr keys add`) or --insecure. One access-log line per
+    request on stderr (service.access_log). Stops gracefully on Ctrl-C or SIGTERM: a running
+    job is stopped like Ctrl-C stops `ukr index` (what it stored is kept) and recorded
+    `interrupted`; the next start says how to resume it (POST /v1/jobs/ID/resume).
     """
 
     async def build() -> FastAPI:
-        if not insecure and not _loopback(host):
-            raise UsageError(f"{host} is not a loopback address and the service has no API "
-                             "keys yet; bind 127.0.0.1 or pass --insecure", field="--host")
         from unified_kg_rag.service.app import create_app
 
         project_dir, _ = load(project, config_file, verbose=verbose, stores=stores)
-        return create_app(project_dir, config_file=config_file, stores=stores)
+        api = create_app(project_dir, config_file=config_file, stores=stores)
+        if not _loopback(host) and not api.state.keys.required:
+            if not insecure:
+                raise UsageError(f"{host} is not a loopback address and the service has no "
+                                 "API keys; add one with `ukr keys add NAME --scope read`, "
+                                 "bind 127.0.0.1, or pass --insecure", field="--host")  # fmt: skip
+            logger.warning("INSECURE: serving %s without API keys: anyone who can reach it "
+                           "can read the index and change it", host)  # fmt: skip
+        return api
 
     api = run(build, verbose=verbose)
     import uvicorn
 
+    from unified_kg_rag.service.access import ACCESS_LOGGER
+
+    if api.state.config.service.access_log:  # INFO lines, whatever logging.level says
+        logging.getLogger(ACCESS_LOGGER).setLevel(logging.INFO)
+
+    # the service writes its own access log (service.access_log); uvicorn's would repeat it
     options: dict[str, Any] = {"host": host, "port": port, "timeout_graceful_shutdown": 5,
-                               "log_level": "debug" if verbose else "info"}
+                               "log_level": "debug" if verbose else "info",
+                               "access_log": False}
     if workers == 1:
         uvicorn.run(api, **options)
         return

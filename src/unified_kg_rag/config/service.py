@@ -20,7 +20,8 @@ class ServiceConfig(BaseModel):
     api_keys_file: str | None = Field(
         default=None,
         description="File of API keys (hashed, with scopes), as `ukr keys add` writes it; "
-        "relative to the project directory. Keys are required on any address but loopback.",
+        "relative to the project directory. Empty: `.ukr/api_keys.json`. Once any key "
+        "exists every call but health, version and the OpenAPI pages needs one.",
     )
     api_keys_env: str = Field(
         default="UKR_API_KEYS",
@@ -50,8 +51,19 @@ class ServiceConfig(BaseModel):
     max_question_chars: int = Field(
         default=20_000, ge=1, description="Longest question or chat message, characters."
     )
+    max_query_string_bytes: int = Field(
+        default=8 * 2**10, ge=256,
+        description="Longest query string of a request URL (after `?`), bytes; longer: 414.",
+    )
+    metrics_refresh_s: float = Field(
+        default=60.0, gt=0,
+        description="Seconds between refreshes of the per-index item counts `/metrics` "
+        "shows (also refreshed when a write job ends); a scrape reads only the cached counts.",
+    )
     access_log: bool = Field(
-        default=True, description="Log one line per request (method, route, status, time)."
+        default=True,
+        description="Log one line per request (method, route template, status, duration, "
+        "key name, client) on the `unified_kg_rag.service.access` logger.",
     )
     log_questions: bool = Field(
         default=False,

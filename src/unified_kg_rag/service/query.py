@@ -15,8 +15,11 @@ from pydantic import BaseModel, Field
 
 from unified_kg_rag.domain.models import MetadataValue, RAGOutput, SearchMode
 from unified_kg_rag.retrieval.chain import RAGInput
+from unified_kg_rag.service.access import note_question
 from unified_kg_rag.service.auth import requires
 from unified_kg_rag.service.deps import app_of
+from unified_kg_rag.service.limits import check_question
+from unified_kg_rag.service.metrics import metrics_of
 from unified_kg_rag.util.errors import UkrError
 
 __all__ = ["Pieces", "QueryRequest", "relay", "router", "stream_events"]
@@ -30,7 +33,8 @@ class QueryRequest(BaseModel):
     """The body of ``POST /v1/query``: what ``ukr query`` takes as arguments and options.
 
     Attributes:
-        question: the question.
+        question: the question (at most ``service.max_question_chars`` characters, else 422
+            ``QuestionTooLong``).
         index: the index to ask (default: ``query.index``).
         strategy: the strategy (default: ``query.strategy``).
         filters: equality filters on text-unit fields; a list means "any of these".
@@ -42,7 +46,7 @@ class QueryRequest(BaseModel):
         stream: answer as Server-Sent Events (`stream_events`) instead of one JSON body.
     """
 
-    question: str = Field(max_length=20_000)
+    question: str
     index: str | None = None
     strategy: str | None = None
     filters: dict[str, MetadataValue | list[MetadataValue]] = Field(default_factory=dict)
@@ -60,7 +64,12 @@ async def query(body: QueryRequest, request: Request) -> RAGOutput | StreamingRe
 
     With ``stream: true`` the reply is ``text/event-stream``: ``delta`` events with the
     answer's text as it is written, then one ``result`` event holding the `RAGOutput`.
+
+    Raises:
+        ServiceError: 422 ``QuestionTooLong`` (``service.max_question_chars``).
     """
+    check_question(request, body.question)
+    note_question(request, body.question)
     overrides: dict[str, object] = {
         "top_k": body.top_k, "search_mode": body.mode, "deadline_s": body.deadline_s
     }
@@ -70,11 +79,15 @@ async def query(body: QueryRequest, request: Request) -> RAGOutput | StreamingRe
         overrides={k: v for k, v in overrides.items() if v is not None},
     )  # fmt: skip
     chain = app_of(request).chain(body.index)
+    observe = metrics_of(request).observe_query
     if not body.stream:
-        return await chain.ainvoke(request_in)
+        output = await chain.ainvoke(request_in)
+        observe(output)
+        return output
     pieces = Pieces(chain.stream(request_in))
     first = await pieces.next()  # errors before the answer starts keep their status
-    return StreamingResponse(stream_events(first, pieces), media_type="text/event-stream")
+    return StreamingResponse(stream_events(first, pieces, on_result=observe),
+                             media_type="text/event-stream")  # fmt: skip
 
 
 class Pieces:
@@ -113,14 +126,20 @@ class Pieces:
             await self._task
 
 
-def stream_events(first: str | RAGOutput | None, rest: Pieces) -> AsyncIterator[bytes]:
+def stream_events(
+    first: str | RAGOutput | None,
+    rest: Pieces,
+    *,
+    on_result: Callable[[RAGOutput], None] | None = None,
+) -> AsyncIterator[bytes]:
     """Encode a streamed answer as Server-Sent Events (the HTML living standard's format).
 
     ``event: delta`` with ``{"text": …}`` per piece of the answer, then ``event: result``
-    with the `RAGOutput` as JSON. An error after the answer started ends the stream with
-    ``event: error`` (``{"type", "message"}``); a client that disconnects stops the chain.
+    with the `RAGOutput` as JSON (also handed to ``on_result``, e.g. the query metrics). An
+    error after the answer started ends the stream with ``event: error`` (``{"type",
+    "message"}``); a client that disconnects stops the chain.
     """
-    return relay(first, rest, _sse_piece, _sse_error)
+    return relay(first, rest, _sse_piece, _sse_error, on_result=on_result)
 
 
 def _sse_piece(piece: str | RAGOutput) -> bytes:
@@ -138,6 +157,8 @@ async def relay(
     rest: Pieces,
     encode: Callable[[str | RAGOutput], bytes],
     fail: Callable[[str, str], bytes],
+    *,
+    on_result: Callable[[RAGOutput], None] | None = None,
 ) -> AsyncIterator[bytes]:
     """Frame a streamed answer in any protocol: SSE here, the chat protocols' own formats.
 
@@ -148,6 +169,7 @@ async def relay(
         fail: frames an error raised after the answer started, from its kind (the error
             class's name, ``InternalError`` for a bug) and its one-line message; the stream
             ends after it.
+        on_result: called with the final `RAGOutput` before it is framed (query metrics).
 
     A bug is logged here and described to the client only as "see the server log"; a client
     that disconnects stops the chain.
@@ -155,6 +177,8 @@ async def relay(
     try:
         piece = first
         while piece is not None:
+            if isinstance(piece, RAGOutput) and on_result is not None:
+                on_result(piece)
             yield encode(piece)
             piece = await rest.next()
     except UkrError as error:
