@@ -67,7 +67,8 @@ def test_serve_binds_a_public_address_once_keys_exist_without_uvicorn_access_log
     assert runner.invoke(app, ["keys", "add", "ci", "-C", str(tmp_path)]).exit_code == 0
     result = runner.invoke(app, ["serve", "--host", "0.0.0.0", "-C", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    assert calls == [{"host": "0.0.0.0", "port": 8420, "log_level": "info", "access_log": False}]
+    assert calls == [{"host": "0.0.0.0", "port": 8420, "log_level": "info", "access_log": False,
+                      "timeout_graceful_shutdown": 5}]
     assert "INSECURE" not in result.stderr
     assert access_logger.level == logging.INFO  # its own access log replaces uvicorn's
 

@@ -210,7 +210,7 @@ def test_an_upload_has_its_own_total_and_needs_write_before_its_body_is_read(
     assert upload.status_code == 200 and upload.json()["bytes"] > 5000  # over max_body_bytes
     big = {"file": ("a.txt", b"u" * 9000, "text/plain")}
     _error(httpx.post(f"{served.url}/test/echo", files=big, headers=auth), 413,
-           "RequestTooLarge")
+           "PayloadTooLargeError")
     _error(httpx.post(f"{served.url}/test/echo", files=files), 401, "AuthenticationError")
     reader = {"x-api-key": served.keys["read"]}
     _error(httpx.post(f"{served.url}/test/echo", files=files, headers=reader), 403,

@@ -94,7 +94,7 @@ def create_app(
         _log_start(project_dir, config, keys)
         async with build_app(config, project_dir) as app:
             api.state.ukr = app
-            api.state.jobs = jobs = JobManager(app, JobStore(project_dir))
+            api.state.jobs = jobs = JobManager(app, JobStore(project_dir), service_metrics)
             await jobs.announce_interrupted()
             refresher = asyncio.create_task(service_metrics.keep_counts_fresh(app))
             try:

@@ -26,15 +26,22 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from unified_kg_rag.bootstrap import App
 from unified_kg_rag.ingestion.report import DeleteReport, IndexReport
 from unified_kg_rag.ingestion.uploads import remove_uploaded
-from unified_kg_rag.service.job_store import Job, JobError, JobInputs, JobKind, JobStore
+from unified_kg_rag.service.job_store import (
+    Job,
+    JobError,
+    JobInputs,
+    JobKind,
+    JobState,
+    JobStore,
+)
 from unified_kg_rag.util.errors import BuildInProgress, NotFoundError, UkrError, UsageError
 
-__all__ = ["JobManager", "JobProgressReporter"]
+__all__ = ["JobManager", "JobObserver", "JobProgressReporter"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,17 +90,29 @@ class JobProgressReporter:
         self.changed = True
 
 
+class JobObserver(Protocol):
+    """Told of every job's progress and state (the service's metrics); called on the loop."""
+
+    def job_progress(self, index: str, kind: str, done: int, total: int | None) -> None:
+        """``done`` documents of ``total`` committed."""
+
+    def job_state(self, index: str, kind: str, state: JobState) -> None:
+        """The job is now in ``state``."""
+
+
 class JobManager:
     """The jobs of one server process (see the module docstring).
 
     Args:
         app: the process's application.
         store: the project's job records.
+        observer: told of each job's progress and state changes (metrics), if given.
     """
 
-    def __init__(self, app: App, store: JobStore) -> None:
+    def __init__(self, app: App, store: JobStore, observer: JobObserver | None = None) -> None:
         self._app = app
         self._store = store
+        self._observer = observer
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._stopping = False
 
@@ -248,6 +267,7 @@ class JobManager:
         pipeline = self._app.index_pipeline(job.index, progress=progress)
         pump = asyncio.create_task(self._pump(job, progress, asyncio.current_task()))
         job.state, job.started_at = "running", time.time()
+        self._observe(job)
         await self._call(self._store.save, job)
         try:
             if job.kind == "delete":
@@ -275,6 +295,7 @@ class JobManager:
             with contextlib.suppress(asyncio.CancelledError):
                 await pump
             job.finished_at = time.time()
+            self._observe(job)
             await asyncio.shield(self._call(self._store.save, job))
             self._tasks.pop(job.id, None)
 
@@ -309,7 +330,14 @@ class JobManager:
                     run.cancel()
                 return
             progress.changed = False
+            self._observe(job)
             await self._call(self._store.save, job)
+
+    def _observe(self, job: Job) -> None:
+        if self._observer is not None:
+            done, total = job.progress.documents_done, job.progress.documents_total
+            self._observer.job_progress(job.index, job.kind, done, total or None)
+            self._observer.job_state(job.index, job.kind, job.state)
 
 
 def _error(error: BaseException, message: str | None = None) -> JobError:

@@ -78,7 +78,8 @@ class LimitsMiddleware:
             if not exceeded:
                 raise
         if exceeded and not started:
-            await send_error(scope, receive, send, _too_large(limit))
+            upload = _multipart(headers)
+            await send_error(scope, receive, send, _too_large(limit, upload=upload))
 
     def _check_head(self, scope: Scope, headers: Headers) -> int:
         """The body limit of this request, after the checks its head allows.
@@ -91,19 +92,27 @@ class LimitsMiddleware:
             raise ServiceError(414, "QueryStringTooLong", f"the query string is {len(query):,} "
                                f"bytes; at most {self.config.max_query_string_bytes:,} are "
                                "allowed (service.max_query_string_bytes)")  # fmt: skip
-        multipart = headers.get("content-type", "").lower().startswith("multipart/form-data")
+        multipart = _multipart(headers)
         limit = self.config.max_upload_total_bytes if multipart else self.config.max_body_bytes
         if multipart:
             authorize(scope, "write")
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > limit:
-            raise _too_large(limit)
+            raise _too_large(limit, upload=multipart)
         return limit
 
 
-def _too_large(limit: int) -> ServiceError:
+def _multipart(headers: Headers) -> bool:
+    return headers.get("content-type", "").lower().startswith("multipart/form-data")
+
+
+def _too_large(limit: int, *, upload: bool) -> ServiceError:
+    """413: an upload names its own limit and kind, as the upload route's checks do."""
+    if upload:
+        return ServiceError(413, "PayloadTooLargeError", f"the upload is over {limit:,} bytes "
+                            "in all (service.max_upload_total_bytes)")  # fmt: skip
     return ServiceError(413, "RequestTooLarge", f"the request body is over {limit:,} bytes "
-                        "(service.max_body_bytes; uploads: service.max_upload_total_bytes)")
+                        "(service.max_body_bytes)")
 
 
 def check_question(request: Request, text: str, field: str = "question") -> None:

@@ -32,7 +32,7 @@ import logging
 import re
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, get_args
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
@@ -49,20 +49,18 @@ from prometheus_client.registry import Collector
 
 from unified_kg_rag.domain.models import Collection, RAGOutput
 from unified_kg_rag.service.auth import requires
+from unified_kg_rag.service.job_store import JobState
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
     from unified_kg_rag.bootstrap import App
 
-__all__ = ["ITEM_KINDS", "JobState", "ServiceMetrics", "metrics_of", "router"]
+__all__ = ["ITEM_KINDS", "ServiceMetrics", "metrics_of", "router"]
 
 logger = logging.getLogger(__name__)
 
 router = APIRouter()
-
-JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
-"""A job's state as ``ukr_job_state`` shows it; the last three end a job."""
 
 ITEM_KINDS = ("documents", "text_units", "entities", "relationships", "communities", "reports")
 """The ``kind`` label values of ``ukr_index_items``."""
@@ -160,14 +158,14 @@ class ServiceMetrics:
     def job_state(self, index: str, kind: str, state: JobState) -> None:
         """Report a job's state (`JobState`).
 
-        A job that ends (``succeeded``, ``failed``, ``cancelled``) also refreshes the index
-        counts soon (`index_changed`).
+        A job that ends (``succeeded``, ``failed``, ``cancelled``, ``interrupted``) also
+        refreshes the index counts soon (`index_changed`).
 
         Call from the event loop.
         """
         for name in get_args(JobState):
             self._job_state.labels(index, kind, name).set(1 if name == state else 0)
-        if state in ("succeeded", "failed", "cancelled"):
+        if state in ("succeeded", "failed", "cancelled", "interrupted"):
             self.index_changed(index)
 
     def index_changed(self, index: str) -> None:

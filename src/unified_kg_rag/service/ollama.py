@@ -29,10 +29,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from unified_kg_rag.domain.models import RAGOutput
 from unified_kg_rag.retrieval.chain import RAGInput
+from unified_kg_rag.service.access import note_question
 from unified_kg_rag.service.auth import requires
 from unified_kg_rag.service.chat_answer import chat_input, finish_reason, footnotes, start_answer
 from unified_kg_rag.service.chat_models import ChatModelRef, resolve_model, served_models
 from unified_kg_rag.service.deps import app_of
+from unified_kg_rag.service.limits import check_question
+from unified_kg_rag.service.metrics import metrics_of
 from unified_kg_rag.service.protocol_errors import ProtocolError, protocol_route
 from unified_kg_rag.service.query import relay
 from unified_kg_rag.util.errors import UsageError
@@ -258,8 +261,12 @@ async def _answer(
     request: Request, ref: ChatModelRef, inp: RAGInput, model: str, stream: bool, *, chat: bool
 ) -> Response:
     app = app_of(request)
+    check_question(request, inp.question, "messages" if chat else "prompt")
+    note_question(request, inp.question)
+    observe = metrics_of(request).observe_query
     if not stream:
         out = await app.chain(ref.index).ainvoke(inp)
+        observe(out)
         final = _final(model, out, chat=chat, text=out.answer + footnotes(out))
         return Response(final.line(), media_type="application/json")
     first, pieces = await start_answer(app, ref, inp)
@@ -274,7 +281,8 @@ async def _answer(
     def fail(kind: str, message: str) -> bytes:
         return (json.dumps({"error": f"{kind}: {message}"}) + "\n").encode()
 
-    return StreamingResponse(relay(first, pieces, encode, fail), media_type=NDJSON)
+    return StreamingResponse(relay(first, pieces, encode, fail, on_result=observe),
+                             media_type=NDJSON)
 
 
 def _piece(model: str, text: str, *, chat: bool) -> Reply:

@@ -30,6 +30,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from unified_kg_rag.domain.models import RAGOutput
+from unified_kg_rag.service.access import note_question
 from unified_kg_rag.service.auth import requires
 from unified_kg_rag.service.chat_answer import (
     chat_input,
@@ -39,6 +40,8 @@ from unified_kg_rag.service.chat_answer import (
 )
 from unified_kg_rag.service.chat_models import resolve_model, served_models
 from unified_kg_rag.service.deps import app_of
+from unified_kg_rag.service.limits import check_question
+from unified_kg_rag.service.metrics import metrics_of
 from unified_kg_rag.service.protocol_errors import ProtocolError, protocol_route
 from unified_kg_rag.service.query import relay
 from unified_kg_rag.util.errors import UsageError
@@ -261,15 +264,20 @@ async def chat_completions(
     app = app_of(request)
     ref = await resolve_model(app, body.model)
     inp = chat_input(ref, [(m.role, m.text()) for m in body.messages])
+    check_question(request, inp.question, "messages")
+    note_question(request, inp.question)
+    observe = metrics_of(request).observe_query
     reply_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if body.stream:
         first, pieces = await start_answer(app, ref, inp)
         include_usage = body.stream_options is not None and body.stream_options.include_usage
         chunks = _Chunks(reply_id, created, body.model, include_usage=include_usage)
-        return StreamingResponse(relay(first, pieces, chunks.encode, chunks.fail),
+        return StreamingResponse(relay(first, pieces, chunks.encode, chunks.fail,
+                                       on_result=observe),
                                  media_type="text/event-stream")  # fmt: skip
     out = await app.chain(ref.index).ainvoke(inp)
+    observe(out)
     return ChatCompletion(
         id=reply_id, created=created, model=body.model, usage=_usage(out), ukr=out,
         choices=[Choice(message=AssistantMessage(content=out.answer + footnotes(out)),
