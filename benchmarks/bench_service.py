@@ -134,6 +134,19 @@ async def in_process(project: Path, questions: list[str]) -> dict[str, list[floa
     return out
 
 
+def _in_process_sync(project: Path, questions: list[str]) -> dict[str, list[float]]:
+    return asyncio.run(in_process(project, questions))
+
+
+def in_child(project: Path, questions: list[str]) -> dict[str, list[float]]:
+    """`in_process` in a child process, so no model thread of it is left in this client."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(_in_process_sync, project, questions).result()
+
+
 class Server:
     """``ukr serve`` in a subprocess on a free port."""
 
@@ -332,7 +345,7 @@ def main() -> None:
         base_docs = len([p for p in corpus.rglob("*") if p.is_file()])
 
         parts = set(args.parts.split(","))
-        inproc = asyncio.run(in_process(project, questions)) if "1" in parts else {}
+        inproc = in_child(project, questions) if "1" in parts else {}
         env = {"UKR_SERVICE__MAX_UPLOAD_FILES": str(HELD_OUT),
                "UKR_SERVICE__ACCESS_LOG": "false"}  # fmt: skip
         server = Server(project, env)

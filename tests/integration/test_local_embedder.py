@@ -120,3 +120,40 @@ def test_registry_builds_local_embedder_and_its_tokenizer() -> None:
     counter = CHUNK_TOKENIZERS.get("local")(config)
     assert isinstance(counter, HFTokenCounter)
     assert counter.count("Internationalization of Tokyo") == 4
+
+
+def test_concurrent_calls_share_the_tokenizer_safely(embedder: LocalEmbedder) -> None:
+    """Many queries at once (the service's concurrent clients) all embed, as one at a time.
+
+    Planning windows calls the tokenizer without truncation while another thread encodes
+    with it; the tokenizer keeps those settings as state, so unguarded calls failed with
+    "Unable to create tensor ... activate truncation" (found by bench_service at 16 clients).
+    """
+    texts = [[(TOPIC_A if i % 2 else TOPIC_B) * (1 + i % 7), f"question {i}?"] for i in range(48)]
+
+    async def all_at_once() -> list[np.ndarray]:
+        return list(await asyncio.gather(*(embedder.embed_documents(t) for t in texts)))
+
+    together = asyncio.run(all_at_once())
+    alone = [embed(embedder, t) for t in texts[:6]]
+    for got, want in zip(together[:6], alone, strict=True):
+        assert np.allclose(got, want, atol=1e-5)
+    assert all(np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4) for v in together)
+
+
+def test_every_tokenizer_call_holds_the_tokenizer_lock(
+    embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tokenizer's padding and truncation are state each call sets: never two at once."""
+    embed(embedder, ["warm up"])
+    tokenizer_type = type(embedder._model.tokenizer)
+    original = tokenizer_type.__call__
+    held: list[bool] = []
+
+    def watched(self: object, *args: object, **kwargs: object) -> object:
+        held.append(embedder._tokenizer_lock.locked())
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(tokenizer_type, "__call__", watched)
+    embed(embedder, [TOPIC_A * 40, TOPIC_B])  # plans windows, then encodes
+    assert len(held) >= 2 and all(held)

@@ -95,7 +95,11 @@ class LocalEmbedder:
         self._weights_hash: str | None = None
         self._load_lock = threading.Lock()
         self._loading = False
-        self._encode_lock = threading.Lock()
+        # Held for every use of the model's tokenizer (planning windows, encoding): the fast
+        # tokenizer keeps the truncation and padding each call sets as shared state, so a
+        # plan (no padding) between an encode's settings and its batch left that batch
+        # unpadded, "Unable to create tensor" (bench_service, 16 concurrent clients).
+        self._tokenizer_lock = threading.Lock()
 
     # ------------------------------------------------------------------ identity
 
@@ -187,21 +191,22 @@ class LocalEmbedder:
 
     def _plan(self, model: Any, texts: list[str]) -> WindowPlan:
         try:
-            window = _window_tokens(model)
-            enc = model.tokenizer(
-                texts,
-                add_special_tokens=False,
-                return_offsets_mapping=True,
-                truncation=False,
-                verbose=False,
-            )
+            with self._tokenizer_lock:
+                window = _window_tokens(model)
+                enc = model.tokenizer(
+                    texts,
+                    add_special_tokens=False,
+                    return_offsets_mapping=True,
+                    truncation=False,
+                    verbose=False,
+                )
             return plan_windows(texts, enc["offset_mapping"], window)
         except Exception as exc:
             raise EmbeddingModelError(f"{self.model_id}: tokenizing failed: {exc}") from exc
 
     def _encode(self, model: Any, texts: list[str]) -> NDArray[np.float32]:
         try:
-            with self._encode_lock:
+            with self._tokenizer_lock:
                 vectors = model.encode(
                     texts,
                     batch_size=len(texts),
