@@ -369,19 +369,18 @@ def main() -> None:
                     bad = {s: n for s, n in statuses.items() if s != 200}
                     print(line(f"{strategy} x{clients}", lat, wall) + f"  non-200 {bad}")
             rss["after load"] = rss_mib(pid)
-            print(f"== 3. during an index job of {HELD_OUT} uploaded documents")
-            if "3" not in parts:
-                return
-            held = sorted(held_dir.iterdir())
-            out = asyncio.run(during_indexing(server.url, questions, held))
-            fives = sum(n for s, n in out["statuses"].items() if s >= 500)
-            print(line("queries during job", out["latencies"], out["wall"]) +
-                  f"  statuses {dict(out['statuses'])}  5xx {fives}")  # fmt: skip
-            job = out["job"]
-            print(f"  job {job['state']} in {out['job_s']:.1f} s")
-            rss["after job"] = rss_mib(pid)
-            check = asyncio.run(check_stores(project, base_docs + HELD_OUT))
-            print(f"  stores after the job: {json.dumps(check, default=dict)}")
+            if "3" in parts:
+                print(f"== 3. during an index job of {HELD_OUT} uploaded documents")
+                held = sorted(held_dir.iterdir())
+                out = asyncio.run(during_indexing(server.url, questions, held))
+                fives = sum(n for s, n in out["statuses"].items() if s >= 500)
+                print(line("queries during job", out["latencies"], out["wall"]) +
+                      f"  statuses {dict(out['statuses'])}  5xx {fives}")  # fmt: skip
+                job = out["job"]
+                print(f"  job {job['state']} in {out['job_s']:.1f} s")
+                rss["after job"] = rss_mib(pid)
+                check = asyncio.run(check_stores(project, base_docs + HELD_OUT))
+                print(f"  stores after the job: {json.dumps(check, default=dict)}")
             if args.soak_s > 0 and "5" in parts:
                 print(f"== 5. soak, {args.soak_s:.0f} s")
                 soak_dir = tmp / "soak"

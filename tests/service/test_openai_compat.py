@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.support.openai_server import FakeOpenAIServer
@@ -134,3 +135,12 @@ def test_an_llm_answer_streams_in_pieces_and_matches_the_plain_one(tmp_path: Pat
     assert text == plain.choices[0].message.content
     assert sum(1 for c in chunks if c.choices and c.choices[0].delta.content) > 3
     assert plain.usage is not None and plain.usage.completion_tokens > 0
+
+
+def test_a_question_too_long_is_an_openai_shaped_error(base_url: str) -> None:
+    body = {"model": "ukr/default", "messages": [{"role": "user", "content": "x" * 20_001}]}
+    reply = httpx.post(f"{base_url}/v1/chat/completions", json=body, timeout=60)
+    assert reply.status_code == 422, reply.text
+    error = reply.json()["error"]
+    assert error["code"] == "QuestionTooLong" and "max_question_chars" in error["message"]
+    assert set(error) >= {"message", "type", "param", "code"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -215,8 +216,82 @@ def test_server_side_paths_are_indexed_only_under_the_allowed_roots(
 def test_no_allowed_roots_means_no_server_side_paths(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"service\.allowed_roots"):
         allowed_path(str(tmp_path), [], tmp_path)
-    with pytest.raises(UsageError, match=r"outside service\.allowed_roots"):
+    with pytest.raises(UsageError, match=r"not a file or folder below service\.allowed_roots"):
         allowed_path("/etc", ["roots"], tmp_path)
+
+
+def test_a_path_refused_says_nothing_of_what_exists_outside_the_roots(tmp_path: Path) -> None:
+    (tmp_path / "roots").mkdir()
+    (tmp_path / "there").mkdir()
+    messages = []
+    for path in ("there", "not-there", "roots/missing.md"):
+        with pytest.raises(UsageError) as refused:
+            allowed_path(path, ["roots"], tmp_path)
+        messages.append(str(refused.value).removeprefix(f"path: {path}"))
+    assert len(set(messages)) == 1
+
+
+@pytest.mark.parametrize(("path", "why"), [
+    ("roots/" + "a" * 5000, "not a usable path"),
+    ("roots/" + "b/" * 3000, "not a usable path"),
+    ("roots/\\ud800x", "not a usable path"),
+    ("roots/fifo.md", "not a regular file or a folder"),
+])
+def test_unusable_server_paths_are_400_not_500(served: Served, path: str, why: str) -> None:
+    fifo = served.project / "roots" / "fifo.md"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    body = '{"path": "' + path + '"}'  # a lone surrogate goes out escaped, as sent
+    reply = httpx.post(f"{served.url}/v1/documents/path", content=body,
+                       headers={"content-type": "application/json"})
+    assert reply.status_code == 400, reply.text
+    assert why in reply.json()["error"]["message"]
+    assert len(reply.json()["error"]["message"]) < 400  # a long path is cut, not echoed
+
+
+def test_a_resume_checks_the_roots_again(served: Served, slow: SlowEmbedder,
+                                         tmp_path: Path) -> None:
+    folder = served.project / "roots" / "resumed"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"part{i}.md").write_bytes(doc(40 + i, sentences=14))
+    started = httpx.post(f"{served.url}/v1/documents/path", json={"path": "roots/resumed"})
+    assert started.status_code == 202, started.text
+    job_id = started.json()["id"]
+    cancelled = httpx.post(f"{served.url}/v1/jobs/{job_id}/cancel", timeout=60).json()
+    assert cancelled["state"] == "cancelled"
+    secret = tmp_path / "secret.md"
+    secret.write_text("The launch code is SWORDFISH.")
+    (folder / "zz-secret.md").symlink_to(secret)
+    refused = httpx.post(f"{served.url}/v1/jobs/{job_id}/resume")
+    assert refused.status_code == 400, refused.text
+    assert "leads out" in refused.json()["error"]["message"]
+    (folder / "zz-secret.md").unlink()
+    resumed = httpx.post(f"{served.url}/v1/jobs/{job_id}/resume")
+    assert resumed.status_code == 202, resumed.text
+    assert wait_end(served.url, resumed.json()["id"])["state"] == "succeeded"
+
+
+def test_a_cut_upload_is_refused_and_nothing_is_kept(served: Served) -> None:
+    body, kind = multipart([("whole.md", doc(50)), ("cut.md", doc(51))])
+    cut = body[: body.index(b"Document 51") + 20]  # ends inside the second file
+    reply = httpx.post(f"{served.url}/v1/documents", content=cut,
+                       headers={"content-type": kind}, timeout=60)
+    assert reply.status_code == 400, reply.text
+    assert "closing boundary" in reply.json()["error"]["message"]
+    assert leftovers(served.project) == []
+    assert not (served.project / "uploads" / "default" / "whole.md").exists()
+
+
+def test_names_are_compared_in_nfc_and_format_characters_are_refused(served: Served) -> None:
+    for name in ("evil\u202egnp.md", "zero\u200bwidth.md", "line\u2028sep.md"):
+        reply = upload(served.url, [(name, doc(60))])
+        assert reply.status_code == 400, (name, reply.text)
+    nfd = upload(served.url, [("cafe\u0301.md", doc(61))])
+    assert nfd.status_code == 202, nfd.text
+    assert nfd.json()["inputs"]["uploads"] == ["caf\u00e9.md"]
+    wait_end(served.url, nfd.json()["id"])
+    assert (served.project / "uploads" / "default" / "caf\u00e9.md").exists()
 
 
 def test_one_job_per_index_queries_answer_during_it_and_cancel_keeps_work(

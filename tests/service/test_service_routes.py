@@ -155,3 +155,42 @@ def test_documents_are_listed_by_path_with_status_filters_and_paging(base_url: s
     assert httpx.get(f"{base_url}/v1/documents", params={"status": "nope"}).status_code == 422
     bad = httpx.get(f"{base_url}/v1/documents", params={"index": "../x"})
     assert bad.status_code == 400 and bad.json()["error"]["type"] == "UsageError"
+
+
+@pytest.mark.parametrize(("body", "status", "field"), [
+    ({"question": "x", "filters": {"path": []}}, 400, "filters.path"),
+    ({"question": "x", "filters": {"chunk_index": 10**20}}, 400, "filters.chunk_index"),
+    ({"question": "x", "top_k": "many"}, 422, "body.top_k"),
+    ({"question": "x", "deadline_s": -1}, 422, "body.deadline_s"),
+])
+def test_bad_query_values_are_typed_errors_naming_the_field(
+    base_url: str, body: dict[str, object], status: int, field: str
+) -> None:
+    reply = httpx.post(f"{base_url}/v1/query", json=body, timeout=60)
+    assert reply.status_code == status, reply.text
+    error = reply.json()["error"]
+    assert error["field"] == field and error["message"].startswith(field)
+
+
+def test_nan_and_infinity_are_refused_without_echoing_them(base_url: str) -> None:
+    for raw in (b'{"question": "x", "top_k": NaN}', b'{"question": "x", "deadline_s": -Infinity}'):
+        reply = httpx.post(f"{base_url}/v1/query", content=raw, timeout=60,
+                           headers={"content-type": "application/json"})
+        assert reply.status_code == 422, reply.text
+        assert reply.json()["error"]["type"] == "RequestValidationError"
+
+
+def test_the_frameworks_own_refusals_have_the_same_shape(base_url: str) -> None:
+    missing = httpx.get(f"{base_url}/v1/no-such-route")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["type"] == "NotFound"
+    wrong = httpx.delete(f"{base_url}/v1/query")
+    assert wrong.status_code == 405
+    assert wrong.json()["error"]["type"] == "MethodNotAllowed"
+
+
+def test_made_up_methods_make_no_metric_series(base_url: str) -> None:
+    for i in range(3):
+        httpx.request(f"Z{i:03d}", f"{base_url}/v1/indexes")
+    text = httpx.get(f"{base_url}/metrics").text
+    assert 'method="Z000"' not in text and 'method="OTHER"' in text

@@ -55,6 +55,15 @@ class Served:
         headers = {"authorization": f"Bearer {key}"} if key else {}
         return httpx.get(f"{self.url}{path}", headers=headers, timeout=60, **kw)  # type: ignore[arg-type]
 
+    def wait_job(self, job_id: str, headers: dict[str, str], timeout_s: float = 120) -> None:
+        """Wait until the job ends (so the next test's writes find the index free)."""
+        deadline = time.monotonic() + timeout_s
+        while httpx.get(f"{self.url}/v1/jobs/{job_id}", headers=headers).json()["state"] in (
+            "queued", "running"
+        ):
+            assert time.monotonic() < deadline, "the job did not end"
+            time.sleep(0.2)
+
 
 def _test_router() -> APIRouter:
     from unified_kg_rag.service.auth import requires
@@ -204,17 +213,25 @@ def test_a_body_over_the_limit_is_refused_413_by_length_and_as_it_streams(
 def test_an_upload_has_its_own_total_and_needs_write_before_its_body_is_read(
     served: Served,
 ) -> None:
-    files = {"file": ("a.txt", b"u" * 5000, "text/plain")}
+    files = {"files": ("a.txt", b"u " * 2500, "text/plain")}
     auth = {"x-api-key": served.keys["write"]}
-    upload = httpx.post(f"{served.url}/test/echo", files=files, headers=auth)
-    assert upload.status_code == 200 and upload.json()["bytes"] > 5000  # over max_body_bytes
-    big = {"file": ("a.txt", b"u" * 9000, "text/plain")}
-    _error(httpx.post(f"{served.url}/test/echo", files=big, headers=auth), 413,
+    upload = httpx.post(f"{served.url}/v1/documents", files=files, headers=auth)
+    assert upload.status_code == 202, upload.text  # over max_body_bytes, under the upload's
+    served.wait_job(upload.json()["id"], auth)
+    gone = httpx.delete(f"{served.url}/v1/documents", params={"path": "a.txt"}, headers=auth)
+    assert gone.status_code == 202, gone.text  # the index as the other tests expect it
+    served.wait_job(gone.json()["id"], auth)
+    big = {"files": ("a.txt", b"u" * 9000, "text/plain")}
+    _error(httpx.post(f"{served.url}/v1/documents", files=big, headers=auth), 413,
            "PayloadTooLargeError")
-    _error(httpx.post(f"{served.url}/test/echo", files=files), 401, "AuthenticationError")
+    _error(httpx.post(f"{served.url}/v1/documents", files=files), 401, "AuthenticationError")
     reader = {"x-api-key": served.keys["read"]}
-    _error(httpx.post(f"{served.url}/test/echo", files=files, headers=reader), 403,
+    _error(httpx.post(f"{served.url}/v1/documents", files=files, headers=reader), 403,
            "PermissionDenied")
+    # a multipart body to any other route is a body like any other: a read key is enough,
+    # and max_body_bytes holds
+    _error(httpx.post(f"{served.url}/test/echo", files=files, headers=reader), 413,
+           "RequestTooLarge")
 
 
 def test_a_long_query_string_is_refused_414(served: Served) -> None:

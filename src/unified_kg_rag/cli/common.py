@@ -24,6 +24,7 @@ from rich.markup import escape
 
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.util.errors import UkrError
+from unified_kg_rag.util.text import counted
 
 __all__ = [
     "ConfigOpt",
@@ -94,11 +95,6 @@ VerboseOpt = Annotated[
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def counted(n: int, noun: str) -> str:
-    """``1 concept``, ``2 concepts``, ``1,024 links``: a count with its noun (plural ``-s``)."""
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def printable(text: str, *, keep_newlines: bool = False) -> str:

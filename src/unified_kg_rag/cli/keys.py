@@ -76,6 +76,8 @@ def list_command(
     if json_out:
         typer.echo(dump_keys(keys))
         return
+    if not keys:
+        typer.echo("no API keys (add one with `ukr keys add NAME --scope read`)", err=True)
     for key in keys:
         created = dt.datetime.fromtimestamp(key.created_at, dt.UTC).strftime("%Y-%m-%d %H:%M")
         typer.echo(f"{key.name}\t{'+'.join(key.scopes)}\t{created} UTC")

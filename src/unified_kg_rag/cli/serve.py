@@ -41,13 +41,15 @@ def serve_command(
     config_file: ConfigOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Serve the project's HTTP API under /v1: queries, documents, index and delete jobs.
+    """Serve the project over HTTP: queries, documents, jobs, graph, chat APIs, metrics.
 
-    OpenAPI at /docs, Prometheus metrics at /metrics. Binds 127.0.0.1:8420 by default; any
-    other address needs API keys (`ukr keys add`) or --insecure. One access-log line per
-    request on stderr (service.access_log). Stops gracefully on Ctrl-C or SIGTERM: a running
-    job is stopped like Ctrl-C stops `ukr index` (what it stored is kept) and recorded
-    `interrupted`; the next start says how to resume it (POST /v1/jobs/ID/resume).
+    The /v1 API (queries, uploads, index and delete jobs, the graph), the OpenAI- and
+    Ollama-compatible chat APIs (/v1/chat/completions, /api/chat); OpenAPI at /docs,
+    Prometheus metrics at /metrics. Binds 127.0.0.1:8420 by default; any other address
+    needs API keys (`ukr keys add`) or --insecure. One access-log line per request on stderr
+    (service.access_log). Stops gracefully on Ctrl-C or SIGTERM: a running job is stopped
+    like Ctrl-C stops `ukr index` (what it stored is kept) and recorded `interrupted`; the
+    next start says how to resume it (POST /v1/jobs/ID/resume).
     """
 
     async def build() -> FastAPI:
@@ -62,9 +64,13 @@ def serve_command(
                                  "bind 127.0.0.1, or pass --insecure", field="--host")  # fmt: skip
             logger.warning("INSECURE: serving %s without API keys: anyone who can reach it "
                            "can read the index and change it", host)  # fmt: skip
+        _check_port_free(host, port)
         return api
 
     api = run(build, verbose=verbose)
+    keys = api.state.keys
+    typer.echo(f"serving {api.state.project_dir} on http://{host}:{port} (API keys: "
+               f"{len(keys.keys) if keys.required else 'none'}; OpenAPI at /docs)", err=True)
     import uvicorn
 
     from unified_kg_rag.service.access import ACCESS_LOGGER
@@ -88,6 +94,27 @@ def serve_command(
     os.environ.update(dict(zip(SERVE_ENV, values, strict=True)))
     uvicorn.run("unified_kg_rag.service.app:app_from_env", factory=True, workers=workers,
                 **options)
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Refuse at once a ``host:port`` that cannot be bound (in use, not an address here).
+
+    uvicorn would log the error and exit 3, the exit code of failed documents.
+
+    Raises:
+        UsageError: the address cannot be bound (exit 2).
+    """
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as error:
+        raise UsageError(f"cannot listen on {host}:{port}: {error.strerror or error}",
+                         field="--port") from error
 
 
 def _loopback(host: str) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import unicodedata
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -48,15 +49,20 @@ def uploads_dir(project_dir: Path, index: str) -> Path:
 
 
 def safe_file_name(name: str) -> str:
-    """Return ``name`` if it is a plain file name an upload may be stored under.
+    """Return ``name`` in NFC if it is a plain file name an upload may be stored under.
 
     Refused: an empty name, ``.`` and ``..``, a name holding a path separator (``/`` or a
-    backslash), NUL or another control character, or longer than 255 bytes in UTF-8.
+    backslash), NUL or another control or format character (bidirectional overrides,
+    zero-width characters, line and paragraph separators), bytes that were not UTF-8, or
+    longer than 255 bytes in UTF-8. Names are compared in NFC, so ``café.md`` typed in NFD
+    and in NFC name one document.
 
     Raises:
-        UsageError: the name is refused (field ``files``; the message names it, escaped).
+        UsageError: the name is refused (field ``files``; the message names it, escaped
+            and cut at 100 characters).
     """
-    shown = repr(name)
+    shown = repr(name if len(name) <= 100 else name[:100] + "…")
+    name = unicodedata.normalize("NFC", name)
     reason = ""
     if not name.strip():
         reason = "an empty file name"
@@ -64,13 +70,20 @@ def safe_file_name(name: str) -> str:
         reason = "not a file name"
     elif "/" in name or "\\" in name:
         reason = "a file name may not hold a path separator (send the base name only)"
-    elif any(ord(c) < 32 or ord(c) == 127 for c in name):
-        reason = "a file name may not hold NUL or control characters"
+    elif any(unicodedata.category(c) in _REFUSED_CATEGORIES for c in name):
+        reason = "a file name may not hold NUL, control or format characters"
+    elif "\ufffd" in name:
+        reason = "a file name must be UTF-8"
     elif len(name.encode("utf-8", "surrogatepass")) > _MAX_NAME_BYTES:
         reason = f"a file name may hold at most {_MAX_NAME_BYTES} bytes"
     if reason:
         raise UsageError(f"{shown}: {reason}", field="files")
     return name
+
+
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+"""Unicode categories a file name may not hold: controls, format characters (bidirectional
+overrides, zero-width), surrogates, line and paragraph separators."""
 
 
 @dataclass(frozen=True)
@@ -135,7 +148,7 @@ class UploadBatch:
             PayloadTooLargeError: more files than ``limits.files``.
         """
         self.close()
-        safe_file_name(name)
+        name = safe_file_name(name)
         if name in self.names:
             raise UsageError(f"{name!r}: sent twice in one upload", field="files")
         if len(self.names) >= self.limits.files:
@@ -215,29 +228,37 @@ def allowed_path(path: str, roots: Sequence[str], project_dir: Path) -> Path:
         project_dir: the project directory.
 
     Raises:
-        UsageError: no root is configured, the path does not exist, or it (or a link inside
-            it) leads outside every root (field ``path``).
+        UsageError: no root is configured; the path is outside every root or (inside one)
+            does not exist, with one message for both so a refusal tells nothing of what
+            exists elsewhere; it is not a regular file or folder (a FIFO, a device); a link
+            inside it leads outside every root; it cannot be used (too long, unencodable,
+            a link loop). Field ``path``.
     """
     if not roots:
         raise UsageError("the server indexes no server-side path: list the folders it may "
                          "read under service.allowed_roots in ukr.yaml", field="path")
+    shown = path if len(path) <= 200 else path[:200] + "…"
     if "\x00" in path:
-        raise UsageError(f"{path!r}: a path may not hold NUL", field="path")
-    resolved_roots = [(project_dir / r).resolve() for r in roots]
-    given = project_dir / path
-    if not given.exists():
-        raise UsageError(f"{path}: no such file or directory", field="path")
-    target = given.resolve()
-    outside = f"{path}: outside service.allowed_roots"
-    if not _below(target, resolved_roots):
-        raise UsageError(outside, field="path")
-    if target.is_dir():
-        for folder, dirs, files in os.walk(target):
-            for name in (*dirs, *files):
-                entry = Path(folder) / name
-                if entry.is_symlink() and not _below(entry.resolve(), resolved_roots):
-                    raise UsageError(f"{outside} (the link {entry.relative_to(target)} leads "
-                                     "out)", field="path")
+        raise UsageError(f"{shown!r}: a path may not hold NUL", field="path")
+    outside = f"{shown}: not a file or folder below service.allowed_roots"
+    try:
+        resolved_roots = [(project_dir / r).resolve() for r in roots]
+        target = (project_dir / path).resolve()  # links resolved; a missing path stays as is
+        # roots first, so a refused path says nothing of what exists outside them
+        if not _below(target, resolved_roots) or not target.exists():
+            raise UsageError(outside, field="path")
+        if not (target.is_file() or target.is_dir()):
+            raise UsageError(f"{shown}: not a regular file or a folder", field="path")
+        if target.is_dir():
+            for folder, dirs, files in os.walk(target):
+                for name in (*dirs, *files):
+                    entry = Path(folder) / name
+                    if entry.is_symlink() and not _below(entry.resolve(), resolved_roots):
+                        raise UsageError(f"{outside} (the link {entry.relative_to(target)} "
+                                         "leads out)", field="path")  # fmt: skip
+    except (OSError, UnicodeError, RuntimeError) as error:  # too long, unencodable, a loop
+        why = getattr(error, "strerror", None) or type(error).__name__  # never the whole path
+        raise UsageError(f"{shown}: not a usable path ({why})", field="path") from error
     return target
 
 

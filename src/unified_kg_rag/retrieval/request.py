@@ -108,6 +108,7 @@ def check_request(inp: RAGInput, base: QueryConfig) -> tuple[RAGInput, str, Quer
         )
     for key, value in inp.filters.items():
         _refuse_invalid_text(value, f"filters.{key}")
+        _refuse_unmatchable(value, f"filters.{key}")
     inp = _checked_history(inp)
     _refuse_invalid_text(inp.conversation_id, "conversation_id")
     _refuse_invalid_text(inp.user_id, "user_id")
@@ -125,6 +126,25 @@ def check_request(inp: RAGInput, base: QueryConfig) -> tuple[RAGInput, str, Quer
         )
     _refuse_swapped_names(inp)
     return inp, question, effective_config(base, inp)
+
+
+_INT64 = 2**63
+"""Integers a filter may hold: what the stores keep (SQLite and PostgreSQL 64-bit)."""
+
+
+def _refuse_unmatchable(value: object, field: str) -> None:
+    """Refuse a filter no stored value can pass: an empty list, an integer past 64 bits.
+
+    Raises:
+        UsageError: the filter is an empty list, or holds an integer outside ±2⁶³.
+    """
+    values = value if isinstance(value, list | tuple) else [value]
+    if not values:
+        raise UsageError("an empty list matches nothing; leave the filter out", field=field)
+    for item in values:
+        if isinstance(item, int) and not isinstance(item, bool) and not -_INT64 <= item < _INT64:
+            raise UsageError(f"{item} is out of range (a stored number fits 64 bits)",
+                             field=field)  # fmt: skip
 
 
 def _checked_history(inp: RAGInput) -> RAGInput:

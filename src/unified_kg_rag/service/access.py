@@ -64,6 +64,9 @@ def route_template(scope: Scope) -> str:
     return f"{path}/{{path}}" if isinstance(route, Mount) else path
 
 
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
 class AccessMiddleware:
     """The ASGI middleware writing the access log and the request metrics (module docstring)."""
 
@@ -105,6 +108,8 @@ class AccessMiddleware:
     def _record(self, scope: Scope, status: int, duration_s: float) -> None:
         route = route_template(scope)
         method = str(scope.get("method", "-"))
+        if method not in _METHODS:  # a made-up method must not make a metric series
+            method = "OTHER"
         self.metrics.observe_request(method, route, status, duration_s)
         if not self.log:
             return

@@ -44,7 +44,7 @@ from unified_kg_rag.service import (
     query,
 )
 from unified_kg_rag.service.access import AccessMiddleware
-from unified_kg_rag.service.errors import install_error_handlers
+from unified_kg_rag.service.errors import ERROR_RESPONSES, install_error_handlers
 from unified_kg_rag.service.job_store import JobStore
 from unified_kg_rag.service.jobs import JobManager
 from unified_kg_rag.service.keys import KeyRing, load_key_ring
@@ -112,7 +112,9 @@ def create_app(
     api.state.keys = keys
     api.state.metrics = service_metrics
     install_error_handlers(api)
-    for module in (meta, documents, query, job_routes, graph, metrics, openai_compat, ollama):
+    for module in (meta, documents, query, job_routes, graph, metrics):
+        api.include_router(module.router, responses=ERROR_RESPONSES)
+    for module in (openai_compat, ollama):  # errors in their protocols' own shapes
         api.include_router(module.router)
     service = config.service
     api.add_middleware(LimitsMiddleware, config=service)

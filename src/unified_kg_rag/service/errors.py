@@ -17,7 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Receive, Scope, Send
 
 from unified_kg_rag.util.errors import (
@@ -32,13 +35,48 @@ from unified_kg_rag.util.errors import (
 )
 
 __all__ = [
+    "ERROR_RESPONSES",
+    "ErrorDetail",
+    "ErrorResponse",
     "ServiceError",
     "error_body",
     "error_response",
     "error_status",
     "install_error_handlers",
     "send_error",
+    "validation_message",
 ]
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong: the error kind, one line, the request field at fault if one."""
+
+    type: str
+    message: str
+    field: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    """The body of every error reply of the ``/v1`` API."""
+
+    error: ErrorDetail
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse, "description": meaning}
+    for status, meaning in (
+        (400, "a bad argument or configuration"),
+        (401, "no API key, or an unknown one"),
+        (403, "the key lacks the route's scope"),
+        (404, "the named job, document, entity or community is not there"),
+        (409, "the index does not serve the strategy or graph, or a job or build writes it"),
+        (413, "a body or upload over a limit"),
+        (422, "a malformed request: not JSON, a field of the wrong type or out of range"),
+        (502, "the model failed"),
+        (503, "the store failed"),
+    )
+}
+"""The error replies every route may give, for the OpenAPI document (typed, not FastAPI's)."""
 
 
 class ServiceError(Exception):
@@ -81,10 +119,15 @@ def error_status(error: UkrError) -> int:
 
 def error_body(kind: str, message: str, field: str | None = None) -> dict[str, Any]:
     """The JSON body of an error: ``{"error": {"type", "message"[, "field"]}}``."""
-    body: dict[str, Any] = {"type": kind, "message": message}
+    body: dict[str, Any] = {"type": kind, "message": _encodable(message)}
     if field:
-        body["field"] = field
+        body["field"] = _encodable(field)
     return {"error": body}
+
+
+def _encodable(text: str) -> str:
+    """``text`` with what UTF-8 cannot carry (a lone surrogate echoed from a request) escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def error_response(status: int, kind: str, message: str, field: str | None = None) -> JSONResponse:
@@ -101,8 +144,47 @@ async def send_error(
     await response(scope, receive, send)
 
 
+_HTTP_KINDS = {400: "BadRequest", 404: "NotFound", 405: "MethodNotAllowed"}
+"""Error kinds of the framework's own refusals (no such route, a body it cannot parse)."""
+
+
+def validation_message(error: RequestValidationError) -> tuple[str, str | None]:
+    """One line for a malformed request, and the field at fault (``query.limit``, ``body``).
+
+    The first problem is named (``query.limit: Input should be greater than or equal to
+    1``), with how many more there are.
+    """
+    problems = list(error.errors())
+    if not problems:
+        return "the request is malformed", None
+    first = problems[0]
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    message = f"{where}: {first.get('msg', 'invalid')}" if where else str(first.get("msg"))
+    if len(problems) > 1:
+        message += f" (and {len(problems) - 1} more)"
+    return message, where or None
+
+
 def install_error_handlers(api: FastAPI) -> None:
-    """Answer every `UkrError` and `ServiceError` a route raises as a typed JSON error."""
+    """Answer every `UkrError`, `ServiceError` and malformed request as a typed JSON error.
+
+    A malformed request (not JSON, a field of the wrong type or out of range) is 422
+    ``RequestValidationError`` naming the first field at fault; the framework's own
+    refusals (no such route 404, a method the route lacks 405, a body it cannot parse 400)
+    keep their status with the same shape.
+    """
+
+    @api.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, error: StarletteHTTPException) -> JSONResponse:
+        kind = _HTTP_KINDS.get(error.status_code, "HTTPError")
+        response = error_response(error.status_code, kind, str(error.detail))
+        response.headers.update(error.headers or {})
+        return response
+
+    @api.exception_handler(RequestValidationError)
+    async def malformed(_: Request, error: RequestValidationError) -> JSONResponse:
+        message, field = validation_message(error)
+        return error_response(422, "RequestValidationError", message, field)
 
     @api.exception_handler(ServiceError)
     async def service_error(_: Request, error: ServiceError) -> JSONResponse:

@@ -30,7 +30,7 @@ from typing import Protocol, TypeVar
 
 from unified_kg_rag.bootstrap import App
 from unified_kg_rag.ingestion.report import DeleteReport, IndexReport
-from unified_kg_rag.ingestion.uploads import remove_uploaded
+from unified_kg_rag.ingestion.uploads import allowed_path, remove_uploaded
 from unified_kg_rag.service.job_store import (
     Job,
     JobError,
@@ -40,6 +40,7 @@ from unified_kg_rag.service.job_store import (
     JobStore,
 )
 from unified_kg_rag.util.errors import BuildInProgress, NotFoundError, UkrError, UsageError
+from unified_kg_rag.util.text import counted
 
 __all__ = ["JobManager", "JobObserver", "JobProgressReporter"]
 
@@ -228,6 +229,7 @@ class JobManager:
         if old.resumed_by:
             raise UsageError(f"job {job_id} was resumed already by job {old.resumed_by}",
                              field="job_id")  # fmt: skip
+        await self._call(self._check_roots, old)
         new = await self.submit(old.kind, old.index, old.inputs, resumed_from=old.id)
         old.resumed_by = new.id
         await self._call(self._store.save, old)
@@ -270,6 +272,7 @@ class JobManager:
         self._observe(job)
         await self._call(self._store.save, job)
         try:
+            await self._call(self._check_roots, job)  # again: links change after a request
             if job.kind == "delete":
                 deleted = await pipeline.delete(job.inputs.targets, confirm=job.inputs.confirm)
                 await self._call(remove_uploaded, self._app.project_dir, deleted.deleted)
@@ -304,16 +307,19 @@ class JobManager:
         if isinstance(report, DeleteReport):
             job.delete_report = report
             job.progress.failures = len(report.unknown)
-            job.summary = (f"{len(report.deleted)} documents deleted, "
-                           f"{report.text_units_removed} text units removed, "
-                           f"{len(report.unknown)} targets unknown")  # fmt: skip
+            job.summary = (f"{counted(len(report.deleted), 'document')} deleted, "
+                           f"{counted(report.text_units_removed, 'text unit')} removed, "
+                           f"{counted(len(report.unknown), 'target')} unknown")  # fmt: skip
         else:
             job.index_report = report
             job.progress.failures = len(report.failed)
-            job.summary = (f"{report.documents_found} documents found: "
+            retried = f"{report.documents_retried} retried, " if report.documents_retried else ""
+            job.summary = (f"{counted(report.documents_found, 'document')} found: "
                            f"{report.documents_new} new, {report.documents_changed} changed, "
-                           f"{report.documents_unchanged} unchanged, {len(report.failed)} "
-                           f"failed; {report.text_units_embedded} text units embedded")  # fmt: skip
+                           f"{report.documents_unchanged} unchanged, {retried}"
+                           f"{len(report.failed)} failed; "
+                           f"{counted(report.text_units_embedded, 'text unit')} "
+                           "embedded")  # fmt: skip
         graph = report.graph
         if report.exit_code == 1 and graph is not None:
             job.state, job.error = "failed", JobError(type="ModelError", message=graph.error)
@@ -332,6 +338,22 @@ class JobManager:
             progress.changed = False
             self._observe(job)
             await self._call(self._store.save, job)
+
+    def _check_roots(self, job: Job) -> None:
+        """Check a server-side path job's paths against ``service.allowed_roots`` again.
+
+        Checked when the request came, and again when the job starts or is resumed: a link
+        added meanwhile (even after a cancel) must not lead the run outside the roots.
+        Uploads (in the project's uploads folder) and resets (admin) are not checked.
+
+        Raises:
+            UsageError: a path is no longer below the roots (as `allowed_path`).
+        """
+        if job.kind != "index" or job.inputs.uploads:
+            return
+        roots = self._app.config.service.allowed_roots
+        for path in job.inputs.paths:
+            allowed_path(path, roots, self._app.project_dir)
 
     def _observe(self, job: Job) -> None:
         if self._observer is not None:

@@ -78,7 +78,7 @@ class LimitsMiddleware:
             if not exceeded:
                 raise
         if exceeded and not started:
-            upload = _multipart(headers)
+            upload = _multipart(headers) and _is_upload(scope)
             await send_error(scope, receive, send, _too_large(limit, upload=upload))
 
     def _check_head(self, scope: Scope, headers: Headers) -> int:
@@ -92,7 +92,7 @@ class LimitsMiddleware:
             raise ServiceError(414, "QueryStringTooLong", f"the query string is {len(query):,} "
                                f"bytes; at most {self.config.max_query_string_bytes:,} are "
                                "allowed (service.max_query_string_bytes)")  # fmt: skip
-        multipart = _multipart(headers)
+        multipart = _multipart(headers) and _is_upload(scope)
         limit = self.config.max_upload_total_bytes if multipart else self.config.max_body_bytes
         if multipart:
             authorize(scope, "write")
@@ -100,6 +100,14 @@ class LimitsMiddleware:
         if length.isdigit() and int(length) > limit:
             raise _too_large(limit, upload=multipart)
         return limit
+
+
+UPLOAD_ROUTE = ("POST", "/v1/documents")
+"""The one route that takes a multipart body (files); other routes keep the body limit."""
+
+
+def _is_upload(scope: Scope) -> bool:
+    return (scope.get("method"), scope.get("path", "").rstrip("/")) == UPLOAD_ROUTE
 
 
 def _multipart(headers: Headers) -> bool:

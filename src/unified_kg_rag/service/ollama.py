@@ -212,10 +212,11 @@ async def show(request: Request) -> ShowReply:
 async def chat(request: Request) -> Response:
     """Answer the conversation's last user message (NDJSON unless ``stream`` is false).
 
+    \f
     Raises:
         UnknownModelError: 404. UsageError: ``tools``, ``format``, ``images`` or no question,
         400. The chain's errors before the answer starts, with their status.
-    """
+    """  # noqa: D301 (\f ends the OpenAPI description)
     body = await _read(request, ChatRequest)
     body.refuse_unsupported()
     if any(m.images for m in body.messages):
@@ -231,9 +232,10 @@ async def chat(request: Request) -> Response:
 async def generate(request: Request) -> Response:
     """Answer ``prompt`` alone (NDJSON unless ``stream`` is false).
 
+    \f
     Raises:
         As ``/api/chat``.
-    """
+    """  # noqa: D301 (\f ends the OpenAPI description)
     body = await _read(request, GenerateRequest)
     body.refuse_unsupported()
     if body.images:

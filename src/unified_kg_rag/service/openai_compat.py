@@ -256,10 +256,11 @@ async def chat_completions(
 ) -> ChatCompletion | StreamingResponse:
     """Answer the conversation's last user message from the model's index.
 
+    \f
     Raises:
         UnknownModelError: 404. UsageError: an unsupported parameter or no question, 400.
         The chain's errors before the answer starts, with their status.
-    """
+    """  # noqa: D301 (\f ends the OpenAPI description)
     body.refuse_unsupported()
     app = app_of(request)
     ref = await resolve_model(app, body.model)

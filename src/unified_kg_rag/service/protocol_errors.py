@@ -22,7 +22,7 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 
 from unified_kg_rag.service.chat_models import UnknownModelError
-from unified_kg_rag.service.errors import error_status
+from unified_kg_rag.service.errors import ServiceError, error_status
 from unified_kg_rag.util.errors import UkrError
 
 __all__ = ["ErrorRenderer", "ProtocolError", "protocol_route"]
@@ -72,6 +72,11 @@ def protocol_route(render: ErrorRenderer) -> type[APIRoute]:
                                                 str(error), field))  # fmt: skip
                 except RequestValidationError as error:
                     return render(_invalid(error))
+                except ServiceError as error:  # a refused key, a question too long
+                    reply = render(ProtocolError(error.status, error.kind, error.message,
+                                                 error.field))  # fmt: skip
+                    reply.headers.update(error.headers)
+                    return reply
                 except HTTPException as error:
                     reply = render(ProtocolError(error.status_code, "http_error",
                                                  str(error.detail)))  # fmt: skip

@@ -65,9 +65,10 @@ async def query(body: QueryRequest, request: Request) -> RAGOutput | StreamingRe
     With ``stream: true`` the reply is ``text/event-stream``: ``delta`` events with the
     answer's text as it is written, then one ``result`` event holding the `RAGOutput`.
 
+    \f
     Raises:
         ServiceError: 422 ``QuestionTooLong`` (``service.max_question_chars``).
-    """
+    """  # noqa: D301 (\f ends the OpenAPI description)
     check_question(request, body.question)
     note_question(request, body.question)
     overrides: dict[str, object] = {

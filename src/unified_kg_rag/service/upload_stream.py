@@ -39,6 +39,10 @@ class _Receiver:
         self.batch = batch
         self.fields: dict[str, str] = {}
         self.part = _Part()
+        self.ended = False  # the closing boundary was read
+
+    def on_end(self) -> None:
+        self.ended = True
 
     def on_part_begin(self) -> None:
         self.part = _Part()
@@ -106,7 +110,7 @@ async def read_upload(request: Request, batch: UploadBatch) -> dict[str, str]:
         "on_part_begin": receiver.on_part_begin, "on_part_data": receiver.on_part_data,
         "on_part_end": receiver.on_part_end, "on_header_field": receiver.on_header_field,
         "on_header_value": receiver.on_header_value, "on_header_end": receiver.on_header_end,
-        "on_headers_finished": receiver.on_headers_finished,
+        "on_headers_finished": receiver.on_headers_finished, "on_end": receiver.on_end,
     })  # fmt: skip
     try:
         async for chunk in request.stream():
@@ -116,4 +120,7 @@ async def read_upload(request: Request, batch: UploadBatch) -> dict[str, str]:
         raise
     except Exception as exc:  # python-multipart's parse errors
         raise UsageError(f"malformed multipart body: {exc}", field="files") from exc
+    if not receiver.ended:  # a cut body: its last file would be kept half written
+        raise UsageError("malformed multipart body: it ends before its closing boundary "
+                         "(cut short?); nothing was kept", field="files")  # fmt: skip
     return receiver.fields
