@@ -20,8 +20,8 @@ Figures:
    record's units in the search index) and ``PRAGMA integrity_check`` of every SQLite file.
 4. *Memory*: the server's RSS after start, after the load, after the job.
 5. *Soak* (``--soak-s``, default 600): mixed queries from 4 clients and an upload of 5 small
-   new documents every 30 s; RSS sampled every 10 s; the last sample against the first after
-   the warm-up (target: within 10 %).
+   new documents every 30 s; RSS sampled every 10 s and printed every minute; the last
+   sample against the first after a third of the soak, the warm-up (target: within 10 %).
 
 Usage:  python benchmarks/bench_service.py [--base DIR] [--data DIR] [--soak-s 600]
         (--base keeps the built index for later runs; building it takes about a minute on 2
@@ -386,9 +386,12 @@ def main() -> None:
                 soak_dir = tmp / "soak"
                 soak_dir.mkdir()
                 samples = asyncio.run(soak(server.url, pid, questions, args.soak_s, soak_dir))
-                warm = [r for t, r in samples if t >= 60] or [r for _, r in samples]
-                print(f"  RSS first after 60 s {warm[0]:.0f} MiB, last {warm[-1]:.0f} MiB, "
-                      f"max {max(warm):.0f} MiB, change {100 * (warm[-1] / warm[0] - 1):+.1f} %")
+                series = ", ".join(f"{t:.0f}s {r:.0f}" for t, r in samples[::6])
+                print(f"  RSS (MiB) every minute: {series}")
+                warm = [r for t, r in samples if t >= args.soak_s / 3] or [r for _, r in samples]
+                print(f"  RSS after a third of the soak {warm[0]:.0f} MiB, last {warm[-1]:.0f}"
+                      f" MiB, max {max(warm):.0f} MiB, change "
+                      f"{100 * (warm[-1] / warm[0] - 1):+.1f} %")  # fmt: skip
                 rss["after soak"] = samples[-1][1]
         finally:
             server.stop()
