@@ -38,12 +38,14 @@ def write_corpus(folder: Path, n: int) -> list[Path]:
 
 
 @contextmanager
-def ukr_serve(project: Path, port: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def ukr_serve(project: Path, port: int, log: Path, *extra: str
+              ) -> Iterator[subprocess.Popen[bytes]]:  # fmt: skip
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     with log.open("ab") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "unified_kg_rag.cli", "serve", "-C", str(project),
-             "--port", str(port)], stdout=out, stderr=subprocess.STDOUT, env=env)  # fmt: skip
+             "--port", str(port), *extra], stdout=out, stderr=subprocess.STDOUT,
+            env=env)  # fmt: skip
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -149,3 +151,34 @@ def test_sigterm_interrupts_a_job_that_resumes_after_a_restart_to_exact_counts(
         rows = db.execute("SELECT count(*), count(DISTINCT id) FROM search_records WHERE "
                           "collection = 'text_units'").fetchone()  # fmt: skip
         assert rows == (sum(want.values()), sum(want.values()))
+
+
+def test_workers_share_the_jobs_and_one_writer(tmp_path: Path, embeddings: FakeOpenAIServer) -> None:
+    """``--workers 2``: every worker sees the job, refuses a second one, and cancels it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "ukr.yaml").write_text(CONFIG % embeddings.base_url)
+    files = write_corpus(tmp_path / "corpus", 8)
+    port, log = free_port(), tmp_path / "serve.log"
+    url = f"http://127.0.0.1:{port}"
+    with ukr_serve(project, port, log, "--workers", "2") as proc:
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+        if children.exists():  # Linux: two worker processes (and multiprocessing's tracker)
+            kids = children.read_text().split()
+            spawned = [k for k in kids
+                       if b"spawn_main" in Path(f"/proc/{k}/cmdline").read_bytes()]  # fmt: skip
+            assert len(spawned) == 2, kids
+        sent = [("files", (f.name, f.read_bytes(), "text/markdown")) for f in files]
+        job = httpx.post(f"{url}/v1/documents", files=sent, timeout=60).json()
+        for _ in range(6):  # new connections: they land on either worker
+            with httpx.Client() as client:
+                seen = client.get(f"{url}/v1/jobs/{job['id']}").json()
+                assert seen["id"] == job["id"]
+                other = client.post(f"{url}/v1/documents", timeout=60,
+                                    files=[("files", ("extra.md", b"# Extra", "text/plain"))])
+                assert other.status_code == 409, other.text
+                assert job["id"] in other.json()["error"]["message"]
+        with httpx.Client() as client:
+            stopped = client.post(f"{url}/v1/jobs/{job['id']}/cancel", timeout=60).json()
+        assert stopped["state"] == "cancelled", stopped
+    assert "Traceback" not in log.read_text(), log.read_text()
