@@ -1,0 +1,32 @@
+/** Asks for the API key after a 401; the key is kept in sessionStorage only (this tab). */
+import { useState } from "preact/hooks";
+import { apiKey, setApiKey } from "./api";
+
+export function KeyForm({ onSaved, rejected }: { onSaved: () => void; rejected: boolean }) {
+  const [key, setKey] = useState("");
+  const submit = (event: Event) => {
+    event.preventDefault();
+    setApiKey(key.trim() || null);
+    onSaved();
+  };
+  return (
+    <form class="key-form" onSubmit={submit} aria-labelledby="key-heading">
+      <h2 id="key-heading">API key</h2>
+      <p>
+        {rejected && apiKey() ? "The server refused this key. " : "This server requires an API key. "}
+        It is kept for this browser tab only (sessionStorage) and sent as{" "}
+        <code>Authorization: Bearer …</code>.
+      </p>
+      <label for="api-key">Key</label>
+      <input
+        id="api-key"
+        type="password"
+        autocomplete="off"
+        value={key}
+        onInput={(e) => setKey(e.currentTarget.value)}
+        required
+      />
+      <button type="submit">Use this key</button>
+    </form>
+  );
+}

@@ -1,0 +1,15 @@
+// Builds the app into the Python package, where `ukr serve` serves it at `/` (service/web.py).
+import { defineConfig } from "vite";
+import preact from "@preact/preset-vite";
+
+export default defineConfig({
+  plugins: [preact()],
+  base: "/",
+  build: {
+    outDir: "../src/unified_kg_rag/service/static",
+    emptyOutDir: true,
+    assetsDir: "assets",
+    sourcemap: false,
+    target: "es2022",
+  },
+});
