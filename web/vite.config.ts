@@ -5,6 +5,8 @@ import preact from "@preact/preset-vite";
 export default defineConfig({
   plugins: [preact()],
   base: "/",
+  // `npx vite`: the app with hot reload, its API calls passed to a local `ukr serve`
+  server: { proxy: { "/v1": "http://127.0.0.1:8420" } },
   build: {
     outDir: "../src/unified_kg_rag/service/static",
     emptyOutDir: true,
