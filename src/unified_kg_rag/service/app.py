@@ -3,10 +3,11 @@
 Thin over the application layer, like the CLI: every route calls `bootstrap.App` or a
 function the CLI calls too. One `App` lives for the server's lifetime, so the embedding
 model and the loaded concept graphs are kept between requests. The routes live one module
-per concern (`meta`, `documents`, `query`, `job_routes`, `graph`, `metrics`, and the chat
-protocols `openai_compat` and `ollama`); errors are typed JSON (`errors`), access is by scope
-(`auth`, over the key ring of `keys`). Index, delete and reset jobs run in the background of
-the process (`jobs`); a shutdown (SIGTERM) interrupts them and records it (`job_store`).
+per concern (`meta`, `documents`, `query`, `job_routes`, `graph`, `metrics`, the chat
+protocols `openai_compat` and `ollama`, and `web`, the browser app's bundle at ``/``);
+errors are typed JSON (`errors`), access is by scope (`auth`, over the key ring of `keys`).
+Index, delete and reset jobs run in the background of the process (`jobs`); a shutdown
+(SIGTERM) interrupts them and records it (`job_store`).
 
 The middlewares, outermost first: the access log and request metrics (`access`), CORS
 (only with ``service.cors_origins``), the body and query-string limits (`limits`).
@@ -42,6 +43,7 @@ from unified_kg_rag.service import (
     ollama,
     openai_compat,
     query,
+    web,
 )
 from unified_kg_rag.service.access import AccessMiddleware
 from unified_kg_rag.service.errors import ERROR_RESPONSES, install_error_handlers
@@ -116,6 +118,7 @@ def create_app(
         api.include_router(module.router, responses=ERROR_RESPONSES)
     for module in (openai_compat, ollama):  # errors in their protocols' own shapes
         api.include_router(module.router)
+    api.include_router(web.router)  # the web app's bundle at / (no key: the app sends one)
     service = config.service
     api.add_middleware(LimitsMiddleware, config=service)
     if service.cors_origins:
