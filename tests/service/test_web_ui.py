@@ -1,0 +1,105 @@
+"""The web app in a real browser (Debian's chromium, driven by playwright) against `ukr serve`.
+
+Skipped when playwright or a chromium binary is absent. Never runs ``playwright install``: the
+browser is the system's (``apt-get install chromium``), or ``UKR_CHROMIUM``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.server import index_good_docs, serving
+
+pytestmark = pytest.mark.integration
+
+_CANDIDATES = ("/usr/lib/chromium/chromium", "chromium", "chromium-browser")
+KEY = "web-ui-test-key"
+
+
+def _chromium() -> str | None:
+    named = os.environ.get("UKR_CHROMIUM")
+    if named:
+        return named
+    for candidate in _CANDIDATES:
+        found = shutil.which(candidate) or (candidate if Path(candidate).is_file() else None)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """A headless chromium of the system, or a skip saying what is missing."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    executable = _chromium()
+    if executable is None:
+        pytest.skip("no chromium binary (apt-get install chromium, or set UKR_CHROMIUM)")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, headless=True,
+                                              args=["--no-sandbox", "--disable-gpu"])  # fmt: skip
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three small documents, indexed; tests request it before `browser`: indexing runs its
+    own event loop, which cannot start while playwright's runs."""
+    pytest.importorskip("uvicorn")
+    folder = tmp_path_factory.mktemp("web-ui")
+    index_good_docs(folder)
+    return folder
+
+
+def test_ask_streams_an_answer_with_cited_sources(
+    project: Path, browser: Any, tmp_path: Path
+) -> None:
+    from unified_kg_rag.service.app import create_app
+
+    with serving(create_app(project, environ={})) as url:
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(url + "/")
+        page.get_by_label("naive", exact=True).check()
+        assert page.get_by_label("local", exact=True).is_disabled()  # the index lacks graphrag
+        page.get_by_label("Question", exact=True).fill("What do barn owls hunt?")
+        page.get_by_role("button", name="Ask").click()
+        page.wait_for_selector(".answer[data-state=done]", timeout=120_000)
+        assert "voles" in page.inner_text(".answer-text")
+        cited = page.locator(".source.cited")
+        assert cited.count() >= 1
+        cited.filter(has_text="Owls").locator("summary").click()
+        passages = [cited.nth(i).inner_text() for i in range(cited.count())]
+        assert any("voles" in text for text in passages)
+        assert page.locator("#costs-heading").is_visible()
+        page.screenshot(path=str(tmp_path / "ask.png"), full_page=True)
+        assert (tmp_path / "ask.png").stat().st_size > 0
+        assert errors == []
+        page.close()
+
+
+def test_a_required_key_is_asked_for_and_kept_for_the_tab(project: Path, browser: Any) -> None:
+    from unified_kg_rag.service.app import create_app
+
+    with serving(create_app(project, environ={"UKR_API_KEYS": f"{KEY}:read"})) as url:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(url + "/")
+        page.get_by_label("Key", exact=True).fill("wrong")
+        page.get_by_role("button", name="Use this key").click()
+        page.get_by_text("The server refused this key").wait_for()
+        page.get_by_label("Key", exact=True).fill(KEY)
+        page.get_by_role("button", name="Use this key").click()
+        page.get_by_label("naive", exact=True).wait_for()
+        assert page.evaluate("sessionStorage.getItem('ukr.apiKey')") == KEY
+        assert page.evaluate("localStorage.length") == 0
+        context.close()
