@@ -2,6 +2,7 @@
 #   make demo   index the bundled corpus offline and answer two questions
 #   make test   lint, type-check, layer-check and run the test suite
 #   make docs   build the documentation site (mkdocs-material)
+#   make web    rebuild the web app's bundle (web/ -> src/unified_kg_rag/service/static; commit it)
 #
 # torch is installed first, pinned, so pip takes the CPU build: a bare `torch` requirement
 # pulls a multi-GB CUDA build. On a machine without the CPU wheel on disk, point pip at the
@@ -16,7 +17,7 @@ DEMO_DIR ?= .demo
 DEMO_Q1 ?= What numbers did Ada Lovelace's Note G compute?
 DEMO_Q2 ?= Who designed Colossus, and where was it used?
 
-.PHONY: demo test lint docs docs-gen clean bench
+.PHONY: demo test lint docs docs-gen clean bench web web-test
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +52,12 @@ lint: $(VENV)/.dev
 
 test: lint
 	$(BIN)/pytest -q
+
+web:
+	cd web && npm ci && npm run build
+
+web-test:
+	cd web && npm ci && npm test
 
 docs-gen: $(VENV)/.dev
 	$(BIN)/python scripts/gen_docs.py
