@@ -162,7 +162,7 @@ function StrategyPicker(props: { strategies: StrategyInfo[]; value: string; onCh
       <legend>Strategy</legend>
       {props.strategies.map((s) => {
         const id = `strategy-${s.name}`;
-        const reason = s.served ? "" : `Not served: ${s.how || `needs ${s.missing.join(" or ")}`}`;
+        const how = s.served ? "" : s.how || `needs ${s.missing.join(" or ")}`;
         return (
           <div class={s.served ? "strategy" : "strategy unserved"}>
             <input
@@ -178,8 +178,14 @@ function StrategyPicker(props: { strategies: StrategyInfo[]; value: string; onCh
             <label for={id}>{s.name}</label>
             <p id={`${id}-desc`} class="description">
               {s.description}
-              {reason ? <span class="reason"> {reason}</span> : null}
+              {how ? <span class="reason"> Not served by this index.</span> : null}
             </p>
+            {how ? (
+              <details class="how">
+                <summary>How to serve {s.name}</summary>
+                <p>{how}</p>
+              </details>
+            ) : null}
           </div>
         );
       })}
