@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.support.openai_server import FakeOpenAIServer
-from tests.support.server import index_good_docs, serving
+from tests.support.server import index_good_docs, serving, serving_good_docs
 
 pytestmark = pytest.mark.integration
 
@@ -20,11 +20,7 @@ pytest.importorskip("uvicorn")
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Index three small documents (no LLM: extractive answers), then serve the project."""
-    from unified_kg_rag.service.app import create_app
-
-    project = tmp_path_factory.mktemp("chat")
-    index_good_docs(project)
-    with serving(create_app(project)) as url:
+    with serving_good_docs(tmp_path_factory.mktemp("chat")) as url:
         yield url
 
 

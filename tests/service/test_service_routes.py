@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.server import index_good_docs, serving
+from tests.support.server import serving_good_docs
 
 pytestmark = pytest.mark.integration
 
@@ -19,11 +19,7 @@ uvicorn = pytest.importorskip("uvicorn")
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Index three small documents, then serve the project on a free loopback port."""
-    from unified_kg_rag.service.app import create_app
-
-    project = tmp_path_factory.mktemp("service")
-    index_good_docs(project)
-    with serving(create_app(project)) as url:
+    with serving_good_docs(tmp_path_factory.mktemp("service")) as url:
         yield url
 
 

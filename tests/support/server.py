@@ -53,3 +53,13 @@ def serving(api: Any, *, timeout_s: float = 60.0) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+@contextmanager
+def serving_good_docs(project: Path) -> Iterator[str]:
+    """Index `write_good_docs`'s three documents in ``project``, serve it; yield the base URL."""
+    from unified_kg_rag.service.app import create_app
+
+    index_good_docs(project)
+    with serving(create_app(project)) as url:
+        yield url

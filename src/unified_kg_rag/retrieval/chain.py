@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from unified_kg_rag.config.models import QueryConfig
 from unified_kg_rag.domain.answers.abstention import detect_abstention
 from unified_kg_rag.domain.answers.citations import check_citations
-from unified_kg_rag.domain.llm.deadline import QueryDeadline, query_deadline
+from unified_kg_rag.domain.llm.deadline import QueryDeadline, note_deadline, query_deadline
 from unified_kg_rag.domain.llm.finish import StreamFinish
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.messages.evidence import evidence_from_answer
@@ -52,9 +52,18 @@ from unified_kg_rag.retrieval.context import (
     seat_pinned,
     to_source,
 )
-from unified_kg_rag.retrieval.extractive import EXTRACTIVE_HEADER, extractive_answer
+from unified_kg_rag.retrieval.extractive import (
+    EXTRACTIVE_HEADER,
+    deadline_header,
+    extractive_answer,
+)
 from unified_kg_rag.retrieval.filters import check_filters_pass, resolve_filters
-from unified_kg_rag.retrieval.memory import ConversationMemory, Turn, rewrite_followup
+from unified_kg_rag.retrieval.memory import (
+    ConversationMemory,
+    Turn,
+    recent_turns,
+    rewrite_followup,
+)
 from unified_kg_rag.retrieval.message_sources import attach_messages
 from unified_kg_rag.retrieval.models import (
     CANNOT_ANSWER,
@@ -159,7 +168,7 @@ class RAGChain:
         inp, asked, cfg = check_request(inp, self._config)
         with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
             prep = await self._prepare(inp, asked, cfg, deadline)
-        _note_deadline(prep.ctx.metadata, deadline)
+        note_deadline(prep.ctx.metadata, deadline)
         return SearchOutput(
             question=prep.inp.question,
             standalone_question=prep.ctx.question,
@@ -193,7 +202,7 @@ class RAGChain:
         with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
             prep = await self._prepare(inp, asked, cfg, deadline)
             out = await self._pack(prep)
-        _note_deadline(out.metadata, deadline)
+        note_deadline(out.metadata, deadline)
         out.usage = usage
         return out
 
@@ -213,7 +222,7 @@ class RAGChain:
             retrieval = await self._pack(prep)
             t0 = time.perf_counter()
             answer, kind = await self._answer(prep, retrieval)
-        _note_deadline(retrieval.metadata, deadline)
+        note_deadline(retrieval.metadata, deadline)
         return await self._finish(prep, retrieval, answer, kind, usage, t0, started)
 
     def invoke(
@@ -280,7 +289,7 @@ class RAGChain:
                                          "blocks were removed)")  # fmt: skip
                     if outcome.get("abstained"):
                         retrieval.metadata["streamed_abstention"] = True
-        _note_deadline(retrieval.metadata, deadline)
+        note_deadline(retrieval.metadata, deadline)
         yield await self._finish(prep, retrieval, answer, kind, usage, t0, started)
 
     # ----------------------------------------------------------------- internals
@@ -298,21 +307,17 @@ class RAGChain:
         memory = None
         standalone = question
         t0 = time.perf_counter()
-        if inp.history:
-            turns = [
-                t.model_copy(update={"answer": t.answer[: cfg.memory.max_answer_chars]})
-                for t in inp.history[-cfg.memory.max_turns :]
-            ]
-            standalone, how = await rewrite_followup(question, turns, self._chat)
-            metadata["rewrite"] = how
-            metadata["standalone_question"] = standalone
-            timings["rewrite"] = _ms(t0)
+        prior = None
+        if inp.history:  # the caller keeps the turns (a chat client); nothing is stored
+            prior = recent_turns(inp.history, cfg.memory.max_turns, cfg.memory.max_answer_chars)
         elif inp.conversation_id:
             memory = ConversationMemory(
                 self._stores.records, inp.user_id, inp.conversation_id,
                 max_turns=cfg.memory.max_turns, max_answer_chars=cfg.memory.max_answer_chars,
             )  # fmt: skip
-            standalone, how = await memory.standalone(question, self._chat)
+            prior = await memory.prior_turns()
+        if prior is not None:
+            standalone, how = await rewrite_followup(question, prior, self._chat)
             metadata["rewrite"] = how
             metadata["standalone_question"] = standalone
             timings["rewrite"] = _ms(t0)
@@ -414,7 +419,7 @@ class RAGChain:
             min_relative=cfg.extractive_min_relative,
             source_floor=cfg.extractive_source_floor, min_coverage=cfg.extractive_min_coverage,
             min_similarity=cfg.extractive_min_similarity,
-            header=_deadline_header(cfg.deadline_s) if deadline_cut else EXTRACTIVE_HEADER,
+            header=deadline_header(cfg.deadline_s) if deadline_cut else EXTRACTIVE_HEADER,
         )  # fmt: skip
         retrieval.metadata["match"] = answer.match.model_dump()
         return AnswerText(answer.text), "extractive"
@@ -475,25 +480,6 @@ _DEADLINE_FALLBACK = (
     "the model could not finish the answer before the deadline, so it is extractive, from "
     "the same sources"
 )
-
-
-def _deadline_header(deadline_s: float | None) -> str:
-    """The extractive answer's header when it stands in for a model cut by the deadline."""
-    within = f" of {deadline_s:g} s" if deadline_s else ""
-    return (f"Extractive answer (the language model did not answer before the query's "
-            f"deadline{within}): the sentences of each retrieved passage closest to the "
-            "question, the closest passage first.")  # fmt: skip
-
-
-def _note_deadline(metadata: dict[str, object], deadline: QueryDeadline | None) -> None:
-    """Record whether the query's deadline passed before its answer was ready."""
-    if deadline is None:
-        metadata["deadline_hit"] = False
-        return
-    metadata["deadline_s"] = deadline.seconds
-    metadata["deadline_hit"] = deadline.hit or deadline.passed
-    if deadline.cut_calls:
-        metadata["deadline_cut_calls"] = deadline.cut_calls
 
 
 def _as_dict(value: object) -> dict[str, str]:

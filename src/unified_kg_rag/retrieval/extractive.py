@@ -37,7 +37,7 @@ from unified_kg_rag.domain.text.analysis import lexical_query_terms, lexical_ter
 from unified_kg_rag.domain.text.sentences import sentence_segments
 from unified_kg_rag.ports import Embedder
 
-__all__ = ["EXTRACTIVE_HEADER", "ExtractiveAnswer", "extractive_answer"]
+__all__ = ["EXTRACTIVE_HEADER", "ExtractiveAnswer", "deadline_header", "extractive_answer"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +45,16 @@ EXTRACTIVE_HEADER = (
     "Extractive answer (no language model is configured): the sentences of each retrieved "
     "passage closest to the question, the closest passage first."
 )
+
+
+def deadline_header(deadline_s: float | None) -> str:
+    """The extractive answer's header when it stands in for a model cut by the deadline."""
+    within = f" of {deadline_s:g} s" if deadline_s else ""
+    return (f"Extractive answer (the language model did not answer before the query's "
+            f"deadline{within}): the sentences of each retrieved passage closest to the "
+            "question, the closest passage first.")  # fmt: skip
+
+
 _MAX_CANDIDATES = 400
 """Most candidate sentences read per answer (a 6,000-token context holds about 250)."""
 _EMBED_PER_SOURCE = 12

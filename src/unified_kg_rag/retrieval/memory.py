@@ -29,6 +29,7 @@ __all__ = [
     "ConversationMemory",
     "Turn",
     "conversation_key",
+    "recent_turns",
     "rewrite_followup",
 ]
 
@@ -50,6 +51,14 @@ class Turn:
     question: str
     standalone: str
     answer: str
+
+
+def recent_turns(
+    history: Sequence[PriorTurn], max_turns: int, max_answer_chars: int
+) -> list[PriorTurn]:
+    """The last ``max_turns`` of a caller's own turns, answers cut as stored ones are."""
+    return [t.model_copy(update={"answer": t.answer[:max_answer_chars]})
+            for t in history[-max_turns:]]  # fmt: skip
 
 
 async def rewrite_followup(
@@ -137,18 +146,14 @@ class ConversationMemory:
             logger.warning("conversation record %r is unreadable; starting afresh", self._key)
             return []
 
-    async def standalone(
-        self, question: str, chat_model: ChatModel | None
-    ) -> tuple[str, str]:
-        """Return ``(standalone question, how)``; ``how`` is ``none``, ``llm`` or ``fallback``.
+    async def prior_turns(self) -> list[PriorTurn]:
+        """The last ``max_turns`` stored turns, as the follow-up rewrite reads them.
 
         Raises:
             StoreError: the record store failed.
-            ModelError: the LLM refused access (401/403); other failures use the fallback.
         """
         turns = (await self.turns())[-self._max_turns :]
-        prior = [PriorTurn(question=t.question, answer=t.answer) for t in turns]
-        return await rewrite_followup(question, prior, chat_model)
+        return [PriorTurn(question=t.question, answer=t.answer) for t in turns]
 
     async def append(self, turn: Turn) -> None:
         """Store ``turn`` after the others (the oldest beyond 4 × ``max_turns`` are dropped).

@@ -26,7 +26,13 @@ from typing import TypeVar
 
 from unified_kg_rag.util.errors import QueryDeadlineError
 
-__all__ = ["QueryDeadline", "current_query_deadline", "query_deadline", "within_query_deadline"]
+__all__ = [
+    "QueryDeadline",
+    "current_query_deadline",
+    "note_deadline",
+    "query_deadline",
+    "within_query_deadline",
+]
 
 T = TypeVar("T")
 
@@ -125,3 +131,18 @@ def _discard(call: Awaitable[object]) -> None:
     close = getattr(call, "close", None)
     if callable(close):
         close()
+
+
+def note_deadline(metadata: dict[str, object], deadline: QueryDeadline | None) -> None:
+    """Record in a query's ``metadata`` whether its deadline passed before the answer was ready.
+
+    Keys: ``deadline_hit`` always; ``deadline_s`` and ``deadline_cut_calls`` (model calls the
+    deadline cut) when the query had a deadline.
+    """
+    if deadline is None:
+        metadata["deadline_hit"] = False
+        return
+    metadata["deadline_s"] = deadline.seconds
+    metadata["deadline_hit"] = deadline.hit or deadline.passed
+    if deadline.cut_calls:
+        metadata["deadline_cut_calls"] = deadline.cut_calls
