@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -16,7 +15,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from tests.support.server import index_good_docs, serving
+from tests.support.server import index_good_docs, serving, sse_events
 from unified_kg_rag.ingestion.uploads import allowed_path
 from unified_kg_rag.util.errors import UsageError
 
@@ -123,16 +122,6 @@ def wait_end(url: str, job_id: str, timeout_s: float = 120) -> dict[str, Any]:
     raise AssertionError(f"job {job_id} did not end")
 
 
-def events_of(lines: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
-    out, event = [], ""
-    for line in lines:
-        if line.startswith("event: "):
-            event = line.removeprefix("event: ")
-        elif line.startswith("data: "):
-            out.append((event, json.loads(line.removeprefix("data: "))))
-    return out
-
-
 def leftovers(project: Path) -> list[str]:
     staging = project / "uploads" / ".staging"
     return sorted(p.name for p in staging.rglob("*")) if staging.exists() else []
@@ -147,7 +136,7 @@ def test_an_upload_is_indexed_in_a_job_followed_as_server_sent_events(served: Se
     with httpx.stream("GET", f"{served.url}/v1/jobs/{job['id']}/events", timeout=120) as r:
         assert r.headers["content-type"].startswith("text/event-stream")
         raw = list(r.iter_lines())
-    events = events_of(raw)
+    events = sse_events(raw)
     kinds = [k for k, _ in events]
     assert kinds[0] == "state" and kinds[-1] == "end" and set(kinds[1:-1]) <= {"progress"}
     assert raw[0] == "event: state" and raw[1].startswith("data: {") and raw[2] == ""
@@ -350,7 +339,7 @@ def test_a_client_leaving_mid_events_breaks_nothing(served: Served, slow: SlowEm
     assert httpx.get(f"{served.url}/v1/health").json() == {"status": "ok"}
     assert wait_end(served.url, job["id"])["state"] == "succeeded"
     with httpx.stream("GET", f"{served.url}/v1/jobs/{job['id']}/events", timeout=60) as r:
-        kinds = [k for k, _ in events_of(list(r.iter_lines()))]
+        kinds = [k for k, _ in sse_events(list(r.iter_lines()))]
     assert kinds == ["state", "end"]
 
 

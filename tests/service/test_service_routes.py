@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support.server import serving_good_docs
+from tests.support.server import serving_good_docs, sse_events
 
 pytestmark = pytest.mark.integration
 
@@ -93,24 +92,12 @@ def test_ukr_serve_refuses_a_public_address_without_insecure(tmp_path: Path) -> 
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def _events(lines: list[str]) -> list[tuple[str, dict[str, object]]]:
-    """(event, data) pairs of a text/event-stream body."""
-    out: list[tuple[str, dict[str, object]]] = []
-    event = ""
-    for line in lines:
-        if line.startswith("event: "):
-            event = line.removeprefix("event: ")
-        elif line.startswith("data: "):
-            out.append((event, json.loads(line.removeprefix("data: "))))
-    return out
-
-
 def test_a_streamed_query_sends_deltas_then_the_result(base_url: str) -> None:
     body = {"question": "Who lays the eggs of the hive?", "strategy": "naive", "stream": True}
     with httpx.stream("POST", f"{base_url}/v1/query", json=body, timeout=120) as reply:
         assert reply.status_code == 200
         assert reply.headers["content-type"].startswith("text/event-stream")
-        events = _events(list(reply.iter_lines()))
+        events = sse_events(list(reply.iter_lines()))
     kinds = [kind for kind, _ in events]
     assert kinds[-1] == "result" and set(kinds[:-1]) == {"delta"}
     result = events[-1][1]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -63,3 +64,15 @@ def serving_good_docs(project: Path) -> Iterator[str]:
     index_good_docs(project)
     with serving(create_app(project)) as url:
         yield url
+
+
+def sse_events(lines: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
+    """The ``(event, data)`` pairs of a ``text/event-stream`` body, its lines as read."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    event = ""
+    for line in lines:
+        if line.startswith("event: "):
+            event = line.removeprefix("event: ")
+        elif line.startswith("data: "):
+            out.append((event, json.loads(line.removeprefix("data: "))))
+    return out
