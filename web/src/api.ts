@@ -41,14 +41,16 @@ export function setApiKey(key: string | null): void {
   }
 }
 
-function headers(json: boolean): Record<string, string> {
+/** The request headers: what the reply should be, and the API key when one is kept. */
+export function headers(json: boolean): Record<string, string> {
   const out: Record<string, string> = { Accept: json ? "application/json" : "text/event-stream" };
   const key = apiKey();
   if (key) out["Authorization"] = `Bearer ${key}`;
   return out;
 }
 
-async function send(path: string, init: RequestInit): Promise<Response> {
+/** `fetch` that throws `UnreachableError` for no reply and `ApiError` for an error reply. */
+export async function send(path: string, init: RequestInit): Promise<Response> {
   let response: Response;
   try {
     response = await fetch(path, init);
@@ -113,4 +115,28 @@ export async function* streamQuery(request: QueryRequest, signal: AbortSignal): 
       yield { kind: "error", type: String(data["type"] ?? "Error"), message: String(data["message"] ?? "") };
     }
   }
+}
+
+/** `GET path?params` answered with JSON (parameters that are undefined are left out). */
+export async function getJson<T>(
+  path: string,
+  params: Record<string, string | number | boolean | undefined> = {},
+  signal?: AbortSignal,
+): Promise<T> {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) if (value !== undefined) query.set(name, String(value));
+  const text = query.toString();
+  const response = await send(text ? `${path}?${text}` : path, { headers: headers(true), signal });
+  return (await response.json()) as T;
+}
+
+/** `METHOD path` with a JSON body, answered with JSON. */
+export async function sendJson<T>(method: string, path: string, body: unknown, signal?: AbortSignal): Promise<T> {
+  const response = await send(path, {
+    method,
+    headers: { ...headers(true), "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal,
+  });
+  return (await response.json()) as T;
 }

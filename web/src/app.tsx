@@ -1,15 +1,23 @@
-/** The page: a header, the views' tab bar (Ask now; Corpus and Graph come next), the view. */
+/** The page: a header, the views' tab bar (Ask, Corpus, Graph), the view the hash names. */
 import { useEffect, useState } from "preact/hooks";
 import { apiKey, serverVersion, setApiKey } from "./api";
 import { Ask } from "./ask";
+import { Corpus } from "./corpus/corpus";
+import { GraphView } from "./graph/graph";
 import { KeyForm } from "./keyform";
+import { routeHash, useRoute, type View } from "./nav";
 
-const COMING = ["Corpus", "Graph"];
+const TABS: { view: View; label: string }[] = [
+  { view: "ask", label: "Ask" },
+  { view: "corpus", label: "Corpus" },
+  { view: "graph", label: "Graph" },
+];
 
 export function App() {
   const [keyVersion, setKeyVersion] = useState(0);
   const [needKey, setNeedKey] = useState(false);
   const [version, setVersion] = useState("");
+  const route = useRoute();
 
   useEffect(() => {
     serverVersion().then(setVersion, () => setVersion(""));
@@ -23,6 +31,7 @@ export function App() {
     setApiKey(null);
     setKeyVersion((v) => v + 1);
   };
+  const props = { keyVersion, onUnauthorized: () => setNeedKey(true), route };
 
   return (
     <>
@@ -31,13 +40,10 @@ export function App() {
           unified-kg-rag{version ? <span class="muted"> {version}</span> : null}
         </h1>
         <nav aria-label="Views" class="tabs">
-          <a href="#ask" class="tab" aria-current="page">
-            Ask
-          </a>
-          {COMING.map((name) => (
-            <span class="tab coming" aria-disabled="true" title="coming next">
-              {name} <small>(coming next)</small>
-            </span>
+          {TABS.map(({ view, label }) => (
+            <a href={routeHash(view)} class="tab" aria-current={route.view === view ? "page" : undefined}>
+              {label}
+            </a>
           ))}
         </nav>
         <div class="links">
@@ -49,9 +55,11 @@ export function App() {
           ) : null}
         </div>
       </header>
-      <main id="ask">
+      <main id={route.view}>
         {needKey ? <KeyForm onSaved={keySaved} rejected={keyVersion > 0} /> : null}
-        <Ask keyVersion={keyVersion} onUnauthorized={() => setNeedKey(true)} />
+        {route.view === "ask" ? <Ask {...props} /> : null}
+        {route.view === "corpus" ? <Corpus {...props} /> : null}
+        {route.view === "graph" ? <GraphView {...props} /> : null}
       </main>
     </>
   );

@@ -5,6 +5,7 @@ import { AnswerText, Costs, Notices } from "./answer";
 import { isUnauthorized, Problem } from "./problem";
 import { Sources } from "./sources";
 import type { IndexCatalog, RAGOutput, StrategyInfo } from "./types";
+import type { ViewProps } from "./view";
 
 type Catalogs =
   | { state: "loading" }
@@ -24,7 +25,7 @@ function defaultStrategy(catalog: IndexCatalog | undefined): string {
   return PREFERRED.find((name) => served.includes(name)) ?? served[0] ?? "";
 }
 
-export function Ask({ keyVersion, onUnauthorized }: { keyVersion: number; onUnauthorized: () => void }) {
+export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
   const [catalogs, setCatalogs] = useState<Catalogs>({ state: "loading" });
   const [index, setIndex] = useState("");
   const [strategy, setStrategy] = useState("");
