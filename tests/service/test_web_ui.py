@@ -1,14 +1,8 @@
-"""The web app in a real browser (Debian's chromium, driven by playwright) against `ukr serve`.
-
-Skipped when playwright or a chromium binary is absent. Never runs ``playwright install``: the
-browser is the system's (``apt-get install chromium``), or ``UKR_CHROMIUM``.
-"""
+"""The web app's Ask view in a real browser (the system's chromium, `conftest.browser`) against
+`ukr serve`; skipped when playwright or chromium is absent."""
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,35 +12,7 @@ from tests.support.server import index_good_docs, serving
 
 pytestmark = pytest.mark.integration
 
-_CANDIDATES = ("/usr/lib/chromium/chromium", "chromium", "chromium-browser")
 KEY = "web-ui-test-key"
-
-
-def _chromium() -> str | None:
-    named = os.environ.get("UKR_CHROMIUM")
-    if named:
-        return named
-    for candidate in _CANDIDATES:
-        found = shutil.which(candidate) or (candidate if Path(candidate).is_file() else None)
-        if found:
-            return found
-    return None
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """A headless chromium of the system, or a skip saying what is missing."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    executable = _chromium()
-    if executable is None:
-        pytest.skip("no chromium binary (apt-get install chromium, or set UKR_CHROMIUM)")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True,
-                                              args=["--no-sandbox", "--disable-gpu"])  # fmt: skip
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +26,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_ask_streams_an_answer_with_cited_sources(
-    project: Path, browser: Any, tmp_path: Path
+    project: Path, browser: Any, web_artifacts: Path
 ) -> None:
     from unified_kg_rag.service.app import create_app
 
@@ -81,8 +47,8 @@ def test_ask_streams_an_answer_with_cited_sources(
         passages = [cited.nth(i).inner_text() for i in range(cited.count())]
         assert any("voles" in text for text in passages)
         assert page.locator("#costs-heading").is_visible()
-        page.screenshot(path=str(tmp_path / "ask.png"), full_page=True)
-        assert (tmp_path / "ask.png").stat().st_size > 0
+        page.screenshot(path=str(web_artifacts / "ask.png"), full_page=True)
+        assert (web_artifacts / "ask.png").stat().st_size > 0
         assert errors == []
         page.close()
 
