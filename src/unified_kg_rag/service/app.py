@@ -3,7 +3,7 @@
 Thin over the application layer, like the CLI: every route calls `bootstrap.App` or a
 function the CLI calls too. One `App` lives for the server's lifetime, so the embedding
 model and the loaded concept graphs are kept between requests. The routes live one module
-per concern (`meta`, `documents`, `query`, `job_routes`, `graph`, `metrics`, the chat
+per concern (`meta`, `documents`, `query`, `reading`, `job_routes`, `graph`, `metrics`, the chat
 protocols `openai_compat` and `ollama`, and `web`, the browser app's bundle at ``/``);
 errors are typed JSON (`errors`), access is by scope (`auth`, over the key ring of `keys`).
 Index, delete and reset jobs run in the background of the process (`jobs`); a shutdown
@@ -43,6 +43,7 @@ from unified_kg_rag.service import (
     ollama,
     openai_compat,
     query,
+    reading,
     web,
 )
 from unified_kg_rag.service.access import AccessMiddleware
@@ -114,7 +115,7 @@ def create_app(
     api.state.keys = keys
     api.state.metrics = service_metrics
     install_error_handlers(api)
-    for module in (meta, documents, query, job_routes, graph, metrics):
+    for module in (meta, documents, query, reading, job_routes, graph, metrics):
         api.include_router(module.router, responses=ERROR_RESPONSES)
     for module in (openai_compat, ollama):  # errors in their protocols' own shapes
         api.include_router(module.router)

@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
+from typing import Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
@@ -14,7 +15,7 @@ from fastapi.sse import format_sse_event
 from pydantic import BaseModel, Field
 
 from unified_kg_rag.domain.models import MetadataValue, RAGOutput, SearchMode
-from unified_kg_rag.retrieval.chain import RAGInput
+from unified_kg_rag.retrieval.chain import PriorTurn, RAGInput
 from unified_kg_rag.service.access import note_question
 from unified_kg_rag.service.auth import requires
 from unified_kg_rag.service.deps import app_of
@@ -41,7 +42,13 @@ class QueryRequest(BaseModel):
         top_k: sources per type (``query.top_k``).
         mode: ``hybrid``, ``lexical`` or ``vector`` (``query.search_mode``).
         deadline_s: longest the whole query may take, seconds.
-        conversation_id: keeps the turns of one conversation.
+        max_context_tokens: the context budget, tokens (``query.max_context_tokens``).
+        answer_style: ``auto``, ``concise`` or ``comprehensive`` (``query.answer_style``).
+        conversation_id: keeps the turns of one conversation (stored on the server).
+        history: the conversation's earlier turns, oldest first, when the caller keeps them
+            (the web app): a follow-up is rewritten from them into a standalone question
+            (``metadata.standalone_question``) and nothing is stored. Not with
+            ``conversation_id``.
         user_id: whose conversation it is.
         stream: answer as Server-Sent Events (`stream_events`) instead of one JSON body.
     """
@@ -53,7 +60,10 @@ class QueryRequest(BaseModel):
     top_k: int | None = Field(default=None, ge=1)
     mode: SearchMode | None = None
     deadline_s: float | None = Field(default=None, gt=0)
+    max_context_tokens: int | None = Field(default=None, ge=1)
+    answer_style: Literal["auto", "concise", "comprehensive"] | None = None
     conversation_id: str | None = None
+    history: list[PriorTurn] = Field(default_factory=list, max_length=100)
     user_id: str = "default"
     stream: bool = False
 
@@ -72,11 +82,12 @@ async def query(body: QueryRequest, request: Request) -> RAGOutput | StreamingRe
     check_question(request, body.question)
     note_question(request, body.question)
     overrides: dict[str, object] = {
-        "top_k": body.top_k, "search_mode": body.mode, "deadline_s": body.deadline_s
+        "top_k": body.top_k, "search_mode": body.mode, "deadline_s": body.deadline_s,
+        "max_context_tokens": body.max_context_tokens, "answer_style": body.answer_style,
     }
     request_in = RAGInput(
         question=body.question, strategy=body.strategy, filters=dict(body.filters),
-        conversation_id=body.conversation_id, user_id=body.user_id,
+        conversation_id=body.conversation_id, user_id=body.user_id, history=body.history,
         overrides={k: v for k, v in overrides.items() if v is not None},
     )  # fmt: skip
     chain = app_of(request).chain(body.index)
