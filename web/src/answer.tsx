@@ -1,18 +1,31 @@
 /** An answer: its text with citation links, what a reader must be told about it, and its cost. */
+import { answerStates } from "./ask/logic";
 import type { RAGOutput } from "./types";
 
 const CITATION = /\[(\d+)(?:\.\d+)?\]/g;
 
-/** The answer's text, each `[n]` a link to source n; every part is a text node (escaped). */
-export function AnswerText({ text, sourceNumbers }: { text: string; sourceNumbers: Set<number> }) {
+/**
+ * The answer's text, each `[n]` a link to source n of this turn (`{idPrefix}source-{n}`);
+ * every part is a text node (escaped).
+ */
+export function AnswerText({
+  text,
+  sourceNumbers,
+  idPrefix = "",
+}: {
+  text: string;
+  sourceNumbers: Set<number>;
+  idPrefix?: string;
+}) {
   const parts: (string | preact.JSX.Element)[] = [];
   let last = 0;
   for (const match of text.matchAll(CITATION)) {
     const n = Number(match[1]);
     if (!sourceNumbers.has(n)) continue;
     parts.push(text.slice(last, match.index));
+    const id = `${idPrefix}source-${n}`;
     parts.push(
-      <a href={`#source-${n}`} class="citation" onClick={(e) => openSource(e, n)}>
+      <a href={`#${id}`} class="citation" onClick={(e) => openSource(e, id)} aria-label={`source ${n}`}>
         {match[0]}
       </a>,
     );
@@ -22,68 +35,37 @@ export function AnswerText({ text, sourceNumbers }: { text: string; sourceNumber
   return <p class="answer-text">{parts}</p>;
 }
 
-function openSource(event: MouseEvent, n: number): void {
-  const details = document.querySelector<HTMLDetailsElement>(`#source-${n} details`);
+function openSource(event: MouseEvent, id: string): void {
+  const details = document.getElementById(id)?.querySelector<HTMLDetailsElement>("details");
   if (!details) return;
-  event.preventDefault();
+  event.preventDefault(); // the hash names the view (nav.ts): never a source
   details.open = true;
   details.querySelector("summary")?.focus();
 }
 
-/** One line per thing to flag: cannot answer, a weak match, the deadline, a cut answer. */
+/** One line per thing to flag (`answerStates`): cannot answer, a weak match, a degraded
+ * section, the deadline, a cut answer, citations of no source. */
 export function Notices({ output }: { output: RAGOutput }) {
-  const meta = output.metadata;
-  const notices: { tone: "warn" | "info"; text: string }[] = [];
-  if (output.answer_kind === "cannot_answer") {
-    notices.push({
-      tone: "info",
-      text: `Cannot answer from the sources${meta.cannot_answer ? `: ${meta.cannot_answer}` : "."}`,
-    });
-  }
-  if (meta.match?.verdict === "weak") {
-    notices.push({
-      tone: "warn",
-      text:
-        `Weak match: the passages found may not answer this question ` +
-        `(coverage ${meta.match.coverage.toFixed(2)}, similarity ${meta.match.similarity.toFixed(2)}).`,
-    });
-  }
-  if (meta.deadline_hit) {
-    notices.push({
-      tone: "warn",
-      text: "The query's deadline passed: the answer rests on what was found in time.",
-    });
-  }
-  if (meta.answer_complete === false) {
-    notices.push({
-      tone: "warn",
-      text: `The answer was cut${meta.finish_reason ? ` (${meta.finish_reason})` : ""}.`,
-    });
-  }
-  if (meta.invalid_citations && meta.invalid_citations.length > 0) {
-    notices.push({
-      tone: "warn",
-      text: `The answer cites labels that name no source: ${meta.invalid_citations.join(", ")}.`,
-    });
-  }
-  if (notices.length === 0) return null;
+  const states = answerStates(output);
+  if (states.length === 0) return null;
   return (
-    <ul class="notices">
-      {notices.map((notice) => (
-        <li class={`notice ${notice.tone}`} role={notice.tone === "warn" ? "alert" : undefined}>
-          {notice.text}
+    <ul class="notices" aria-label="About this answer">
+      {states.map((state) => (
+        <li class={`notice ${state.tone}`} data-kind={state.kind} role={state.tone === "warn" ? "alert" : undefined}>
+          {state.text}
         </li>
       ))}
     </ul>
   );
 }
 
-/** Where the time went (`timings_ms`) and what the query used (`usage`). */
-export function Costs({ output }: { output: RAGOutput }) {
-  const { usage, timings_ms: timings } = output;
+/** Where the time went (`timings_ms`), what the query used (`usage`) and how it ran. */
+export function Costs({ output, idPrefix = "" }: { output: RAGOutput; idPrefix?: string }) {
+  const { usage, timings_ms: timings, metadata } = output;
+  const heading = `${idPrefix}costs-heading`;
   return (
-    <section aria-labelledby="costs-heading" class="costs">
-      <h3 id="costs-heading">Timings and usage</h3>
+    <section aria-labelledby={heading} class="costs">
+      <h3 id={heading}>Timings and usage</h3>
       <dl class="facts">
         {Object.entries(timings).map(([stage, ms]) => (
           <>
@@ -99,11 +81,25 @@ export function Costs({ output }: { output: RAGOutput }) {
         <dd>
           {usage.input_tokens} in, {usage.output_tokens} out
         </dd>
+        <dt>waiting on models</dt>
+        <dd>{(usage.latency_s * 1000).toFixed(1)} ms</dd>
         <dt>embedded texts</dt>
         <dd>{usage.embedded_texts}</dd>
+        {typeof metadata.context_tokens === "number" ? (
+          <>
+            <dt>context</dt>
+            <dd>{metadata.context_tokens} tokens</dd>
+          </>
+        ) : null}
+        {metadata.answer_style ? (
+          <>
+            <dt>answer style</dt>
+            <dd>{metadata.answer_style}</dd>
+          </>
+        ) : null}
       </dl>
       <p class="muted">
-        Strategy <code>{output.strategy}</code> on index <code>{output.index}</code>.
+        Strategy <code>{output.strategy}</code> ({output.answer_kind} answer) on index <code>{output.index}</code>.
       </p>
     </section>
   );

@@ -86,10 +86,23 @@ export async function listIndexes(signal?: AbortSignal): Promise<IndexCatalog[]>
   return (await response.json()) as IndexCatalog[];
 }
 
+/** One earlier turn of a conversation the app keeps (`history` of `POST /v1/query`). */
+export interface PriorTurn {
+  question: string;
+  answer: string;
+}
+
+/** The body of `POST /v1/query` (docs/reference/openapi.json `QueryRequest`). */
 export interface QueryRequest {
   question: string;
   index: string;
   strategy: string;
+  history?: PriorTurn[];
+  top_k?: number;
+  mode?: "hybrid" | "lexical" | "vector";
+  deadline_s?: number;
+  max_context_tokens?: number;
+  answer_style?: "auto" | "concise" | "comprehensive";
 }
 
 /** What a streamed query sends: the answer's text as it is written, then the whole output. */

@@ -1,22 +1,25 @@
-/** The Ask view: pick an index and a strategy, ask, read the answer as it streams, check sources. */
+/**
+ * The Ask view: pick an index and a strategy, ask, read the answer as it streams, check its
+ * context; ask follow-ups (the earlier turns go as `history`); open a passage in its document
+ * or a message in its thread-day.
+ */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { listIndexes, streamQuery } from "./api";
 import { AnswerText, Costs, Notices } from "./answer";
+import "./ask/ask.css";
+import { buildHistory, hasGraph, NO_OPTIONS, parseOptions, rewrittenQuestion, type OptionsForm, type Run, type Turn } from "./ask/logic";
+import { QueryOptions } from "./ask/options";
+import { Evidence, Viewer, type Viewing } from "./ask/viewers";
+import { showInGraph } from "./nav";
 import { isUnauthorized, Problem } from "./problem";
 import { Sources } from "./sources";
-import type { IndexCatalog, RAGOutput, StrategyInfo } from "./types";
+import type { IndexCatalog, MessageRef, Source, StrategyInfo } from "./types";
 import type { ViewProps } from "./view";
 
 type Catalogs =
   | { state: "loading" }
   | { state: "ready"; list: IndexCatalog[] }
   | { state: "failed"; error: unknown };
-
-type Run =
-  | { state: "idle" }
-  | { state: "streaming"; text: string }
-  | { state: "done"; output: RAGOutput }
-  | { state: "failed"; error: unknown; text: string };
 
 const PREFERRED = ["auto", "naive"];
 
@@ -25,12 +28,16 @@ function defaultStrategy(catalog: IndexCatalog | undefined): string {
   return PREFERRED.find((name) => served.includes(name)) ?? served[0] ?? "";
 }
 
+let turnCounter = 0;
+
 export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
   const [catalogs, setCatalogs] = useState<Catalogs>({ state: "loading" });
   const [index, setIndex] = useState("");
   const [strategy, setStrategy] = useState("");
   const [question, setQuestion] = useState("");
-  const [run, setRun] = useState<Run>({ state: "idle" });
+  const [options, setOptions] = useState<OptionsForm>(NO_OPTIONS);
+  const [turns, setTurns] = useState<Turn[]>([]);
+  const [viewing, setViewing] = useState<Viewing | null>(null);
   const abort = useRef<AbortController | null>(null);
 
   useEffect(() => {
@@ -56,37 +63,54 @@ export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
 
   const catalog = catalogs.state === "ready" ? catalogs.list.find((c) => c.index === index) : undefined;
   const chosen = catalog?.strategies.find((s) => s.name === strategy);
-  const streaming = run.state === "streaming";
-  const canAsk = !streaming && question.trim() !== "" && chosen?.served === true;
+  const streaming = turns.some((t) => t.run.state === "streaming");
+  const parsed = parseOptions(options);
+  const canAsk = !streaming && question.trim() !== "" && chosen?.served === true && parsed.ok;
+  const graph = hasGraph(catalog?.methodologies ?? []);
+  const followUp = turns.some((t) => t.run.state === "done");
+
+  const update = (id: string, run: Run) => setTurns((all) => all.map((t) => (t.id === id ? { ...t, run } : t)));
+
+  const newConversation = () => {
+    abort.current?.abort();
+    setTurns([]);
+    setQuestion("");
+    document.getElementById("question")?.focus();
+  };
 
   const ask = async (event?: Event) => {
     event?.preventDefault();
-    if (!canAsk) return;
+    if (!canAsk || !parsed.ok) return;
     const controller = new AbortController();
     abort.current = controller;
+    const asked = question.trim();
+    const id = `t${++turnCounter}-`;
+    const history = buildHistory(turns);
     let text = "";
-    setRun({ state: "streaming", text });
+    setTurns((all) => [...all, { id, question: asked, run: { state: "streaming", text } }]);
+    setQuestion("");
     try {
-      for await (const ev of streamQuery({ question: question.trim(), index, strategy }, controller.signal)) {
+      const request = { question: asked, index, strategy, ...parsed.value, ...(history.length ? { history } : {}) };
+      for await (const ev of streamQuery(request, controller.signal)) {
         if (ev.kind === "delta") {
           text += ev.text;
-          setRun({ state: "streaming", text });
+          update(id, { state: "streaming", text });
         } else if (ev.kind === "result") {
-          setRun({ state: "done", output: ev.output });
+          update(id, { state: "done", output: ev.output });
           return;
         } else {
-          setRun({ state: "failed", error: new Error(`${ev.type}: ${ev.message}`), text });
+          update(id, { state: "failed", error: new Error(`${ev.type}: ${ev.message}`), text });
           return;
         }
       }
-      setRun({ state: "failed", error: new Error("the answer stream ended before its result"), text });
+      update(id, { state: "failed", error: new Error("the answer stream ended before its result"), text });
     } catch (error) {
       if (controller.signal.aborted) {
-        setRun({ state: "failed", error: new Error("stopped"), text });
+        update(id, { state: "failed", error: new Error("stopped"), text });
         return;
       }
       if (isUnauthorized(error)) onUnauthorized();
-      setRun({ state: "failed", error, text });
+      update(id, { state: "failed", error, text });
     } finally {
       abort.current = null;
     }
@@ -109,6 +133,7 @@ export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
                 value={index}
                 onChange={(e) => {
                   const next = e.currentTarget.value;
+                  if (next !== index) newConversation(); // a conversation is over one index
                   setIndex(next);
                   setStrategy(defaultStrategy(catalogs.list.find((c) => c.index === next)));
                 }}
@@ -124,8 +149,9 @@ export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
             <StrategyPicker strategies={catalog?.strategies ?? []} value={strategy} onChange={setStrategy} />
           </>
         ) : null}
+        <QueryOptions value={options} onChange={setOptions} problem={parsed.ok ? null : parsed} />
         <div class="field">
-          <label for="question">Question</label>
+          <label for="question">{followUp ? "Follow-up question" : "Question"}</label>
           <textarea
             id="question"
             rows={3}
@@ -139,6 +165,7 @@ export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
           />
           <p id="question-hint" class="muted">
             Ctrl+Enter asks.
+            {followUp ? " A follow-up is read with the questions and answers above it." : ""}
           </p>
         </div>
         <div class="actions">
@@ -150,9 +177,27 @@ export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
               Stop
             </button>
           ) : null}
+          {turns.length > 0 ? (
+            <button type="button" onClick={newConversation}>
+              New conversation
+            </button>
+          ) : null}
         </div>
       </form>
-      <Result run={run} />
+      {turns.length > 0 ? (
+        <ol class="turns" aria-label="Conversation">
+          {turns.map((turn, i) => (
+            <TurnView
+              key={turn.id}
+              turn={turn}
+              number={i + 1}
+              graph={graph}
+              onView={(v) => setViewing({ ...v, index })}
+            />
+          ))}
+        </ol>
+      ) : null}
+      {viewing ? <Viewer viewing={viewing} onClose={() => setViewing(null)} onUnauthorized={onUnauthorized} /> : null}
     </div>
   );
 }
@@ -194,25 +239,54 @@ function StrategyPicker(props: { strategies: StrategyInfo[]; value: string; onCh
   );
 }
 
-function Result({ run }: { run: Run }) {
-  if (run.state === "idle") return null;
+type ViewRequest = { kind: "passage"; source: Source } | { kind: "thread"; message: MessageRef };
+
+function TurnView({
+  turn,
+  number,
+  graph,
+  onView,
+}: {
+  turn: Turn;
+  number: number;
+  graph: boolean;
+  onView: (request: ViewRequest) => void;
+}) {
+  const { run, id } = turn;
   const text = run.state === "done" ? run.output.answer : run.text;
   const numbers = new Set(run.state === "done" ? run.output.sources.map((s) => s.n) : []);
+  const heading = `${id}question`;
+  const rewritten = run.state === "done" ? rewrittenQuestion(run.output) : null;
   return (
-    <section class="result" aria-labelledby="answer-heading" aria-busy={run.state === "streaming"}>
-      <h2 id="answer-heading">Answer</h2>
+    <li class="turn result" aria-labelledby={heading} aria-busy={run.state === "streaming"} data-state={run.state}>
+      <h2 id={heading} class="turn-question">
+        <span class="muted">Q{number}.</span> {turn.question}
+      </h2>
+      {rewritten ? (
+        <p class="rewritten muted">
+          Searched as: <q>{rewritten}</q>
+        </p>
+      ) : null}
       {run.state === "streaming" && text === "" ? <p class="muted">Retrieving…</p> : null}
       <div aria-live="polite" data-state={run.state} class="answer">
-        {text ? <AnswerText text={text} sourceNumbers={numbers} /> : null}
+        {text ? <AnswerText text={text} sourceNumbers={numbers} idPrefix={id} /> : null}
       </div>
       {run.state === "failed" ? <Problem error={run.error} context="Asking" /> : null}
       {run.state === "done" ? (
         <>
           <Notices output={run.output} />
-          <Sources sources={run.output.sources} cited={run.output.cited} />
-          <Costs output={run.output} />
+          {graph ? (
+            <p>
+              <button type="button" class="link" onClick={() => showInGraph(run.output)}>
+                Show in graph
+              </button>
+            </p>
+          ) : null}
+          <Evidence output={run.output} idPrefix={id} onThread={(message) => onView({ kind: "thread", message })} />
+          <Sources output={run.output} idPrefix={id} onOpen={(source) => onView({ kind: "passage", source })} />
+          <Costs output={run.output} idPrefix={id} />
         </>
       ) : null}
-    </section>
+    </li>
   );
 }
