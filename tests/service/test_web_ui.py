@@ -46,7 +46,7 @@ def test_ask_streams_an_answer_with_cited_sources(
         cited.filter(has_text="Owls").locator("summary").click()
         passages = [cited.nth(i).inner_text() for i in range(cited.count())]
         assert any("voles" in text for text in passages)
-        assert page.locator("#costs-heading").is_visible()
+        assert page.get_by_role("heading", name="Timings and usage").is_visible()
         page.screenshot(path=str(web_artifacts / "ask.png"), full_page=True)
         assert (web_artifacts / "ask.png").stat().st_size > 0
         assert errors == []

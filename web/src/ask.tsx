@@ -30,13 +30,22 @@ function defaultStrategy(catalog: IndexCatalog | undefined): string {
 
 let turnCounter = 0;
 
+/** What the view shows, kept while another view is shown (the tabs unmount the view). */
+const kept: { index: string; strategy: string; options: OptionsForm; turns: Turn[] } = {
+  index: "",
+  strategy: "",
+  options: NO_OPTIONS,
+  turns: [],
+};
+
 export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
   const [catalogs, setCatalogs] = useState<Catalogs>({ state: "loading" });
-  const [index, setIndex] = useState("");
-  const [strategy, setStrategy] = useState("");
+  const [index, setIndex] = useState(kept.index);
+  const [strategy, setStrategy] = useState(kept.strategy);
   const [question, setQuestion] = useState("");
-  const [options, setOptions] = useState<OptionsForm>(NO_OPTIONS);
-  const [turns, setTurns] = useState<Turn[]>([]);
+  const [options, setOptions] = useState<OptionsForm>(kept.options);
+  // an answer still streaming when the view was left lost its stream: it is not kept
+  const [turns, setTurns] = useState<Turn[]>(() => kept.turns.filter((t) => t.run.state !== "streaming"));
   const [viewing, setViewing] = useState<Viewing | null>(null);
   const abort = useRef<AbortController | null>(null);
 
@@ -60,6 +69,9 @@ export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
   }, [keyVersion]);
 
   useEffect(() => () => abort.current?.abort(), []);
+  useEffect(() => {
+    Object.assign(kept, { index, strategy, options, turns });
+  }, [index, strategy, options, turns]);
 
   const catalog = catalogs.state === "ready" ? catalogs.list.find((c) => c.index === index) : undefined;
   const chosen = catalog?.strategies.find((s) => s.name === strategy);

@@ -2,7 +2,8 @@
 import { useState } from "preact/hooks";
 import { apiKey, setApiKey } from "./api";
 
-export function KeyForm({ onSaved, rejected }: { onSaved: () => void; rejected: boolean }) {
+/** `rejected` is kept for the callers; a key kept in the tab that met a 401 was refused. */
+export function KeyForm({ onSaved }: { onSaved: () => void; rejected?: boolean }) {
   const [key, setKey] = useState("");
   const submit = (event: Event) => {
     event.preventDefault();
@@ -13,7 +14,7 @@ export function KeyForm({ onSaved, rejected }: { onSaved: () => void; rejected: 
     <form class="key-form" onSubmit={submit} aria-labelledby="key-heading">
       <h2 id="key-heading">API key</h2>
       <p>
-        {rejected && apiKey() ? "The server refused this key. " : "This server requires an API key. "}
+        {apiKey() ? "The server refused this key. " : "This server requires an API key. "}
         It is kept for this browser tab only (sessionStorage) and sent as{" "}
         <code>Authorization: Bearer …</code>.
       </p>

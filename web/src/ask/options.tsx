@@ -15,7 +15,8 @@ export function QueryOptions({
   const described = (name: keyof OptionsForm) => (problem?.field === name ? "options-problem" : undefined);
   const changed = Object.values(value).filter((v) => v !== "").length;
   return (
-    <details class="options" open={problem ? true : undefined}>
+    <>
+    <details class="options">
       <summary>Query options{changed ? ` (${changed} set)` : ""}</summary>
       <p class="muted">Empty fields keep the index's defaults (the project's configuration).</p>
       <div class="options-grid">
@@ -65,11 +66,12 @@ export function QueryOptions({
           <option value="comprehensive">comprehensive</option>
         </select>
       </div>
+    </details>
       {problem ? (
         <p id="options-problem" class="problem" role="alert">
           {problem.message}
         </p>
       ) : null}
-    </details>
+    </>
   );
 }
