@@ -164,11 +164,15 @@ def test_thread_day_shows_the_messages_around_an_evidence_message(
         assert shown["sender_name"] == ref["sender_name"]
         assert shown["timestamp"] == ref["timestamp"]
         assert "Dana" in shown["text"]
+        # the day of the message, in the archive's render time zone (UTC here)
+        assert day["span"] == ref["timestamp"][:10]
+        assert all(m["text"].startswith(f"[{day['span']} ") for m in day["messages"])
         assert any(d["span"] == day["span"] for d in day["days"])
         # the same thread-day asked by its day
         by_day = httpx.get(f"{url}/v1/messages/thread-day", params={
-            "thread": ref["thread_id"], "day": day["span"].partition("..")[0]}).json()
+            "thread": ref["thread_id"], "day": day["span"]}).json()
         assert by_day["document_id"] == day["document_id"] and by_day["focus"] is None
+        assert [m["guid"] for m in by_day["messages"]] == guids
         # the transcript is a document: its text holds the message
         doc = httpx.get(f"{url}/v1/documents/{day['document_id']}/text").json()
         assert "Dana" in "".join(s["text"] for s in doc["segments"])

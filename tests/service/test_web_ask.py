@@ -188,8 +188,15 @@ def test_message_evidence_opens_its_thread_day(
         focus.wait_for()
         assert dialog.locator(".message").count() >= 2
         assert focus.is_visible()
+        assert "Dana's birthday" in focus.inner_text()
         _no_serious_findings(page)
         page.screenshot(path=str(web_artifacts / "messages.png"), full_page=False)
+        title = dialog.get_by_role("heading").inner_text()
+        dialog.get_by_role("button", name="Earlier day").click()  # another day of the thread
+        page.wait_for_function(
+            "t => document.querySelector('dialog h2').textContent !== t", arg=title)
+        assert dialog.locator(".message").count() >= 1
+        assert dialog.locator(".message.focus").count() == 0
         dialog.get_by_role("button", name="Close").click()
         dialog.wait_for(state="hidden")
         assert errors == []

@@ -3,13 +3,14 @@
 `read_document` returns a document's text as its text units in order (a document's text is
 kept only as its units), a bounded window of them around a passage located by its offsets
 (``start_char``/``end_char`` of a `Source`) or by its text units. `thread_day` returns the
-messages of the thread-day transcript (`domain.messages.transcripts.TranscriptDoc`) that
-holds a message, or of a thread on a day, read from the transcript's stored spans
+messages of a thread on the day of a message (or on a day), read from the thread transcript
+(`domain.messages.transcripts.TranscriptDoc`) that holds it: its stored spans
 (`domain.messages.manifest.StoredTranscript`) and its text units.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pydantic import BaseModel
@@ -198,24 +199,31 @@ async def read_document(
 
 
 class ThreadDayRef(BaseModel):
-    """Another transcript of the same thread: its day span and document."""
+    """A day of the same thread to move to: a day of this transcript, or another transcript.
+
+    Attributes:
+        span: the day (``YYYY-MM-DD``), or another transcript's days (``first..last``).
+        document_id: the transcript that holds it.
+    """
 
     span: str
     document_id: str
 
 
 class ThreadDay(BaseModel):
-    """The messages of one thread-day transcript (``GET /v1/messages/thread-day``).
+    """The messages of a thread on one day (``GET /v1/messages/thread-day``).
 
     Attributes:
-        document_id: the transcript's document.
-        doc_key: its key, ``{thread_id}::{span}``.
+        document_id: the transcript holding them (a message archive's document).
+        doc_key: its key, ``{thread_id}::{days}``.
         thread_id: the thread.
         thread_name: its display name.
-        span: the day (``YYYY-MM-DD``) or days (``first..last``) it covers.
-        messages: its messages in transcript order (``text``: the rendered block).
+        span: the day shown, ``YYYY-MM-DD`` in the archive's render time zone (``undated``
+            for messages without a time).
+        messages: that day's messages in transcript order (``text``: the rendered block).
         focus: the guid of the message asked for, when one was.
-        days: every transcript of the thread the index holds, by span (navigation).
+        days: the thread's days to move to, in order: each day of this transcript, and
+            the thread's other transcripts by their day spans.
     """
 
     document_id: str
@@ -226,6 +234,15 @@ class ThreadDay(BaseModel):
     messages: list[MessageRef]
     focus: str | None = None
     days: list[ThreadDayRef]
+
+
+_STAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2}) ")
+
+
+def _local_day(block: str) -> str:
+    """The day of a rendered message block (its ``[YYYY-MM-DD HH:MM]`` head), or ``undated``."""
+    match = _STAMP.match(block)
+    return match.group(1) if match else "undated"
 
 
 def _covers(span: str, day: str) -> bool:
@@ -241,22 +258,24 @@ async def thread_day(
     day: str | None = None,
     max_messages: int = 500,
 ) -> ThreadDay:
-    """Return the transcript of ``thread_id`` that holds ``message``, or covers ``day``.
+    """Return the messages of ``thread_id`` on the day of ``message``, or on ``day``.
 
-    Thread-days are the documents a message archive is indexed as (seed 001's thread-day
-    transcripts); the messages come from the transcript's stored spans, their text from its
-    text units. With more than ``max_messages`` messages, those nearest the focus are given.
+    A message archive is indexed as thread transcripts of one day or of several packed days
+    (seed 001's thread-day transcripts); the transcript holding the message (or covering the
+    day) is read from its stored spans and text units, and its messages of that day (in the
+    time zone it was rendered in) are returned. With more than ``max_messages`` of them,
+    those nearest the focus are given.
 
     Args:
         stores: the index.
         thread_id: the thread (a `MessageRef`'s ``thread_id``).
-        message: a message guid; its transcript is the one returned.
+        message: a message guid; its day is the one returned.
         day: ``YYYY-MM-DD`` in the render time zone (used when ``message`` is None).
         max_messages: the most messages returned.
 
     Raises:
         UsageError: neither ``message`` nor ``day`` is given.
-        NotFoundError: the index holds no transcript of the thread with that message or day.
+        NotFoundError: the index holds no message of the thread with that guid or on that day.
         StoreError: a store failed.
     """
     if not message and not day:
@@ -267,38 +286,37 @@ async def thread_day(
     for i in range(0, len(records), _READ_BATCH):
         ids = [r.document_id for r in records[i : i + _READ_BATCH]]
         stored.update(parse_spans_records(await stores.records.get_many(SPANS_NAMESPACE, ids)))
-    chosen: DocRecord | None = None
-    for record in records:
-        transcript = stored.get(record.document_id)
-        if transcript is None or transcript.thread_id != thread_id:
-            continue
-        span = transcript.doc_key.partition("::")[2]
-        if (message and any(m.guid == message for m in transcript.messages)) or (
-            not message and day and _covers(span, day)
-        ):
-            chosen = record
-            break
+    stored = {d: t for d, t in stored.items() if t.thread_id == thread_id}
+    what = f"message {message!r}" if message else f"day {day}"
+    not_found = NotFoundError(
+        f"no transcript of thread {thread_id!r} holds {what} in index {stores.name!r}",
+        field="message" if message else "day",
+    )
+    chosen = next((d for d, t in sorted(stored.items(), key=lambda kv: kv[1].doc_key)
+                   if (message and any(m.guid == message for m in t.messages))
+                   or (not message and day and _covers(t.doc_key.partition("::")[2], day))),
+                  None)  # fmt: skip
     if chosen is None:
-        what = f"message {message!r}" if message else f"day {day}"
-        raise NotFoundError(f"no transcript of thread {thread_id!r} holds {what} in index "
-                            f"{stores.name!r}", field="message" if message else "day")  # fmt: skip
-    transcript = stored[chosen.document_id]
-    text = _text_of(_segments(await _units(stores, chosen)))
-    spans = list(transcript.messages)
-    if len(spans) > max_messages:
-        at = next((n for n, m in enumerate(spans) if m.guid == message), 0)
-        lo = max(0, min(at - max_messages // 2, len(spans) - max_messages))
-        spans = spans[lo : lo + max_messages]
-    days = sorted(
-        (ThreadDayRef(span=t.doc_key.partition("::")[2], document_id=d)
-         for d, t in stored.items() if t.thread_id == thread_id),
-        key=lambda r: r.span,
-    )  # fmt: skip
+        raise not_found
+    record = next(r for r in records if r.document_id == chosen)
+    transcript = stored[chosen]
+    text = _text_of(_segments(await _units(stores, record)))
+    blocks = [(m, text[m.start : m.end].strip()) for m in transcript.messages]
+    wanted = next((_local_day(b) for m, b in blocks if m.guid == message), day or "")
+    shown = [(m, b) for m, b in blocks if _local_day(b) == wanted]
+    if not shown:
+        raise not_found
+    if len(shown) > max_messages:
+        at = next((n for n, (m, _) in enumerate(shown) if m.guid == message), 0)
+        lo = max(0, min(at - max_messages // 2, len(shown) - max_messages))
+        shown = shown[lo : lo + max_messages]
+    days = {_local_day(b): chosen for _, b in blocks}
+    days.update({t.doc_key.partition("::")[2]: d for d, t in stored.items() if d != chosen})
     return ThreadDay(
-        document_id=chosen.document_id, doc_key=transcript.doc_key, thread_id=thread_id,
-        thread_name=transcript.thread_name, span=transcript.doc_key.partition("::")[2],
-        messages=[message_ref(transcript, m, text[m.start : m.end].strip()) for m in spans],
-        focus=message, days=days,
+        document_id=chosen, doc_key=transcript.doc_key, thread_id=thread_id,
+        thread_name=transcript.thread_name, span=wanted,
+        messages=[message_ref(transcript, m, b) for m, b in shown], focus=message,
+        days=[ThreadDayRef(span=s, document_id=d) for s, d in sorted(days.items())],
     )  # fmt: skip
 
 

@@ -7,6 +7,7 @@ import {
   formatTime,
   groupEvidence,
   hasGraph,
+  messageBody,
   NO_OPTIONS,
   parseOptions,
   passageParts,
@@ -236,5 +237,16 @@ describe("parseOptions", () => {
     });
     expect(parseOptions({ ...NO_OPTIONS, deadline_s: "-1" })).toMatchObject({ ok: false, field: "deadline_s" });
     expect(parseOptions({ ...NO_OPTIONS, deadline_s: "soon" })).toMatchObject({ ok: false, field: "deadline_s" });
+  });
+});
+
+describe("messageBody", () => {
+  it("drops the transcript's time and sender head, keeping continuation lines", () => {
+    const m = { guid: "g", thread_id: "t", thread_name: "T", sender_name: "Priya: R" };
+    expect(messageBody({ ...m, text: "[2018-05-16 18:05] Priya: R: Cake?\n    (edited)" })).toBe("Cake?\n    (edited)");
+    expect(messageBody({ ...m, text: "[undated] Priya: R: hi" })).toBe("hi");
+    expect(messageBody({ ...m, text: "[2018-05-16 18:05] Someone else: hi" })).toBe("[2018-05-16 18:05] Someone else: hi");
+    expect(messageBody({ ...m, text: "plain" })).toBe("plain");
+    expect(messageBody(m)).toBe("");
   });
 });

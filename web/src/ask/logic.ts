@@ -122,6 +122,19 @@ export function formatTime(iso: string | undefined): string {
   return match ? `${match[1]} ${match[2]} UTC` : iso;
 }
 
+/**
+ * A message's words without the head its transcript gives it (`[2018-05-16 18:05] Priya: `),
+ * since the sender and time are shown beside it.
+ */
+export function messageBody(message: MessageRef): string {
+  const text = message.text ?? "";
+  const head = /^\[[^\]\n]*\] /.exec(text);
+  if (!head) return text;
+  const rest = text.slice(head[0].length);
+  const sender = `${message.sender_name}: `;
+  return rest.startsWith(sender) ? rest.slice(sender.length) : text;
+}
+
 /** The messages of one thread on one day (UTC) that an answer rests on. */
 export interface EvidenceGroup {
   thread_id: string;

@@ -8,7 +8,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { getJson } from "../api";
 import { isUnauthorized, Problem } from "../problem";
 import type { DocumentText, MessageRef, RAGOutput, Source, ThreadDay } from "../types";
-import { formatTime, groupEvidence, passageParts, passageQuery } from "./logic";
+import { formatTime, groupEvidence, messageBody, passageParts, passageQuery } from "./logic";
 
 /** What a viewer shows: a source's passage, or the thread-day of a message. */
 export type Viewing =
@@ -62,7 +62,7 @@ function MessageItem({ message, focus = false }: { message: MessageRef; focus?: 
         {message.label ? <span class="muted">[{message.label}] </span> : null}
         <strong>{message.sender_name}</strong> <span class="muted">{formatTime(message.timestamp)}</span>
       </span>
-      {message.text ? <span class="message-text">{message.text}</span> : null}
+      {message.text ? <span class="message-text">{messageBody(message)}</span> : null}
     </li>
   );
 }
@@ -204,6 +204,7 @@ function ThreadDayViewer({
   const before = value && at > 0 ? value.days[at - 1] : undefined;
   const after = value && at >= 0 && at < value.days.length - 1 ? value.days[at + 1] : undefined;
   const first = (span: string) => span.split("..")[0]!;
+  const last = (span: string) => span.split("..").pop()!;
   return (
     <Modal title={`${message.thread_name}${value ? ` — ${value.span}` : ""}`} onClose={onClose}>
       {loaded.state === "loading" ? <p class="muted">Reading the thread…</p> : null}
@@ -211,7 +212,7 @@ function ThreadDayViewer({
       {value ? (
         <>
           <nav class="day-nav" aria-label="Days of this thread">
-            <button type="button" class="link" disabled={!before} onClick={() => before && setDay(first(before.span))}>
+            <button type="button" class="link" disabled={!before} onClick={() => before && setDay(last(before.span))}>
               Earlier day{before ? ` (${before.span})` : ""}
             </button>
             <button type="button" class="link" disabled={!after} onClick={() => after && setDay(first(after.span))}>
