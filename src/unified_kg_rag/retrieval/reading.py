@@ -167,15 +167,19 @@ async def read_document(
     units = await _units(stores, record)
     segments = _segments(units)
     wanted = set(text_unit_ids)
-    hit = [n for n, s in enumerate(segments) if s.text_unit_id in wanted]
     p_start: int | None = None
     p_end: int | None = None
-    if hit:
-        p_start, p_end = segments[hit[0]].start_char, segments[hit[-1]].end_char
+    named = [n for n, s in enumerate(segments) if s.text_unit_id in wanted]
+    if named:  # a unit's own offsets: the part it shares with the unit before it included
+        starts = {u.id: u.fields.get("start_char") for u in units}
+        p_start = min(_int(starts.get(segments[n].text_unit_id), segments[n].start_char)
+                      for n in named)  # fmt: skip
+        p_end = max(segments[n].end_char for n in named)
     elif start_char is not None:
         p_start = start_char
         p_end = end_char if end_char is not None else start_char + 1
-        hit = [n for n, s in enumerate(segments) if s.start_char < p_end and s.end_char > p_start]
+    hit = ([n for n, s in enumerate(segments) if s.start_char < p_end and s.end_char > p_start]
+           if p_start is not None and p_end is not None else [])  # fmt: skip
     lo, hi = (hit[0], hit[-1] + 1) if hit else (0, min(1, len(segments)))
     budget = max_chars
     grew = True
@@ -318,6 +322,10 @@ async def thread_day(
         messages=[message_ref(transcript, m, b) for m, b in shown], focus=message,
         days=[ThreadDayRef(span=s, document_id=d) for s, d in sorted(days.items())],
     )  # fmt: skip
+
+
+def _int(value: object, default: int) -> int:
+    return value if isinstance(value, int) else default
 
 
 def _text_of(segments: Sequence[DocumentSegment]) -> str:
