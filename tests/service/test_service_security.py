@@ -144,7 +144,8 @@ def test_health_version_and_the_openapi_pages_need_no_key(served: Served) -> Non
 
 
 def test_a_call_without_a_key_is_refused_401_with_a_bearer_challenge(served: Served) -> None:
-    for path in ("/v1/indexes", "/v1/status", "/v1/documents", "/metrics"):
+    for path in ("/v1/indexes", "/v1/status", "/v1/documents", "/metrics",
+                 "/v1/documents/some-id/text", "/v1/messages/thread-day?thread=t&message=m"):
         reply = served.get(path)
         error = _error(reply, 401, "AuthenticationError")
         assert reply.headers["www-authenticate"] == "Bearer"
