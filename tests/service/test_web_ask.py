@@ -57,6 +57,7 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _page(browser: Any) -> tuple[Any, list[str]]:
     page = browser.new_page()
+    page.set_default_timeout(90_000)  # a loaded machine: each wait ends on its event anyway
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     return page, errors
@@ -148,7 +149,9 @@ def test_query_options_are_sent_and_a_bad_one_is_named(project: Path, browser: A
         page.close()
 
 
-def test_a_source_opens_at_its_passage_in_the_document(project: Path, browser: Any) -> None:
+def test_a_source_opens_at_its_passage_in_the_document(
+    project: Path, browser: Any, web_artifacts: Path
+) -> None:
     from unified_kg_rag.service.app import create_app
 
     with serving(create_app(project, environ={})) as url:
@@ -166,6 +169,7 @@ def test_a_source_opens_at_its_passage_in_the_document(project: Path, browser: A
         assert dialog.locator("mark").is_visible()  # scrolled into view
         assert "Source [" in dialog.get_by_role("heading").inner_text()
         _no_serious_findings(page)  # with the viewer open
+        page.screenshot(path=str(web_artifacts / "passage.png"))
         page.keyboard.press("Escape")
         dialog.wait_for(state="hidden")
         assert page.get_by_role("dialog").count() == 0
@@ -214,6 +218,7 @@ def test_a_wrong_key_and_a_gone_server_are_clear_messages(project: Path, browser
 
     context = browser.new_context()
     page = context.new_page()
+    page.set_default_timeout(90_000)
     with serving(create_app(project, environ={"UKR_API_KEYS": f"{KEY}:read"})) as url:
         page.goto(url + "/")
         page.evaluate("sessionStorage.setItem('ukr.apiKey', 'wrong')")

@@ -161,8 +161,8 @@ function PassageViewer({
       {loaded.state === "ready" ? (
         <>
           <p class="muted">
-            <code>{loaded.value.path}</code> — {loaded.value.text_units} passages; the one the answer saw is
-            highlighted.
+            <code>{loaded.value.path}</code> — {loaded.value.text_units}{" "}
+            {loaded.value.text_units === 1 ? "passage" : "passages"}; the text the answer saw is highlighted.
           </p>
           {loaded.value.more_before ? <p class="muted">… the document starts earlier.</p> : null}
           <div class="document-text" tabIndex={0} aria-label={`Text of ${loaded.value.path}`}>
