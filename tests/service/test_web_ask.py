@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -113,8 +114,9 @@ def test_a_follow_up_sends_the_history_and_shows_under_the_first_answer(
         page.screenshot(path=str(web_artifacts / "ask.png"), full_page=True)
         # the index has the lazy concept graph: an answer can be shown in the Graph view
         first.get_by_role("button", name="Show in graph").click()
-        page.wait_for_function("location.hash.startsWith('#graph')")
-        assert "trace=1" in page.evaluate("location.hash")
+        page.get_by_role("link", name="Graph").and_(page.locator("[aria-current=page]")).wait_for()
+        assert page.evaluate("location.hash").startswith("#graph") and "trace=1" in page.evaluate(
+            "location.hash")
         page.go_back()
         second.locator(".answer[data-state=done]").wait_for()  # the conversation was kept
         assert page.locator(".turn").count() == 2
@@ -201,10 +203,10 @@ def test_message_evidence_opens_its_thread_day(
         assert "Dana's birthday" in focus.inner_text()
         _no_serious_findings(page)
         page.screenshot(path=str(web_artifacts / "messages.png"), full_page=False)
-        title = dialog.get_by_role("heading").inner_text()
-        dialog.get_by_role("button", name="Earlier day").click()  # another day of the thread
-        page.wait_for_function(
-            "t => document.querySelector('dialog h2').textContent !== t", arg=title)
+        earlier = dialog.get_by_role("button", name="Earlier day")  # another day of the thread
+        day = re.findall(r"\d{4}-\d{2}-\d{2}", earlier.inner_text())[-1]  # its last day
+        earlier.click()
+        dialog.get_by_role("heading", name=re.compile(day)).wait_for()
         assert dialog.locator(".message").count() >= 1
         assert dialog.locator(".message.focus").count() == 0
         dialog.get_by_role("button", name="Close").click()
