@@ -10,6 +10,7 @@ reports, text units).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,8 +30,10 @@ from unified_kg_rag.retrieval.graph_view.models import (
     SliceAttributes,
     SliceEdge,
     SliceEdgeAttributes,
+    TraceSource,
 )
 from unified_kg_rag.retrieval.graph_view.provenance import documents_of
+from unified_kg_rag.retrieval.graph_view.trace import trace_slice
 from unified_kg_rag.retrieval.graph_view.view import (
     WHOLE_GRAPH,
     community_levels,
@@ -268,3 +271,31 @@ class GraphReader:
             full_content=report.full_content if report else "",
             members=[match_of(view, m) for m in members[:members_limit]],
         )  # fmt: skip
+
+    async def trace(
+        self,
+        sources: Sequence[TraceSource],
+        *,
+        graph: GraphKind | None = None,
+        max_nodes: int = 200,
+        max_depth: int = 1,
+    ) -> GraphSlice:
+        """Return what an answer's sources put in context, inside its neighbourhood.
+
+        The mapping of each source kind and the order of the cut are `graph_view.trace`'s.
+
+        Args:
+            sources: the answer's numbered sources (ids the graph lacks become notes).
+            graph: which graph (None: the default).
+            max_nodes: the node cap; traced nodes are never cut before neighbours.
+            max_depth: hops of neighbourhood drawn around the traced nodes.
+
+        Raises:
+            MethodologyNotIndexedError: the index holds no such graph.
+            StoreError: a store failed.
+        """
+        view = await self.view(graph)
+        concepts = (await load_concept_graph(self.stores, self.concept_graphs)
+                    if view.kind == "concepts" else None)  # fmt: skip
+        return await trace_slice(self.stores, view, concepts, sources, edges=self._edges,
+                                 max_nodes=max_nodes, max_depth=max_depth)  # fmt: skip
