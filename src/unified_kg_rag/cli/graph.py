@@ -43,6 +43,11 @@ graph_app = typer.Typer(
 
 IndexOpt = Annotated[
     str | None,
+    typer.Option("--index", "-i", help="Index to read. [default: query.index]",
+                 show_default=False),
+]  # fmt: skip
+ExportIndexOpt = Annotated[
+    str | None,
     typer.Option("--index", "-i", help="Index to read. [default: query.index; with --trace, "
                   "the answer's index]", show_default=False),
 ]  # fmt: skip
@@ -63,7 +68,7 @@ def export_command(
         typer.Option("--format", "-f", help="json (graphology's serialized graph), graphml, "
                      "gexf, or html (one self-contained page with the web app's viewer)."),
     ] = "json",
-    index: IndexOpt = None,
+    index: ExportIndexOpt = None,
     graph: GraphOpt = None,
     label: Annotated[
         str | None,

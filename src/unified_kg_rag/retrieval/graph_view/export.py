@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from unified_kg_rag.domain.models import RAGOutput
 from unified_kg_rag.retrieval.graph_view.models import GraphKind, GraphSlice, TraceSource
 from unified_kg_rag.retrieval.graph_view.view import WHOLE_GRAPH
-from unified_kg_rag.util.errors import ConfigurationError, UsageError
+from unified_kg_rag.util.errors import ConfigurationError, NotFoundError, UsageError
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -106,8 +106,15 @@ async def export_slice(
         return await reader.trace(trace, graph=graph, max_nodes=max_nodes or 200,
                                   max_depth=1 if max_depth is None else max_depth)  # fmt: skip
     if label is not None:
-        return await reader.slice(label, graph=graph, max_nodes=max_nodes or 200,
-                                  max_depth=2 if max_depth is None else max_depth)  # fmt: skip
+        try:
+            return await reader.slice(label, graph=graph, max_nodes=max_nodes or 200,
+                                      max_depth=2 if max_depth is None else max_depth)
+        except NotFoundError as exc:  # the reader's hint names the HTTP route
+            raise NotFoundError(
+                f"--label {label!r}: no node of index {reader.stores.name!r} has that label or "
+                "id (`ukr graph stats` lists the most connected nodes)", kind=exc.kind,
+                key=label,
+            ) from None  # fmt: skip
     view = await reader.view(graph)
     return await reader.slice(WHOLE_GRAPH, graph=view.kind, max_depth=0,
                               max_nodes=max_nodes or max(len(view.ids), 1))  # fmt: skip
@@ -123,23 +130,23 @@ def read_trace(path: Path) -> tuple[str, list[TraceSource]]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UsageError(f"--trace {path}: no such file", field="--trace") from None
+        raise UsageError(f"{path}: no such file", field="--trace") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--trace {path}: cannot read it ({type(exc).__name__})",
+        raise UsageError(f"{path}: cannot read it ({type(exc).__name__})",
                          field="--trace") from None  # fmt: skip
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"--trace {path}: not JSON ({exc.msg}, line {exc.lineno})",
+        raise UsageError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})",
                          field="--trace") from None  # fmt: skip
     try:
         output = RAGOutput.model_validate(data)
     except ValidationError:
-        raise UsageError(f"--trace {path}: not the output of `ukr query --json` (it needs "
+        raise UsageError(f"{path}: not the output of `ukr query --json` (it needs "
                          "question, answer, strategy, index and sources)",
                          field="--trace") from None  # fmt: skip
     if not output.sources:
-        raise UsageError(f"--trace {path}: the answer has no sources to trace", field="--trace")
+        raise UsageError(f"{path}: the answer has no sources to trace", field="--trace")
     sources = [TraceSource(n=s.n, kind=s.kind, id=s.id, text_unit_ids=list(s.text_unit_ids))
                for s in output.sources]  # fmt: skip
     return output.index, sources

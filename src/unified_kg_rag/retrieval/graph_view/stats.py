@@ -140,8 +140,9 @@ def _bucket(degree: int) -> int:
 def write_charts(stats: GraphStats, folder: Path) -> list[Path]:
     """Draw `CHART_NAMES` into ``folder`` (created), each as SVG and PNG; return the paths.
 
-    ``community_sizes``: communities per size, one series per level. ``degree_distribution``:
-    nodes per degree on log-log axes (degree 0 left out, as a log axis cannot show it).
+    ``community_sizes``: a box plot of the sizes of each level, every community a point.
+    ``degree_distribution``: nodes per degree on log-log axes (degree 0 left out, as a log
+    axis cannot show it).
 
     Raises:
         OSError: the folder or a file cannot be written.
@@ -156,19 +157,20 @@ def write_charts(stats: GraphStats, folder: Path) -> list[Path]:
     written: list[Path] = []
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for level in stats.communities:
-        xs, ys = zip(*level.sizes, strict=True)
-        ax.plot(xs, ys, marker="o", linestyle="-", label=f"level {level.level} "
-                f"({level.count}; median {level.median:g})")  # fmt: skip
-    ax.set_xlabel("community size (members)")
-    ax.set_ylabel("communities")
-    ax.set_title(f"Community sizes per level — {title}")
     if stats.communities:
-        ax.legend()
+        per_level = [[size for size, n in lv.sizes for _ in range(n)] for lv in stats.communities]
+        positions = list(range(1, len(per_level) + 1))
+        ax.boxplot(per_level, positions=positions, widths=0.5, showfliers=False)
+        for x, sizes in zip(positions, per_level, strict=True):
+            ax.scatter([x] * len(sizes), sizes, s=12, alpha=0.5)
+        ax.set_xticks(positions, [f"level {lv.level}\n{lv.count} communities"
+                                  for lv in stats.communities])  # fmt: skip
         if max(lv.max for lv in stats.communities) > 50:
-            ax.set_xscale("log")
+            ax.set_yscale("log")
     else:
         ax.text(0.5, 0.5, "no communities", ha="center", va="center", transform=ax.transAxes)
+    ax.set_ylabel("community size (members)")
+    ax.set_title(f"Community sizes per level — {title}")
     written += _save(fig, folder / CHART_NAMES[0])
     plt.close(fig)
 
