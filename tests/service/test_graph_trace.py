@@ -146,8 +146,7 @@ def test_a_trace_of_a_graph_the_index_lacks_is_409_and_slices_are_unchanged(
     assert reply.status_code == 409
     assert reply.json()["error"]["type"] == "MethodologyNotIndexedError"
     piece = httpx.get(f"{base_url}/v1/graph/slice", params={"label": "Warsaw"}).json()
-    assert set(piece["attributes"]) == {"index", "graph", "label", "centre", "max_depth",
-                                        "max_nodes", "truncated"}  # fmt: skip
+    assert not {"communities", "notes"} & set(piece["attributes"])
     assert all("trace" not in n["attributes"] and "sources" not in n["attributes"]
                for n in piece["nodes"])  # fmt: skip
     assert all("trace" not in e["attributes"] for e in piece["edges"])
