@@ -95,17 +95,30 @@ def test_export_html_inlines_the_viewer(
     assert not (tmp_path / "none.html").exists()
 
 
+ANSWER = {"question": "q", "answer": "a [1]", "answer_kind": "extractive", "strategy": "local",
+          "index": "default", "sources": [{"n": 1, "kind": "entity", "id": "x", "text": "t"}]}
+
+
+def test_export_to_a_missing_folder_is_a_usage_error(
+    runner: CliRunner, project: Path, tmp_path: Path
+) -> None:
+    code, _, err = ukr(runner, project, "graph", "export", "-o", str(tmp_path / "no" / "g.json"))
+    assert code == 2 and err.startswith(f"UsageError: --output: {tmp_path / 'no'}: no such")
+
+
 def _bad_trace_files(folder: Path) -> dict[str, Path]:
     (folder / "text.json").write_text("not json at all")
     (folder / "other.json").write_text(json.dumps({"nodes": []}))
+    (folder / "empty.json").write_text(json.dumps({**ANSWER, "sources": []}))
     return {"missing": folder / "missing.json", "not JSON": folder / "text.json",
-            "not a query output": folder / "other.json"}  # fmt: skip
+            "not a query output": folder / "other.json", "no sources": folder / "empty.json"}
 
 
 @pytest.mark.parametrize(("case", "says"), [
     ("missing", "no such file"),
     ("not JSON", "not JSON (Expecting value, line 1)"),
     ("not a query output", "not the output of `ukr query --json`"),
+    ("no sources", "the answer has no sources to trace"),
 ])  # fmt: skip
 def test_a_bad_trace_file_is_a_one_line_usage_error(
     runner: CliRunner, project: Path, tmp_path: Path, case: str, says: str
@@ -124,11 +137,15 @@ def test_a_bad_trace_file_is_a_one_line_usage_error(
                                  "lazy methodology"),
     (("-i", "docs", "--graph", "entities"), 2, "MethodologyNotIndexedError: the entities "
                                                "graph needs one of the graphrag"),
+    (("--label", "Warsaw", "--trace", "a.json"), 2, "UsageError: --label: --trace draws"),
 ])  # fmt: skip
 def test_bad_export_input_is_a_clear_error(
     runner: CliRunner, project: Path, tmp_path: Path, args: tuple[str, ...], code: int,
     says: str,
 ) -> None:
+    if "--trace" in args:
+        (tmp_path / "a.json").write_text(json.dumps(ANSWER))
+        args = tuple(str(tmp_path / a) if a == "a.json" else a for a in args)
     got, _, err = ukr(runner, project, "graph", "export", *args, "-o", str(tmp_path / "x"))
     assert got == code
     assert says in " ".join(err.split())

@@ -20,6 +20,7 @@ from unified_kg_rag.cli.common import (
     ConfigOpt,
     JsonOpt,
     ProjectOpt,
+    StoresOpt,
     VerboseOpt,
     err_console,
     load,
@@ -92,6 +93,7 @@ def export_command(
                      "communities, inside their neighbourhood)."),
     ] = None,
     project: ProjectOpt = None,
+    stores: StoresOpt = None,
     config_file: ConfigOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -104,11 +106,14 @@ def export_command(
             read_trace,
             write_export,
         )
+        from unified_kg_rag.util.errors import UsageError
 
+        if not output.parent.is_dir():
+            raise UsageError(f"{output.parent}: no such directory", field="--output")
         sources, traced_index = None, None
         if trace is not None:
             traced_index, sources = read_trace(trace)
-        project_dir, config = load(project, config_file, verbose=verbose)
+        project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         async with build_app(config, project_dir) as app:
             reader = app.graph_reader(index or traced_index)
             piece = await export_slice(reader, graph=graph, label=label, max_depth=max_depth,
@@ -141,6 +146,7 @@ def stats_command(
                      "(community_sizes and degree_distribution, each as .svg and .png)."),
     ] = None,
     project: ProjectOpt = None,
+    stores: StoresOpt = None,
     config_file: ConfigOpt = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -151,7 +157,7 @@ def stats_command(
         from unified_kg_rag.bootstrap import build_app
         from unified_kg_rag.retrieval.graph_view.stats import graph_stats, write_charts
 
-        project_dir, config = load(project, config_file, verbose=verbose)
+        project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         async with build_app(config, project_dir) as app:
             reader = app.graph_reader(index)
             view = await reader.view(graph)
