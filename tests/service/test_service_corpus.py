@@ -20,6 +20,8 @@ uvicorn = pytest.importorskip("uvicorn")
 CONFIG = """\
 indexing:
   quarantine_after: 1
+service:
+  allowed_roots: [roots]
 """
 
 BINARY = b"\x00\x01\x02 binary \xff" * 50
@@ -42,6 +44,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 
     project = tmp_path_factory.mktemp("corpus")
     (project / "ukr.yaml").write_text(CONFIG, encoding="utf-8")
+    (project / "roots" / "notes" / "deep").mkdir(parents=True)
     index_good_docs(project)
     with serving(create_app(project, environ={})) as url:
         yield url, project
@@ -103,5 +106,29 @@ def test_a_quarantined_document_is_tried_again_by_retry(served: tuple[str, Path]
     gone = httpx.post(f"{url}/v1/documents/{bad['document_id']}/retry")
     assert gone.status_code == 400 and gone.json()["error"]["field"] == "document"
     assert "no longer on disk" in gone.json()["error"]["message"]
+    outside = httpx.post(f"{url}/v1/documents/{listed(url, 'owls.md')[0]['document_id']}/retry")
+    assert outside.status_code == 400, outside.text  # docs/ is no allowed root
+    assert outside.json()["error"]["field"] == "path"
+    assert "below service.allowed_roots" in outside.json()["error"]["message"]
     unknown = httpx.post(f"{url}/v1/documents/feedfacecafe/retry")
     assert unknown.status_code == 404 and unknown.json()["error"]["type"] == "NotFoundError"
+
+
+def test_a_file_found_in_a_folder_is_retried_by_walking_that_folder_keeping_its_id(
+    served: tuple[str, Path],
+) -> None:
+    url, project = served
+    notes = project / "roots" / "notes"
+    (notes / "fine.md").write_text("Kingfishers dive for fish.", encoding="utf-8")
+    (notes / "deep" / "broken.txt").write_bytes(BINARY)
+    job = httpx.post(f"{url}/v1/documents/path", json={"path": "roots/notes"}).json()
+    assert wait_end(url, job["id"])["progress"]["failures"] == 1
+    (broken,) = listed(url, "deep/")
+    assert broken["status"] == "quarantined"
+    (notes / "deep" / "broken.txt").write_text("Herons wade at dawn.", encoding="utf-8")
+    retried = httpx.post(f"{url}/v1/documents/{broken['document_id']}/retry").json()
+    assert retried["inputs"]["paths"] == [notes.resolve().as_posix()]
+    assert retried["inputs"]["uploads"] == []
+    assert wait_end(url, retried["id"])["state"] == "succeeded"
+    (now,) = listed(url, "deep/")
+    assert now["document_id"] == broken["document_id"] and now["status"] == "processed"

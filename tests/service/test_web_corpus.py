@@ -168,6 +168,29 @@ def test_a_quarantined_document_is_marked_and_retried(page: Any, project: Path) 
     page.locator(".quarantine").wait_for(state="detached", timeout=TIMEOUT_MS)
 
 
+def test_a_dropped_file_is_uploaded_and_a_reset_is_confirmed_first(page: Any) -> None:
+    page.evaluate("""([name, text]) => {
+        const files = new DataTransfer();
+        files.items.add(new File([text], name, { type: "text/markdown" }));
+        const zone = document.querySelector(".dropzone");
+        for (const type of ["dragenter", "dragover", "drop"]) {
+            zone.dispatchEvent(new DragEvent(type, { dataTransfer: files, bubbles: true,
+                                                    cancelable: true }));
+        }
+    }""", ["dropped.md", "# Otters\n\nSea otters hold hands while they sleep."])
+    assert ended(page) == "succeeded"
+    row(page, "dropped.md").locator(".status-processed").wait_for(timeout=TIMEOUT_MS)
+    dropped = page.get_attribute(".job", "data-job")
+    page.get_by_role("button", name="Reset index").click()
+    dialog = page.locator("dialog.confirm")
+    dialog.wait_for()
+    assert "Reset index “default”?" in dialog.inner_text()
+    dialog.get_by_role("button", name="Reset index").click()
+    assert ended(page, dropped) == "succeeded"
+    assert page.inner_text("#job-heading").startswith("Resetting “default”: done")
+    assert row(page, "dropped.md").count() == 1
+
+
 def test_a_message_archive_is_listed_as_an_archive(
     page: Any, project: Path, web_artifacts: Path
 ) -> None:
@@ -189,5 +212,6 @@ def test_a_message_archive_is_listed_as_an_archive(
     page.get_by_label("Path contains").fill("herons")
     assert page.locator("tr.archive-row").count() == 0 and row(page, "herons.md").count() == 1
     page.get_by_label("Path contains").fill("")
+    page.get_by_label("Path contains").blur()
     page.screenshot(path=str(web_artifacts / "corpus.png"), full_page=True)
     assert (web_artifacts / "corpus.png").stat().st_size > 0

@@ -174,7 +174,7 @@ async def retry(request: Request, document_id: str, index: str | None = None) ->
     ``ukr index PATH --retry-quarantined`` over the paths `ingestion.listing.retry_paths`
     gives: the file, the folder it was found in (walked again: a file gone from it is
     deleted), or a transcript's archives. A document id or an unique prefix of 8+ characters.
-    A path outside ``service.allowed_roots`` (not an upload) is refused as for
+    A path outside ``service.allowed_roots`` (not an upload) is refused (400) as for
     ``POST /v1/documents/path``; 404 for an unknown document, 400 when its file is gone.
     """
     app = app_of(request)
@@ -185,9 +185,13 @@ async def retry(request: Request, document_id: str, index: str | None = None) ->
     paths = retry_paths(matched[0], await load_archive_record(stores.records))
     kept = uploads_dir(app.project_dir, stores.name).resolve()
     uploads = [p.name for p in paths if p.resolve().parent == kept]
+    if len(uploads) < len(paths):  # checked now for a 400, and again when the job starts
+        uploads = []
+        for path in paths:
+            await asyncio.to_thread(allowed_path, str(path), app.config.service.allowed_roots,
+                                    app.project_dir)  # fmt: skip
     return await jobs_of(request).submit("index", stores.name, JobInputs(
-        paths=[str(p) for p in paths], uploads=uploads if len(uploads) == len(paths) else [],
-        retry_quarantined=True))  # fmt: skip
+        paths=[str(p) for p in paths], uploads=uploads, retry_quarantined=True))
 
 
 @router.delete("/documents/{document_id}", status_code=202,
