@@ -1,5 +1,5 @@
 /** The Corpus view: the documents of an index, uploads and their jobs, deletion, drift. */
-import type { ComponentChildren } from "preact";
+import { type ComponentChildren, Fragment } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { listIndexes } from "../api";
 import { isUnauthorized, Problem } from "../problem";
@@ -280,7 +280,7 @@ export function Corpus({ keyVersion, onUnauthorized }: ViewProps) {
                   />
                 ) : null}
                 {rows.files.map((doc) => (
-                  <DocRow doc={doc} busy={running} onDelete={askDelete} onRetry={retry} />
+                  <DocRow key={doc.document_id} doc={doc} busy={running} onDelete={askDelete} onRetry={retry} />
                 ))}
                 {rows.files.length === 0 && !rows.messages ? (
                   <tr>
@@ -364,9 +364,9 @@ function DocRow({
   );
 }
 
-function Disclosure({ open, onToggle, label, controls }: { open: boolean; onToggle: () => void; label: string; controls: string }) {
+function Disclosure({ open, onToggle, label }: { open: boolean; onToggle: () => void; label: string }) {
   return (
-    <button type="button" class="disclosure" aria-expanded={open} aria-controls={controls} onClick={onToggle} aria-label={`${open ? "Hide" : "Show"} ${label}`}>
+    <button type="button" class="disclosure" aria-expanded={open} onClick={onToggle} aria-label={`${open ? "Hide" : "Show"} ${label}`}>
       {open ? "▾" : "▸"}
     </button>
   );
@@ -391,15 +391,15 @@ function MessageRows({
   const shared = messages.archives.length > 1;
   return (
     <>
-      {groups.map((archive, i) => {
+      {groups.map((archive) => {
         const key = `archive:${archive?.path ?? ""}`;
         const open = expanded.has(key);
         const name = archive ? baseName(archive.path) : "Message transcripts";
         return (
-          <>
+          <Fragment key={key}>
             <tr class="archive-row" data-archive={archive?.path ?? ""}>
               <th scope="row" class="path">
-                <Disclosure open={open} onToggle={() => toggle(key)} label={`the conversations of ${name}`} controls={`archive-${i}`} />
+                <Disclosure open={open} onToggle={() => toggle(key)} label={`the conversations of ${name}`} />
                 <span title={archive?.path}>{name}</span>
                 <span class="badge quiet">message archive{archive ? ` · ${archive.source}` : ""}</span>
                 <span class="doc-note">
@@ -423,14 +423,14 @@ function MessageRows({
               </td>
             </tr>
             {open
-              ? messages.conversations.map((c, j) => {
+              ? messages.conversations.map((c) => {
                   const ckey = `${key}|${c.thread}`;
                   const copen = expanded.has(ckey);
                   return (
-                    <>
-                      <tr class="conversation-row nested-1" id={j === 0 ? `archive-${i}` : undefined}>
+                    <Fragment key={ckey}>
+                      <tr class="conversation-row nested-1">
                         <th scope="row" class="path">
-                          <Disclosure open={copen} onToggle={() => toggle(ckey)} label={`the days of conversation ${c.thread}`} controls={`conv-${i}-${j}`} />
+                          <Disclosure open={copen} onToggle={() => toggle(ckey)} label={`the days of conversation ${c.thread}`} />
                           <span>{c.thread}</span>
                           <span class="doc-note">
                             {c.documents.length} thread-day document{c.documents.length === 1 ? "" : "s"}
@@ -444,12 +444,14 @@ function MessageRows({
                         <td>{formatTime(c.updatedAt)}</td>
                         <td />
                       </tr>
-                      {copen ? c.documents.map((d) => <DocRow doc={d} busy={busy} onRetry={onRetry} nested />) : null}
-                    </>
+                      {copen
+                        ? c.documents.map((d) => <DocRow key={d.document_id} doc={d} busy={busy} onRetry={onRetry} nested />)
+                        : null}
+                    </Fragment>
                   );
                 })
               : null}
-          </>
+          </Fragment>
         );
       })}
     </>
