@@ -82,7 +82,8 @@ def ended(page: Any, previous: str = "none") -> str:
 
 
 def row(page: Any, path: str) -> Any:
-    return page.locator(f'tr.doc-row[data-path="{path}"]')
+    quoted = path.replace("\\", "\\\\").replace('"', '\\"')
+    return page.locator(f'tr.doc-row[data-path="{quoted}"]')
 
 
 def test_two_files_uploaded_by_the_file_input_are_followed_to_the_end(
@@ -101,6 +102,17 @@ def test_two_files_uploaded_by_the_file_input_are_followed_to_the_end(
         assert cells.nth(0).inner_text() == "processed"
         assert cells.nth(1).inner_text() == size
         assert cells.nth(2).inner_text() == "1"
+
+
+def test_names_from_the_server_are_shown_as_text_never_markup(page: Any) -> None:
+    name = "<img src=x onerror=window.pwned=1>.md"  # a browser sends a quote as %22
+    page.get_by_label("Choose files").set_input_files(
+        [{"name": name, "mimeType": "text/markdown", "buffer": b"Owls <b>hoot</b>."}])
+    assert ended(page) == "succeeded"
+    row(page, name).wait_for(timeout=TIMEOUT_MS)
+    assert row(page, name).locator("th").inner_text().startswith(name)
+    assert page.locator(".doc-table img, .doc-table b").count() == 0
+    assert page.evaluate("window.pwned") is None
 
 
 def test_a_document_is_deleted_after_confirming(page: Any) -> None:
