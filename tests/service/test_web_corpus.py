@@ -166,12 +166,15 @@ def test_a_409_while_a_job_runs_is_a_clear_message_and_the_job_is_shown_on_openi
         store.save(held)
 
 
-def test_a_quarantined_document_is_marked_and_retried(page: Any, project: Path) -> None:
+def test_a_quarantined_document_is_marked_and_retried(
+    page: Any, project: Path, web_artifacts: Path
+) -> None:
     page.get_by_label("Choose files").set_input_files(str(project / "to_upload" / "bad.txt"))
     assert ended(page) == "succeeded"
     assert "bad.txt" in page.inner_text(".job-failures")
     row(page, "bad.txt").locator(".status-quarantined").wait_for(timeout=TIMEOUT_MS)
     page.locator(".quarantine").filter(has_text="bad.txt").wait_for(timeout=TIMEOUT_MS)
+    page.screenshot(path=str(web_artifacts / "corpus-quarantined.png"), full_page=True)
     (project / "uploads" / "default" / "bad.txt").write_text("Kingfishers dive for fish.")
     first = page.get_attribute(".job", "data-job")
     row(page, "bad.txt").get_by_role("button", name="Retry bad.txt").click()

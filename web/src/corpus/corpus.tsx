@@ -515,7 +515,7 @@ function StatusPanel({
               const doc = item.kind === "document" ? byId.get(item.id) : byPath.get(item.path);
               return (
                 <li>
-                  {item.kind} <code>{item.path}</code>, {item.failures} failed runs: {item.error}{" "}
+                  {item.kind} <code>{item.path}</code>, {item.failures} failed run{item.failures === 1 ? "" : "s"}: {item.error}{" "}
                   {doc ? (
                     <button type="button" class="small" disabled={busy} onClick={() => onRetry(doc)} aria-label={`Retry ${item.kind} ${item.path}`}>
                       Retry
