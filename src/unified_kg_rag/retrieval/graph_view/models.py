@@ -140,12 +140,17 @@ class SliceAttributes(_Model):
     Attributes:
         index: the index it was read from.
         graph: ``entities`` or ``concepts``.
-        label: the label asked for (``*``: the most connected nodes of the whole graph).
-        centre: the key of the centre node (None for ``*``).
+        label: the label asked for (``*``: the most connected nodes of the whole graph;
+            empty for a community's slice).
+        centre: the key of the centre node (None for ``*`` and for a community).
         max_depth: hops walked from the centre.
         max_nodes: the node cap.
         truncated: the cap left out nodes within ``max_depth`` hops (or, for ``*``, nodes of
-            the graph): the view must say so rather than pretend it drew everything.
+            the graph; for a community, its members): the view must say so rather than
+            pretend it drew everything.
+        community: the community whose members the slice holds (None: a label's slice).
+        total: the nodes the slice would hold without the cap, when known (a community's
+            size, the graph's nodes for ``*``); None for a label's neighbourhood.
     """
 
     index: str
@@ -155,6 +160,8 @@ class SliceAttributes(_Model):
     max_depth: int
     max_nodes: int
     truncated: bool
+    community: str | None = None
+    total: int | None = None
 
 
 class GraphSlice(_Model):
