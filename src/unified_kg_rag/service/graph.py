@@ -61,9 +61,9 @@ async def graph_slice(
 ) -> GraphSlice:
     """A neighbourhood of ``label`` or a community's members (graphology's serialized graph).
 
-    The nodes within ``max_depth`` hops of ``label``: breadth-first, each ring by degree, at most ``max_nodes``; a community's members by
-    degree. ``attributes.truncated`` says the cap left nodes out. Give ``label`` or
-    ``community``: neither or both is 400 (``UsageError``).
+    The nodes within ``max_depth`` hops of ``label``: breadth-first, each ring by degree, at
+    most ``max_nodes``; or a community's members by degree. ``attributes.truncated`` says the
+    cap left nodes out. Give ``label`` or ``community``: neither or both is 400.
     """
     reader = app_of(request).graph_reader(index)
     return await reader.slice(label, graph=graph, max_depth=max_depth, max_nodes=max_nodes,
