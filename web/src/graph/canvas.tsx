@@ -12,6 +12,7 @@ import {
   assignColours,
   edgeStyle,
   hasTrace,
+  layoutTime,
   nodeSize,
   nodeStyle,
   type ColourMode,
@@ -20,8 +21,10 @@ import {
 } from "./model";
 import "./graph.css";
 
-/** How long the force layout runs before it is stopped (ms). */
+/** How long the force layout runs before it is stopped (ms; longer for big graphs, `layoutTime`). */
 export const LAYOUT_MS = 2500;
+/** Above this many edges, edges are hidden while the camera moves (panning stays fluid). */
+export const HIDE_EDGES_ABOVE = 2000;
 
 export interface CanvasProps {
   graph: SerializedGraph;
@@ -47,12 +50,16 @@ function toGraphology(graph: SerializedGraph): Graph {
   for (const n of graph.nodes) maxDegree = Math.max(maxDegree, degree(n.attributes));
   for (const n of graph.nodes) {
     if (g.hasNode(n.key)) continue;
+    // a community's members start around a point of their own, so the first frame has shape
+    const group = n.attributes.community ? String(n.attributes.community) : null;
+    const at = group ? seed(group, 3) * 2 * Math.PI : 0;
+    const [cx, cy] = group ? [100 * Math.cos(at), 100 * Math.sin(at)] : [0, 0];
     const angle = seed(n.key, 1) * 2 * Math.PI;
-    const radius = 10 + 90 * seed(n.key, 2);
+    const radius = (group ? 30 : 100) * Math.sqrt(seed(n.key, 2));
     g.addNode(n.key, {
       ...n.attributes,
-      x: radius * Math.cos(angle),
-      y: radius * Math.sin(angle),
+      x: cx + radius * Math.cos(angle),
+      y: cy + radius * Math.sin(angle),
       size: nodeSize(degree(n.attributes), maxDegree),
     });
   }
@@ -65,9 +72,15 @@ function toGraphology(graph: SerializedGraph): Graph {
   return g;
 }
 
-/** Runs ForceAtlas2 off the main thread for `ms`, else (no workers) a few synchronous rounds. */
-function layout(g: Graph, ms: number): () => void {
-  if (g.order < 2) return () => {};
+/**
+ * Runs ForceAtlas2 off the main thread for `ms`, else (no workers) a few synchronous rounds;
+ * `done` is called when it stops.
+ */
+function layout(g: Graph, ms: number, done: () => void): () => void {
+  if (g.order < 2) {
+    done();
+    return () => {};
+  }
   const settings = { ...forceAtlas2.inferSettings(g), barnesHutOptimize: g.order > 500 };
   let worker: FA2Layout | null = null;
   try {
@@ -75,9 +88,13 @@ function layout(g: Graph, ms: number): () => void {
     worker.start();
   } catch {
     forceAtlas2.assign(g, { iterations: g.order > 1000 ? 30 : 100, settings });
+    done();
     return () => {};
   }
-  const timer = setTimeout(() => worker?.stop(), ms);
+  const timer = setTimeout(() => {
+    worker?.stop();
+    done();
+  }, ms);
   return () => {
     clearTimeout(timer);
     worker?.kill();
@@ -109,6 +126,9 @@ export function GraphCanvas({ graph, colourMode, selected, onSelect, label, layo
         renderEdgeLabels: false,
         zIndex: true,
         labelRenderedSizeThreshold: 8,
+        stagePadding: 48,
+        // software WebGL (no GPU) draws a big graph's edges slowly: hide them while the camera moves
+        hideEdgesOnMove: g.size > HIDE_EDGES_ABOVE,
         nodeReducer: (node, data) => {
           const s = state.current;
           const style = nodeStyle(data as never, s.traced, s.colours.get(node) ?? "#999");
@@ -144,13 +164,24 @@ export function GraphCanvas({ graph, colourMode, selected, onSelect, label, layo
       state.current.hovered = null;
       sigma.refresh({ skipIndexation: true });
     });
-    sigma.once("afterRender", () => container.setAttribute("data-drawn", String(g.order)));
-    const stopLayout = layout(g, layoutMs);
+    let stopLayout = () => {};
+    let killed = false;
+    sigma.once("afterRender", () => {
+      container.setAttribute("data-drawn-at", String(Math.round(performance.now())));
+      container.setAttribute("data-drawn", String(g.order));
+      // the layout's time starts once the graph is on screen
+      if (!killed) {
+        stopLayout = layout(g, layoutTime(g.order, layoutMs), () => container.setAttribute("data-layout", "done"));
+      }
+    });
     return () => {
+      killed = true;
       stopLayout();
       sigma.kill();
       renderer.current = null;
       container.removeAttribute("data-drawn");
+      container.removeAttribute("data-drawn-at");
+      container.removeAttribute("data-layout");
     };
   }, [graph, layoutMs]);
 

@@ -25,7 +25,7 @@ import {
   type GraphKind,
   type SerializedGraph,
 } from "./model";
-import { CommunityBrowser, NodePanel } from "./panels";
+import { CommunityBrowser, communityName, NodePanel, useCommunities } from "./panels";
 
 type Drawn =
   | { state: "idle" }
@@ -82,6 +82,9 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
     setQuery(params.label ?? "");
     setDepth(params.depth);
     setMaxNodes(params.maxNodes);
+  }, [route.params.toString()]);
+
+  useEffect(() => {
     if (params.trace) {
       trace.current = takeTrace() ?? trace.current;
       if (!trace.current) {
@@ -151,11 +154,13 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
 
   const graph = drawn.state === "done" ? drawn.graph : null;
   const legend = useMemo(() => (graph ? assignColours(graph, colourMode).legend : []), [graph, colourMode]);
+  const tree = useCommunities(scope, keyVersion, Boolean(catalog && kind));
   const communityNames = useMemo(() => {
     const names = new Map<string, string>();
-    for (const c of graph?.attributes.communities ?? []) names.set(c.id, c.title ?? `community ${c.id}`);
+    if (tree?.state === "done") for (const lv of tree.value.levels) for (const c of lv.communities) names.set(c.id, communityName(c));
+    for (const c of graph?.attributes.communities ?? []) names.set(c.id, communityName(c));
     return names;
-  }, [graph]);
+  }, [graph, tree]);
   const selectedAttrs = graph?.nodes.find((n) => n.key === selected)?.attributes ?? null;
   const note = graph ? truncationNote(graph) : null;
   const listId = "graph-suggestions";
@@ -289,7 +294,7 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
                 <ul>
                   {graph.attributes.communities.map((c) => (
                     <li>
-                      Level {c.level}: {c.title ?? `community ${c.id}`}
+                      Level {c.level}: {communityName(c)}
                     </li>
                   ))}
                 </ul>
@@ -309,7 +314,7 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
       {catalog && kind ? (
         <CommunityBrowser
           scope={scope}
-          keyVersion={keyVersion}
+          tree={tree}
           onFocus={(id) => show({ community: id, label: null })}
           onUnauthorized={onUnauthorized}
         />

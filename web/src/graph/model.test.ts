@@ -9,6 +9,7 @@ import {
   graphParams,
   graphsOf,
   hasTrace,
+  layoutTime,
   mergeSlices,
   NO_GROUP_COLOUR,
   nodeSize,
@@ -194,5 +195,11 @@ describe("toGraphML", () => {
     expect(out).toContain("says &quot;x&quot; &amp; &lt;y&gt;");
     expect(out).toContain('<edge id="a&lt;b-c" source="a&lt;b" target="c">');
     expect(out).not.toContain("<y>");
+  });
+});
+
+describe("layoutTime", () => {
+  it("runs the layout longer for big graphs, within four times the base", () => {
+    expect([layoutTime(10, 2500), layoutTime(5000, 2500), layoutTime(50000, 2500)]).toEqual([2500, 5000, 10000]);
   });
 });

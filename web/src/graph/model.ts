@@ -185,6 +185,11 @@ export function nodeSize(degree: number, maxDegree: number): number {
   return 4 + 12 * Math.sqrt(Math.max(0, degree) / maxDegree);
 }
 
+/** How long the layout runs for a graph: `base` ms, up to 4 times that for big graphs. */
+export function layoutTime(order: number, base: number): number {
+  return Math.round(Math.min(4 * base, Math.max(base, order)));
+}
+
 /** Whether the graph is a query trace (some node or edge has `trace: true`). */
 export function hasTrace(graph: SerializedGraph): boolean {
   return graph.nodes.some((n) => n.attributes.trace === true) || graph.edges.some((e) => e.attributes.trace === true);

@@ -12,7 +12,7 @@ import {
 } from "./client";
 import { sourcesNote, type NodeAttributes } from "./model";
 
-type Loaded<T> = { state: "loading" } | { state: "done"; value: T } | { state: "error"; error: unknown };
+export type Loaded<T> = { state: "loading" } | { state: "done"; value: T } | { state: "error"; error: unknown };
 
 function useLoaded<T>(load: ((signal: AbortSignal) => Promise<T>) | null, deps: unknown[]): Loaded<T> | null {
   const [out, setOut] = useState<Loaded<T> | null>(null);
@@ -91,7 +91,7 @@ function NodeBody({ node }: { node: NodeDetail }) {
           <ul>
             {node.communities.map((c) => (
               <li>
-                Level {c.community.level}: {c.community.title ?? `community ${c.community.id}`}
+                Level {c.community.level}: {communityName(c.community)}
                 <span class="muted"> ({c.community.size} members)</span>
               </li>
             ))}
@@ -133,18 +133,30 @@ function NodeBody({ node }: { node: NodeDetail }) {
   );
 }
 
+/** `GET /v1/graph/communities` of a scope, reloaded when the scope or the API key changes. */
+export function useCommunities(scope: Scope, keyVersion: number, active: boolean): Loaded<CommunityHierarchy> | null {
+  return useLoaded<CommunityHierarchy>(
+    active ? (signal) => fetchCommunities(scope, signal) : null,
+    [scope.index, scope.graph, keyVersion, active],
+  );
+}
+
+/** A community's display name: its report's title, else a short form of its id. */
+export function communityName(c: { id: string; title?: string | null }): string {
+  return c.title ?? `community ${c.id.slice(0, 8)}`;
+}
+
 export function CommunityBrowser({
   scope,
-  keyVersion,
+  tree,
   onFocus,
   onUnauthorized,
 }: {
   scope: Scope;
-  keyVersion: number;
+  tree: Loaded<CommunityHierarchy> | null;
   onFocus: (id: string) => void;
   onUnauthorized: () => void;
 }) {
-  const tree = useLoaded<CommunityHierarchy>((signal) => fetchCommunities(scope, signal), [scope.index, scope.graph, keyVersion]);
   const [chosen, setChosen] = useState<string | null>(null);
   const detail = useLoaded<CommunityDetail>(
     chosen ? (signal) => communityDetail(scope, chosen, signal) : null,
@@ -170,7 +182,7 @@ export function CommunityBrowser({
                 {lv.communities.slice(0, 100).map((c) => (
                   <li>
                     <button type="button" class="link" aria-pressed={chosen === c.id} onClick={() => setChosen(c.id)}>
-                      {c.title ?? `Community ${c.id}`}
+                      {communityName(c)}
                     </button>{" "}
                     <span class="muted">{c.size} members</span>
                   </li>
@@ -183,7 +195,7 @@ export function CommunityBrowser({
       {detail?.state === "error" ? <Problem error={detail.error} context="Community" /> : null}
       {detail?.state === "done" ? (
         <div class="community-detail" aria-live="polite">
-          <h4>{detail.value.community.title ?? `Community ${detail.value.community.id}`}</h4>
+          <h4>{communityName(detail.value.community)}</h4>
           <p class="muted">
             Level {detail.value.community.level} · {detail.value.community.size} members
             {typeof detail.value.community.rating === "number" ? ` · rated ${detail.value.community.rating}/10` : ""}
