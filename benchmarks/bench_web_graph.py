@@ -28,18 +28,12 @@ Usage:  python benchmarks/bench_web_graph.py [--nodes 5000] [--edges 20000] [--r
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
 import gzip
-import http.server
-import json
 import random
 import shutil
 import statistics
 import sys
 import tempfile
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.service.conftest import chromium_binary  # noqa: E402
+from tests.support.viewer import embed, serve  # noqa: E402
 
 from unified_kg_rag.service.web import STATIC_DIR  # noqa: E402
 
@@ -84,34 +79,6 @@ def synthetic_graph(nodes: int, edges: int, communities: int, seed: int = 7) -> 
                    "attributes": {"weight": 1.0, "relation": "RELATED"}}
                   for k, (a, b) in enumerate(sorted(seen))],
     }  # fmt: skip
-
-
-def embed(page: str, graph: dict[str, Any]) -> str:
-    """The viewer page with ``graph`` in its ``ukr-graph`` script (``<`` escaped)."""
-    data = json.dumps(graph, separators=(",", ":")).replace("<", "\\u003c")
-    start = page.index('<script type="application/json" id="ukr-graph">')
-    end = page.index("</script>", start)
-    head = page[:start] + '<script type="application/json" id="ukr-graph">'
-    return head + data + page[end:]
-
-
-@contextlib.contextmanager
-def serve(folder: Path) -> Iterator[str]:
-    """A static HTTP server of ``folder`` on 127.0.0.1 (quiet), yielding its base URL."""
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    handler = functools.partial(Quiet, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 FRAMES_JS = """async ([ms, pan]) => {

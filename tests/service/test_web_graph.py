@@ -5,6 +5,8 @@ SwiftShader WebGL sigma draws with) against `ukr serve`, over the two graphs of
 
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ import pytest
 
 from tests.support.graph_project import build_project
 from tests.support.server import serving
+from tests.support.viewer import embed, serve
 
 pytestmark = pytest.mark.integration
 
@@ -111,3 +114,56 @@ def test_a_trace_lost_by_a_reload_says_so(page: Any, url: str) -> None:
     page.goto(url + "/#graph?trace=1")
     page.get_by_text("No query trace to draw").wait_for()
     assert page.get_by_label("Entity or concept").is_visible()
+
+
+HOSTILE = '<img src=x onerror="window.__xss=1">'
+
+
+def test_the_standalone_viewer_draws_an_embedded_trace_without_the_network(
+    browser: Any, tmp_path: Path
+) -> None:
+    """viewer.html with a graph in its ``ukr-graph`` script, as ``ukr graph export --format
+    html`` writes it: drawn, a node read from the list, data shown as text, no request
+    beyond the page's own files."""
+    from unified_kg_rag.service.web import STATIC_DIR
+
+    graph = {
+        "attributes": {"label": "Warsaw", "truncated": True, "total": 9},
+        "options": {"type": "directed", "multi": True},
+        "nodes": [
+            {"key": "a", "attributes": {"label": "Warsaw", "entity_type": "GEO", "degree": 2,
+                                        "community": "c1", "trace": True, "sources": [2]}},
+            {"key": "b", "attributes": {"label": HOSTILE, "entity_type": "PERSON", "degree": 1,
+                                        "description": "</script><b>bold</b>", "community": "c1"}},
+            {"key": "c", "attributes": {"label": "Poland", "entity_type": "GEO", "degree": 1}},
+        ],
+        "edges": [{"key": "e1", "source": "b", "target": "a",
+                   "attributes": {"relation": "BORN_IN", "trace": True}}],
+    }  # fmt: skip
+    manifest = json.loads((STATIC_DIR / "viewer.json").read_text(encoding="utf-8"))
+    for name in manifest["js"] + manifest["css"]:  # the manifest names all the viewer needs
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(STATIC_DIR / name, tmp_path / name)
+    page_text = embed((STATIC_DIR / "viewer.html").read_text(encoding="utf-8"), graph)
+    (tmp_path / "viewer.html").write_text(page_text, encoding="utf-8")
+    with serve(tmp_path) as base:
+        page = browser.new_page()
+        errors: list[str] = []
+        requests: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(f"{base}/viewer.html")
+        assert drawn_nodes(page) == 3
+        assert "truncated: showing 3 of 9 nodes" in page.get_by_role("status").inner_text()
+        nodes = page.get_by_role("list", name="Drawn nodes")
+        nodes.locator("button", has_text="Warsaw").click()
+        assert page.locator(".trace-note").inner_text() == "came through source [2]"
+        nodes.locator("button", has_text="onerror").click()
+        assert page.locator("#node-heading").inner_text() == HOSTILE
+        assert "</script><b>bold</b>" in page.locator("aside").inner_text()
+        assert page.evaluate("window.__xss") is None
+        assert errors == []
+        page.close()
+    own = {f"{base}/viewer.html", *(f"{base}/{n}" for n in manifest["js"] + manifest["css"])}
+    network = {url for url in requests if not url.startswith("blob:")}  # the layout's worker
+    assert network - own <= {f"{base}/favicon.ico"}

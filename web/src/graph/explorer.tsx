@@ -144,7 +144,7 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
     if (drawn.state !== "done") return;
     setExpandError(null);
     try {
-      const extra = await labelSlice(scope, key, 1, maxNodes);
+      const extra = await labelSlice(drawnScope, key, 1, maxNodes);
       setDrawn({ state: "done", graph: mergeSlices(drawn.graph, extra, maxNodes) });
     } catch (error) {
       setExpandError(error);
@@ -162,6 +162,10 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
     return names;
   }, [graph, tree]);
   const selectedAttrs = graph?.nodes.find((n) => n.key === selected)?.attributes ?? null;
+  // a node is read from the graph it was drawn from (a trace names its index and graph)
+  const drawnScope: Scope = graph?.attributes.index
+    ? { index: graph.attributes.index, graph: graph.attributes.graph ?? scope.graph }
+    : scope;
   const note = graph ? truncationNote(graph) : null;
   const listId = "graph-suggestions";
 
@@ -304,7 +308,7 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
           </div>
           <aside class="graph-side">
             {selected ? (
-              <NodePanel scope={scope} nodeKey={selected} drawn={selectedAttrs} onExpand={expand} onUnauthorized={onUnauthorized} />
+              <NodePanel scope={drawnScope} nodeKey={selected} drawn={selectedAttrs} onExpand={expand} onUnauthorized={onUnauthorized} />
             ) : (
               <p class="muted">Select a node (in the graph or the list) to read it.</p>
             )}
