@@ -100,7 +100,7 @@ def test_a_small_max_nodes_draws_that_many_and_says_it_truncated(page: Any, url:
     assert page.locator(".node-list li").count() == 3  # expanding stays under the cap
 
 
-def test_the_concept_graph_of_another_index(page: Any, url: str) -> None:
+def test_the_concept_graph_of_another_index(page: Any, url: str, web_artifacts: Path) -> None:
     page.goto(url + "/#graph?index=docs&label=barn%20owl&depth=1")
     assert drawn_nodes(page) >= 2
     assert page.get_by_label("Index").input_value() == "docs"
@@ -108,6 +108,7 @@ def test_the_concept_graph_of_another_index(page: Any, url: str) -> None:
     panel = page.locator(".node-panel")
     panel.locator("details.passage summary").first.wait_for()
     assert "owls.md" in panel.inner_text() or "birders" in panel.inner_text()
+    page.screenshot(path=str(web_artifacts / "graph-concepts.png"), full_page=True)
 
 
 def test_a_trace_lost_by_a_reload_says_so(page: Any, url: str) -> None:

@@ -31,6 +31,8 @@ export interface CanvasProps {
   colourMode: ColourMode;
   selected: string | null;
   onSelect: (key: string) => void;
+  /** Called with the node under the pointer, and null when it leaves. */
+  onHover?: (key: string | null) => void;
   /** What the canvas shows, for screen readers (the node list is the accessible way in). */
   label: string;
   layoutMs?: number;
@@ -102,12 +104,14 @@ function layout(g: Graph, ms: number, done: () => void): () => void {
   };
 }
 
-export function GraphCanvas({ graph, colourMode, selected, onSelect, label, layoutMs = LAYOUT_MS }: CanvasProps) {
+export function GraphCanvas({ graph, colourMode, selected, onSelect, onHover, label, layoutMs = LAYOUT_MS }: CanvasProps) {
   const box = useRef<HTMLDivElement>(null);
   const renderer = useRef<Sigma | null>(null);
   const state = useRef({ colours: new Map<string, string>(), traced: false, selected, hovered: null as string | null });
   const select = useRef(onSelect);
   select.current = onSelect;
+  const hover = useRef(onHover);
+  hover.current = onHover;
   const [failed, setFailed] = useState<string | null>(null);
 
   const { colours } = useMemo(() => assignColours(graph, colourMode), [graph, colourMode]);
@@ -158,10 +162,12 @@ export function GraphCanvas({ graph, colourMode, selected, onSelect, label, layo
     sigma.on("clickNode", ({ node }) => select.current(node));
     sigma.on("enterNode", ({ node }) => {
       state.current.hovered = node;
+      hover.current?.(node);
       sigma.refresh({ skipIndexation: true });
     });
     sigma.on("leaveNode", () => {
       state.current.hovered = null;
+      hover.current?.(null);
       sigma.refresh({ skipIndexation: true });
     });
     let stopLayout = () => {};

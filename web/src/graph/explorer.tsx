@@ -54,6 +54,7 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
   const [drawn, setDrawn] = useState<Drawn>({ state: "idle" });
   const [colourMode, setColourMode] = useState<ColourMode>("community");
   const [selected, setSelected] = useState<string | null>(null);
+  const [hovered, setHovered] = useState<string | null>(null);
   const [expandError, setExpandError] = useState<unknown>(null);
   const trace = useRef<RAGOutput | null>(null);
 
@@ -277,6 +278,7 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
             </div>
             <p class="graph-count" role="status">
               {graph.nodes.length} nodes, {graph.edges.length} edges drawn
+              {hovered ? ` · ${graph.nodes.find((n) => n.key === hovered)?.attributes.label ?? ""}` : ""}
               {note ? (
                 <>
                   {" · "}
@@ -289,6 +291,7 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
               colourMode={colourMode}
               selected={selected}
               onSelect={setSelected}
+              onHover={setHovered}
               label={`Graph of ${graph.nodes.length} nodes around ${graph.attributes.label || "the community"}`}
             />
             <Legend entries={legend} mode={colourMode} names={communityNames} />
