@@ -69,6 +69,11 @@ def test_search_the_entity_graph_select_a_node_and_read_its_passages(
     assert "BORN_IN" in panel.inner_text()
     panel.locator("details.passage summary").first.click()
     assert "Marie Curie" in panel.locator(".passage-text").first.inner_text()
+    nodes = page.get_by_role("list", name="Drawn nodes")
+    nodes.locator("button", has_text="Pierre Curie").click()
+    page.locator(".node-panel").get_by_role("button", name="Expand").click()
+    page.wait_for_function("Number(document.querySelector('.graph-canvas').dataset.nodes) > 6")
+    assert nodes.locator("button", has_text="Sorbonne").count() == 1  # his neighbour, added
     page.get_by_label("type").check()  # colour by entity type: the legend lists the types
     assert "PERSON" in page.get_by_role("list", name="Colours by type").inner_text()
     page.screenshot(path=str(web_artifacts / "graph.png"), full_page=True)

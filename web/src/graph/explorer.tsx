@@ -141,6 +141,22 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
     if (label) show({ label, community: null });
   };
 
+  const graph = drawn.state === "done" ? drawn.graph : null;
+  const legend = useMemo(() => (graph ? assignColours(graph, colourMode).legend : []), [graph, colourMode]);
+  // a node is read from the graph it was drawn from (a trace names its index and graph)
+  const drawnScope: Scope = graph?.attributes.index
+    ? { index: graph.attributes.index, graph: graph.attributes.graph ?? scope.graph }
+    : scope;
+  // a trace's communities are those of its index and graph
+  const browseScope = params.trace ? drawnScope : scope;
+  const tree = useCommunities(browseScope, keyVersion, Boolean(catalog && kind));
+  const communityNames = useMemo(() => {
+    const names = new Map<string, string>();
+    if (tree?.state === "done") for (const lv of tree.value.levels) for (const c of lv.communities) names.set(c.id, communityName(c));
+    for (const c of graph?.attributes.communities ?? []) names.set(c.id, communityName(c));
+    return names;
+  }, [graph, tree]);
+  const selectedAttrs = graph?.nodes.find((n) => n.key === selected)?.attributes ?? null;
   const expand = async (key: string) => {
     if (drawn.state !== "done") return;
     setExpandError(null);
@@ -153,20 +169,6 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
     }
   };
 
-  const graph = drawn.state === "done" ? drawn.graph : null;
-  const legend = useMemo(() => (graph ? assignColours(graph, colourMode).legend : []), [graph, colourMode]);
-  const tree = useCommunities(scope, keyVersion, Boolean(catalog && kind));
-  const communityNames = useMemo(() => {
-    const names = new Map<string, string>();
-    if (tree?.state === "done") for (const lv of tree.value.levels) for (const c of lv.communities) names.set(c.id, communityName(c));
-    for (const c of graph?.attributes.communities ?? []) names.set(c.id, communityName(c));
-    return names;
-  }, [graph, tree]);
-  const selectedAttrs = graph?.nodes.find((n) => n.key === selected)?.attributes ?? null;
-  // a node is read from the graph it was drawn from (a trace names its index and graph)
-  const drawnScope: Scope = graph?.attributes.index
-    ? { index: graph.attributes.index, graph: graph.attributes.graph ?? scope.graph }
-    : scope;
   const note = graph ? truncationNote(graph) : null;
   const listId = "graph-suggestions";
 
@@ -320,7 +322,7 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
       ) : null}
       {catalog && kind ? (
         <CommunityBrowser
-          scope={scope}
+          scope={browseScope}
           tree={tree}
           onFocus={(id) => show({ community: id, label: null })}
           onUnauthorized={onUnauthorized}
