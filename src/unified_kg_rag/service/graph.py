@@ -54,20 +54,24 @@ async def labels(
 @router.get("/slice")
 async def graph_slice(
     request: Request,
-    label: str = Query(min_length=1, max_length=500,
-                       description="centre node's label or id; * for the whole graph"),
+    label: str | None = Query(default=None, min_length=1, max_length=500,
+                              description="centre node's label or id; * for the whole graph"),
+    community: str | None = Query(default=None, min_length=1, max_length=500,
+                                  description="a community id: its members (instead of label)"),
     max_depth: int = Query(default=2, ge=0, le=MAX_DEPTH),
     max_nodes: int = Query(default=200, ge=1, le=MAX_NODES),
     index: str | None = None,
     graph: GraphKind | None = _GRAPH,
 ) -> GraphSlice:
-    """The nodes within ``max_depth`` hops of ``label`` (graphology's serialized graph).
+    """A neighbourhood of ``label`` or a community's members (graphology's serialized graph).
 
-    Breadth-first, each ring by degree, at most ``max_nodes``; ``attributes.truncated`` says
-    the cap left nodes out.
+    The nodes within ``max_depth`` hops of ``label``: breadth-first, each ring by degree, at
+    most ``max_nodes``; or a community's members by degree. ``attributes.truncated`` says the
+    cap left nodes out. Give ``label`` or ``community``: neither or both is 400.
     """
     reader = app_of(request).graph_reader(index)
-    return await reader.slice(label, graph=graph, max_depth=max_depth, max_nodes=max_nodes)
+    return await reader.slice(label, graph=graph, max_depth=max_depth, max_nodes=max_nodes,
+                              community=community)  # fmt: skip
 
 
 class TraceRequest(BaseModel):

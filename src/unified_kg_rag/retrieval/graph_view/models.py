@@ -191,17 +191,22 @@ class SliceAttributes(_Model):
     Attributes:
         index: the index it was read from.
         graph: ``entities`` or ``concepts``.
-        label: the label asked for (``*``: the most connected nodes of the whole graph).
-        centre: the key of the centre node (None for ``*``).
+        label: the label asked for (``*``: the most connected nodes of the whole graph;
+            empty for a community's slice).
+        centre: the key of the centre node (None for ``*`` and for a community).
         max_depth: hops walked from the centre.
         max_nodes: the node cap.
         truncated: the cap left out nodes within ``max_depth`` hops (or, for ``*``, nodes of
-            the graph): the view must say so rather than pretend it drew everything; in a
-            trace, also that the traced nodes alone exceeded ``max_nodes``.
+            the graph; for a community, its members): the view must say so rather than
+            pretend it drew everything; in a trace, also that the traced nodes alone exceeded
+            ``max_nodes``.
         communities: in a query trace, the communities in the answer's context (absent
             from plain slices).
         notes: in a query trace, what could not be drawn (an id the graph does not hold, a
             source kind that names no node), one line each (absent from plain slices).
+        community: the community whose members the slice holds (None: a label's slice).
+        total: the nodes the slice would hold without the cap, when known (a community's
+            size, the graph's nodes for ``*``); None for a label's neighbourhood.
     """
 
     index: str
@@ -213,6 +218,8 @@ class SliceAttributes(_Model):
     truncated: bool
     communities: list[TraceCommunity] | None = Field(default=None, exclude_if=_unset)
     notes: list[str] | None = Field(default=None, exclude_if=_unset)
+    community: str | None = None
+    total: int | None = None
 
 
 class GraphSlice(_Model):
