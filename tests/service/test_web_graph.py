@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,20 @@ def page(url: str, browser: Any) -> Iterator[Any]:
     assert errors == []
 
 
+def canvas_nodes_until(page: Any, done: Callable[[int], bool], timeout_s: float = 30.0) -> int:
+    """Poll the canvas's node count (``data-nodes``) until ``done`` holds; the count.
+
+    Polls from Python: `page.wait_for_function` evaluates its predicate with ``eval``, which
+    the page's Content-Security-Policy (no ``unsafe-eval``) refuses once it has to poll.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        count = int(page.get_attribute(".graph-canvas", "data-nodes") or 0)
+        if done(count) or time.monotonic() > deadline:
+            return count
+        time.sleep(0.1)
+
+
 def drawn_nodes(page: Any) -> int:
     page.wait_for_selector(DRAWN, timeout=30_000)
     return int(page.get_attribute(DRAWN, "data-drawn"))
@@ -72,7 +87,7 @@ def test_search_the_entity_graph_select_a_node_and_read_its_passages(
     nodes = page.get_by_role("list", name="Drawn nodes")
     nodes.locator("button", has_text="Pierre Curie").click()
     page.locator(".node-panel").get_by_role("button", name="Expand").click()
-    page.wait_for_function("Number(document.querySelector('.graph-canvas').dataset.nodes) > 6")
+    assert canvas_nodes_until(page, lambda n: n > 6) > 6
     assert nodes.locator("button", has_text="Sorbonne").count() == 1  # his neighbour, added
     page.get_by_label("type").check()  # colour by entity type: the legend lists the types
     assert "PERSON" in page.get_by_role("list", name="Colours by type").inner_text()
@@ -101,7 +116,7 @@ def test_a_small_max_nodes_draws_that_many_and_says_it_truncated(page: Any, url:
     assert page.get_by_label("Max nodes").input_value() == "3"
     page.get_by_role("list", name="Drawn nodes").locator("button", has_text="Poland").click()
     page.locator(".node-panel").get_by_role("button", name="Expand").click()
-    page.wait_for_function("document.querySelector('.graph-canvas').dataset.nodes === '3'")
+    assert canvas_nodes_until(page, lambda n: n == 3) == 3
     assert page.locator(".node-list li").count() == 3  # expanding stays under the cap
 
 
