@@ -163,3 +163,35 @@ def test_concept_graph_is_the_default_without_an_llm_graph(base_url: str) -> Non
     tree = get(base_url, "/communities", index="docs").json()
     assert tree["graph"] == "concepts" and tree["total"] >= 1
     assert all(c["title"] is None for lv in tree["levels"] for c in lv["communities"])
+
+
+def test_a_community_slice_is_its_members_by_degree_capped(base_url: str) -> None:
+    tree = get(base_url, "/communities").json()
+    science = tree["levels"][0]["communities"][0]  # The Curies and the Sorbonne, 5 members
+    whole = get(base_url, "/slice", community=science["id"]).json()
+    attrs = whole["attributes"]
+    assert (attrs["community"], attrs["total"], attrs["truncated"]) == (science["id"], 5, False)
+    assert attrs["centre"] is None and attrs["label"] == ""
+    assert len(whole["nodes"]) == 5 and all(n["attributes"]["depth"] == 0 for n in whole["nodes"])
+    keys = {n["key"] for n in whole["nodes"]}
+    assert all(e["source"] in keys and e["target"] in keys for e in whole["edges"])
+    capped = get(base_url, "/slice", community=science["id"], max_nodes=2).json()
+    assert [n["attributes"]["label"] for n in capped["nodes"]] == ["Marie Curie", "Pierre Curie"]
+    assert capped["attributes"]["truncated"] is True and capped["attributes"]["total"] == 5
+    assert get(base_url, "/slice", label="*", max_nodes=2).json()["attributes"]["total"] == 10  # every node
+
+
+@pytest.mark.parametrize(("params", "status", "kind"), [
+    ({}, 400, "UsageError"),
+    ({"label": "Warsaw", "community": "x"}, 400, "UsageError"),
+    ({"community": "nope"}, 404, "NotFoundError"),
+])  # fmt: skip
+def test_a_slice_needs_a_label_or_a_known_community(
+    base_url: str, params: dict[str, Any], status: int, kind: str
+) -> None:
+    reply = get(base_url, "/slice", **params)
+    assert reply.status_code == status, reply.text
+    error = reply.json()["error"]
+    assert error["type"] == kind
+    if kind == "UsageError":
+        assert error["field"] == "label" and "label or a community" in error["message"]

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 
 const WEB = fileURLToPath(new URL("..", import.meta.url));
 const OUT = process.argv[2] ?? join(WEB, "../src/unified_kg_rag/service/static");
-const INPUTS = ["index.html", "package.json", "package-lock.json", "tsconfig.json", "vite.config.ts", "src"];
+const INPUTS = ["index.html", "viewer.html", "package.json", "package-lock.json", "tsconfig.json", "vite.config.ts", "src"];
 
 function files(root, path) {
   const full = join(root, path);

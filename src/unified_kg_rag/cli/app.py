@@ -10,6 +10,7 @@ from unified_kg_rag import __version__
 from unified_kg_rag.cli.config_show import config_app
 from unified_kg_rag.cli.delete import delete_command
 from unified_kg_rag.cli.evaluate import eval_app
+from unified_kg_rag.cli.graph import graph_app
 from unified_kg_rag.cli.help_format import UkrCommand, UkrGroup
 from unified_kg_rag.cli.index import index_command
 from unified_kg_rag.cli.init import init_command
@@ -59,6 +60,7 @@ app.command("serve", cls=UkrCommand)(serve_command)
 app.command("mcp", cls=UkrCommand)(mcp_command)
 app.add_typer(config_app, name="config")
 app.add_typer(eval_app, name="eval")
+app.add_typer(graph_app, name="graph")
 app.add_typer(keys_app, name="keys")
 
 

@@ -1,6 +1,7 @@
-"""Routes over an index's documents: list, upload, index a server-side path, delete.
+"""Routes over an index's documents: list, upload, index a server-side path, retry, delete.
 
-Uploading, indexing a path and deleting answer 202 with a job (`service.job_store.Job`);
+Also the index's message archives (``GET /v1/archives``). Uploading, indexing a path,
+retrying and deleting answer 202 with a job (`service.job_store.Job`);
 ``GET /v1/jobs/{id}`` and its events follow it. Uploads are kept in
 ``PROJECT/uploads/INDEX/`` (`ingestion.uploads`); a server-side path must lie below
 ``service.allowed_roots``.
@@ -15,6 +16,8 @@ from pydantic import BaseModel
 
 from unified_kg_rag.domain.models import DocRecord, DocStatus
 from unified_kg_rag.ingestion.deletion import match_documents
+from unified_kg_rag.ingestion.listing import ArchiveInfo, file_size, list_archives, retry_paths
+from unified_kg_rag.ingestion.message_archives import load_archive_record
 from unified_kg_rag.ingestion.messages import archive_targets
 from unified_kg_rag.ingestion.uploads import (
     UploadBatch,
@@ -45,6 +48,8 @@ class DocumentInfo(BaseModel):
         updated_at: when its record last changed, Unix seconds.
         error: why it failed, when it did.
         failures: failed runs in a row.
+        size_bytes: the size of its file now, bytes (`ingestion.listing.file_size`: the
+            registry stores none); None for a message transcript or a file no longer on disk.
     """
 
     document_id: str
@@ -55,14 +60,16 @@ class DocumentInfo(BaseModel):
     updated_at: float
     error: str | None = None
     failures: int = 0
+    size_bytes: int | None = None
 
     @classmethod
-    def of(cls, record: DocRecord) -> DocumentInfo:
-        """The listing of a registry record."""
+    def of(cls, record: DocRecord, size_bytes: int | None = None) -> DocumentInfo:
+        """The listing of a registry record (and its file's size, when known)."""
         return cls(
             document_id=record.document_id, path=record.path, source_scope=record.source_scope,
             status=record.status, text_units=len(record.text_unit_ids),
             updated_at=record.updated_at, error=record.error, failures=record.failure_count,
+            size_bytes=size_bytes,
         )  # fmt: skip
 
 
@@ -83,17 +90,27 @@ async def documents(
     offset: int = Query(default=0, ge=0),
     limit: int = Query(default=100, ge=1, le=1000),
 ) -> DocumentPage:
-    """The documents of an index, by path: status, passages, last change, last error."""
+    """The documents of an index, by path: status, passages, size, last change, last error."""
     records = await app_of(request).index(index).registry.list_records()
     chosen = sorted(
         (r for r in records
          if (status is None or r.status is status) and r.path.startswith(path_prefix)),
         key=lambda r: (r.path, r.source_scope),
     )  # fmt: skip
-    return DocumentPage(
-        total=len(chosen), offset=offset,
-        documents=[DocumentInfo.of(r) for r in chosen[offset : offset + limit]],
-    )  # fmt: skip
+    page = chosen[offset : offset + limit]
+    sizes = await asyncio.to_thread(lambda: [file_size(r) for r in page])
+    return DocumentPage(total=len(chosen), offset=offset,
+                        documents=[DocumentInfo.of(r, n) for r, n in zip(page, sizes, strict=True)])
+
+
+@router.get("/archives", dependencies=[Depends(requires("read"))])
+async def archives(request: Request, index: str | None = None) -> list[ArchiveInfo]:
+    """The message archives an index's transcripts (scope ``messages:``) are rendered from.
+
+    ``DELETE /v1/documents?path=ARCHIVE`` drops one (``ukr delete ARCHIVE``).
+    """
+    record = await load_archive_record(app_of(request).index(index).records)
+    return await asyncio.to_thread(list_archives, record)
 
 
 @router.post("/documents", status_code=202, dependencies=[Depends(requires("write"))])
@@ -147,6 +164,34 @@ async def index_path(body: PathRequest, request: Request) -> Job:
                                    app.project_dir)
     return await jobs_of(request).submit(
         "index", body.index, JobInputs(paths=[str(path)], confirm=body.confirm))
+
+
+@router.post("/documents/{document_id}/retry", status_code=202,
+             dependencies=[Depends(requires("write"))])  # fmt: skip
+async def retry(request: Request, document_id: str, index: str | None = None) -> Job:
+    """Index a document's file again in a job, quarantined items tried again.
+
+    ``ukr index PATH --retry-quarantined`` over the paths `ingestion.listing.retry_paths`
+    gives: the file, the folder it was found in (walked again: a file gone from it is
+    deleted), or a transcript's archives. A document id or an unique prefix of 8+ characters.
+    A path outside ``service.allowed_roots`` (not an upload) is refused (400) as for
+    ``POST /v1/documents/path``; 404 for an unknown document, 400 when its file is gone.
+    """
+    app = app_of(request)
+    stores = app.index(index)
+    matched, unknown = match_documents(await stores.registry.list_records(), [document_id])
+    if unknown:
+        raise NotFoundError(f"{document_id}: {unknown[0].reason}", field="document")
+    paths = retry_paths(matched[0], await load_archive_record(stores.records))
+    kept = uploads_dir(app.project_dir, stores.name).resolve()
+    uploads = [p.name for p in paths if p.resolve().parent == kept]
+    if len(uploads) < len(paths):  # checked now for a 400, and again when the job starts
+        uploads = []
+        for path in paths:
+            await asyncio.to_thread(allowed_path, str(path), app.config.service.allowed_roots,
+                                    app.project_dir)  # fmt: skip
+    return await jobs_of(request).submit("index", stores.name, JobInputs(
+        paths=[str(p) for p in paths], uploads=uploads, retry_quarantined=True))
 
 
 @router.delete("/documents/{document_id}", status_code=202,

@@ -52,12 +52,15 @@ class JobInputs(BaseModel):
         uploads: of which the names uploaded (kept in ``PROJECT/uploads/INDEX/``).
         targets: document ids, id prefixes or paths to delete (a delete job).
         confirm: delete even more than ``indexing.max_delete_share`` (``--yes``).
+        retry_quarantined: try quarantined documents and text units again
+            (``--retry-quarantined``).
     """
 
     paths: list[str] = Field(default_factory=list)
     uploads: list[str] = Field(default_factory=list)
     targets: list[str] = Field(default_factory=list)
     confirm: bool = False
+    retry_quarantined: bool = False
 
 
 class JobProgress(BaseModel):

@@ -280,7 +280,8 @@ class JobManager:
             else:
                 report = await pipeline.run(
                     [Path(p) for p in job.inputs.paths], confirm_deletions=job.inputs.confirm,
-                    reset=job.kind == "reset")  # fmt: skip
+                    reset=job.kind == "reset",
+                    retry_quarantined=job.inputs.retry_quarantined)  # fmt: skip
                 self._ended(job, report)
         except asyncio.CancelledError:
             cancelled = await self._call(self._store.cancel_requested, job.id)

@@ -4,7 +4,8 @@ The bundle is built from ``web/`` by ``make web`` into ``service/static/`` and s
 wheel: ``index.html`` at ``/``, its hashed files under ``/assets/``. Only those two routes
 exist here, so ``/docs``, ``/v1/*`` and ``/metrics`` keep their own. A hashed file never
 changes, so it is cached for a year; ``index.html`` is checked each time. The page's
-Content-Security-Policy admits scripts, styles and requests of this origin only.
+Content-Security-Policy admits scripts, styles and requests of this origin only, and web
+workers made from ``blob:`` URLs (the Graph view's force layout runs in one).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ _ASSET_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,200}")
 _MEDIA_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml",
                 ".png": "image/png", ".woff2": "font/woff2", ".ico": "image/x-icon"}  # fmt: skip
 _CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
-        "frame-ancestors 'none'")  # fmt: skip
+        "connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; "
+        "form-action 'self'; frame-ancestors 'none'")  # fmt: skip
 _COMMON = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 
 router = APIRouter(include_in_schema=False)

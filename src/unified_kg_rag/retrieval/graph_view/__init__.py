@@ -1,4 +1,4 @@
-"""Browsing an index's graph: label search, slices, node details, communities (no HTTP).
+"""Browsing an index's graph: label search, slices, nodes, communities, query traces (no HTTP).
 
 The LLM-built entity graph and the LLM-free `lazy` concept graph are read through one
 `GraphReader` (`reader`); results are the typed models of `models`, a slice in graphology's
@@ -19,6 +19,8 @@ from unified_kg_rag.retrieval.graph_view.models import (
     NodeCommunity,
     NodeDetail,
     NodeLink,
+    TraceCommunity,
+    TraceSource,
     UnitRef,
 )
 from unified_kg_rag.retrieval.graph_view.reader import GraphReader
@@ -38,5 +40,7 @@ __all__ = [
     "NodeCommunity",
     "NodeDetail",
     "NodeLink",
+    "TraceCommunity",
+    "TraceSource",
     "UnitRef",
 ]

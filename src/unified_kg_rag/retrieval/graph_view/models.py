@@ -36,11 +36,18 @@ __all__ = [
     "SliceEdgeAttributes",
     "SliceNode",
     "SliceNodeAttributes",
+    "TraceCommunity",
+    "TraceSource",
     "UnitRef",
 ]
 
 GraphKind = Literal["entities", "concepts"]
 """Which graph: the LLM-built entity graph, or the LLM-free `lazy` concept graph."""
+
+
+def _unset(value: object) -> bool:
+    """A trace-only attribute left out of plain slices (their JSON stays as it was)."""
+    return value is None
 
 
 class _Model(BaseModel):
@@ -86,6 +93,10 @@ class SliceNodeAttributes(_Model):
         depth: hops from the centre (0: the centre).
         community: the id of its smallest (deepest) community, None when it has none.
         community_level: that community's level (0: top).
+        trace: in a query trace, True for a node that was in the answer's context (absent
+            from plain slices and from the trace's neighbours).
+        sources: in a query trace, the numbered sources ``[n]`` the node came through,
+            ascending (absent elsewhere).
     """
 
     label: str
@@ -94,6 +105,8 @@ class SliceNodeAttributes(_Model):
     depth: int
     community: str | None = None
     community_level: int | None = None
+    trace: bool | None = Field(default=None, exclude_if=_unset)
+    sources: list[int] | None = Field(default=None, exclude_if=_unset)
 
 
 class SliceNode(_Model):
@@ -110,11 +123,16 @@ class SliceEdgeAttributes(_Model):
         weight: the relationship's strength, or the units two concepts share.
         relation: the relationship's type (``BORN_IN`` ...); ``co-occurs`` for concepts.
         description: the relationship's description (empty for concepts).
+        trace: in a query trace, True for an edge that was in the answer's context (a
+            relationship source, or a relationship or co-occurrence its text units state).
+        sources: in a query trace, the numbered sources of a traced edge, ascending.
     """
 
     weight: float
     relation: str
     description: str = ""
+    trace: bool | None = Field(default=None, exclude_if=_unset)
+    sources: list[int] | None = Field(default=None, exclude_if=_unset)
 
 
 class SliceEdge(_Model):
@@ -134,18 +152,61 @@ class GraphOptions(_Model):
     allowSelfLoops: bool = True  # noqa: N815 (graphology's name)
 
 
+class TraceSource(_Model):
+    """One numbered source of an answer, as a query trace reads it (a `Source`'s ids).
+
+    Attributes:
+        n: its number in the answer (``[n]``), 1-based.
+        kind: ``entity``, ``relationship``, ``report`` (a community), ``concept`` or
+            ``text_unit``; other kinds (``key_points``, ``notes``) name no node.
+        id: the item's id (a community id for a report).
+        text_unit_ids: the text units it rests on (a text unit's own id included or not).
+    """
+
+    n: int = Field(ge=1)
+    kind: str = Field(max_length=100)
+    id: str = Field(max_length=1000)
+    text_unit_ids: list[str] = Field(default_factory=list, max_length=10_000)
+
+
+class TraceCommunity(_Model):
+    """A community in an answer's context (a report source), in a query trace.
+
+    Attributes:
+        id: the community id.
+        level: its level (0: top).
+        title: its report's title (None without a report).
+        sources: the numbered sources it came through, ascending.
+    """
+
+    id: str
+    level: int
+    title: str | None = None
+    sources: list[int] = Field(default_factory=list)
+
+
 class SliceAttributes(_Model):
     """Graph-level attributes of a slice.
 
     Attributes:
         index: the index it was read from.
         graph: ``entities`` or ``concepts``.
-        label: the label asked for (``*``: the most connected nodes of the whole graph).
-        centre: the key of the centre node (None for ``*``).
+        label: the label asked for (``*``: the most connected nodes of the whole graph;
+            empty for a community's slice).
+        centre: the key of the centre node (None for ``*`` and for a community).
         max_depth: hops walked from the centre.
         max_nodes: the node cap.
         truncated: the cap left out nodes within ``max_depth`` hops (or, for ``*``, nodes of
-            the graph): the view must say so rather than pretend it drew everything.
+            the graph; for a community, its members): the view must say so rather than
+            pretend it drew everything; in a trace, also that the traced nodes alone exceeded
+            ``max_nodes``.
+        communities: in a query trace, the communities in the answer's context (absent
+            from plain slices).
+        notes: in a query trace, what could not be drawn (an id the graph does not hold, a
+            source kind that names no node), one line each (absent from plain slices).
+        community: the community whose members the slice holds (None: a label's slice).
+        total: the nodes the slice would hold without the cap, when known (a community's
+            size, the graph's nodes for ``*``); None for a label's neighbourhood.
     """
 
     index: str
@@ -155,6 +216,10 @@ class SliceAttributes(_Model):
     max_depth: int
     max_nodes: int
     truncated: bool
+    communities: list[TraceCommunity] | None = Field(default=None, exclude_if=_unset)
+    notes: list[str] | None = Field(default=None, exclude_if=_unset)
+    community: str | None = None
+    total: int | None = None
 
 
 class GraphSlice(_Model):

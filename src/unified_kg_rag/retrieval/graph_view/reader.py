@@ -10,6 +10,7 @@ reports, text units).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,11 +30,14 @@ from unified_kg_rag.retrieval.graph_view.models import (
     SliceAttributes,
     SliceEdge,
     SliceEdgeAttributes,
+    TraceSource,
 )
 from unified_kg_rag.retrieval.graph_view.provenance import documents_of
+from unified_kg_rag.retrieval.graph_view.trace import trace_slice
 from unified_kg_rag.retrieval.graph_view.view import (
     WHOLE_GRAPH,
     community_levels,
+    community_nodes,
     find_node,
     label_matches,
     match_of,
@@ -42,7 +46,7 @@ from unified_kg_rag.retrieval.graph_view.view import (
 )
 from unified_kg_rag.retrieval.strategies.base import BuildCache
 from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph, load_concept_graph
-from unified_kg_rag.util.errors import NotFoundError
+from unified_kg_rag.util.errors import NotFoundError, UsageError
 
 __all__ = ["CO_OCCURS", "GraphReader"]
 
@@ -93,35 +97,51 @@ class GraphReader:
 
     async def slice(
         self,
-        label: str,
+        label: str | None,
         *,
         graph: GraphKind | None = None,
         max_depth: int = 2,
         max_nodes: int = 200,
+        community: str | None = None,
     ) -> GraphSlice:
-        """Return the nodes within ``max_depth`` hops of a node, at most ``max_nodes``.
+        """Return the nodes within ``max_depth`` hops of a node, or a community's members.
 
         Args:
             label: the centre's id or label (case-insensitive); ``*`` takes the most
-                connected nodes of the whole graph.
+                connected nodes of the whole graph; None with ``community``.
             graph: which graph (None: the default).
             max_depth: hops to walk (the caller bounds it).
             max_nodes: the node cap; ``attributes.truncated`` says it left nodes out.
+            community: a community id: the slice is its members, best connected first
+                (``label`` must then be None).
 
         Raises:
-            NotFoundError: no node has that id or label.
+            UsageError: neither or both of ``label`` and ``community`` (field ``label``).
+            NotFoundError: no node has that id or label, or no community that id.
             MethodologyNotIndexedError: the index holds no such graph.
         """
+        if (label is None) == (community is None):
+            raise UsageError("give a label or a community, not both or neither", field="label")
         view = await self.view(graph)
-        centre = None if label == WHOLE_GRAPH else find_node(view, label)
-        walked, truncated = slice_nodes(view, centre, max_depth, max_nodes)
+        total: int | None = None
+        centre = None
+        if community is not None:
+            walked, truncated = community_nodes(view, community, max_nodes)
+            total = len(view.members.get(community, ()))
+        elif label == WHOLE_GRAPH:
+            walked, truncated = slice_nodes(view, None, max_depth, max_nodes)
+            total = len(view.ids)
+        else:
+            centre = find_node(view, label or "")
+            walked, truncated = slice_nodes(view, centre, max_depth, max_nodes)
         chosen = {node for node, _ in walked}
         edges = await self._edges(view, chosen)
         return GraphSlice(
             attributes=SliceAttributes(
-                index=self.stores.name, graph=view.kind, label=label,
+                index=self.stores.name, graph=view.kind, label=label or "",
                 centre=view.ids[centre] if centre is not None else None,
                 max_depth=max_depth, max_nodes=max_nodes, truncated=truncated,
+                community=community, total=total,
             ),
             options=GraphOptions(type="directed" if view.kind == "entities" else "undirected",
                                  multi=view.kind == "entities"),
@@ -268,3 +288,31 @@ class GraphReader:
             full_content=report.full_content if report else "",
             members=[match_of(view, m) for m in members[:members_limit]],
         )  # fmt: skip
+
+    async def trace(
+        self,
+        sources: Sequence[TraceSource],
+        *,
+        graph: GraphKind | None = None,
+        max_nodes: int = 200,
+        max_depth: int = 1,
+    ) -> GraphSlice:
+        """Return what an answer's sources put in context, inside its neighbourhood.
+
+        The mapping of each source kind and the order of the cut are `graph_view.trace`'s.
+
+        Args:
+            sources: the answer's numbered sources (ids the graph lacks become notes).
+            graph: which graph (None: the default).
+            max_nodes: the node cap; traced nodes are never cut before neighbours.
+            max_depth: hops of neighbourhood drawn around the traced nodes.
+
+        Raises:
+            MethodologyNotIndexedError: the index holds no such graph.
+            StoreError: a store failed.
+        """
+        view = await self.view(graph)
+        concepts = (await load_concept_graph(self.stores, self.concept_graphs)
+                    if view.kind == "concepts" else None)  # fmt: skip
+        return await trace_slice(self.stores, view, concepts, sources, edges=self._edges,
+                                 max_nodes=max_nodes, max_depth=max_depth)  # fmt: skip

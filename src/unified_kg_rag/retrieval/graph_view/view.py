@@ -23,6 +23,7 @@ __all__ = [
     "WHOLE_GRAPH",
     "MatchKind",
     "community_levels",
+    "community_nodes",
     "find_node",
     "label_matches",
     "match_of",
@@ -115,6 +116,24 @@ def slice_nodes(
         if not frontier:
             break
     return list(depth.items()), False
+
+
+def community_nodes(
+    view: GraphView, community_id: str, max_nodes: int
+) -> tuple[list[tuple[int, int]], bool]:
+    """Return a community's members as ``([(node, 0)], truncated)``, best connected first.
+
+    At most ``max_nodes`` members; ``truncated`` says the cap left members out.
+
+    Raises:
+        NotFoundError: the view has no community with that id.
+    """
+    if community_id not in view.community_index:
+        raise NotFoundError(f"no community {community_id!r} in the {view.kind} graph; list them "
+                            "with GET /v1/graph/communities", kind="community",
+                            key=community_id)  # fmt: skip
+    members = sorted(view.members.get(community_id, ()), key=view.rank_key)
+    return [(n, 0) for n in members[:max_nodes]], len(members) > max_nodes
 
 
 def slice_node(view: GraphView, node: int, depth: int) -> SliceNode:
