@@ -117,6 +117,11 @@ def test_a_follow_up_sends_the_history_and_shows_under_the_first_answer(
         page.get_by_role("link", name="Graph").and_(page.locator("[aria-current=page]")).wait_for()
         assert page.evaluate("location.hash").startswith("#graph") and "trace=1" in page.evaluate(
             "location.hash")
+        # these three short documents share no concept: the trace says why it draws nothing
+        notes = page.locator(".trace-notes")
+        notes.wait_for()
+        assert "Nothing of the answer's context is in this graph" in notes.inner_text()
+        assert "states no node of the concepts graph" in notes.inner_text()
         page.go_back()
         second.locator(".answer[data-state=done]").wait_for()  # the conversation was kept
         assert page.locator(".turn").count() == 2

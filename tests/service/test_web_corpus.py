@@ -16,6 +16,7 @@ import pytest
 
 from tests.support.chatdb import ChatDb, apple_nanos
 from tests.support.server import index_good_docs, serving
+from tests.support.web import serious_findings
 
 pytestmark = pytest.mark.integration
 
@@ -228,5 +229,6 @@ def test_a_message_archive_is_listed_as_an_archive(
     assert page.locator("tr.archive-row").count() == 0 and row(page, "herons.md").count() == 1
     page.get_by_label("Path contains").fill("")
     page.get_by_label("Path contains").blur()
+    assert serious_findings(page) == ""  # axe-core: the table, the archive rows, the filters
     page.screenshot(path=str(web_artifacts / "corpus.png"), full_page=True)
     assert (web_artifacts / "corpus.png").stat().st_size > 0

@@ -17,6 +17,7 @@ import pytest
 from tests.support.graph_project import build_project
 from tests.support.server import serving
 from tests.support.viewer import embed, serve
+from tests.support.web import serious_findings
 
 pytestmark = pytest.mark.integration
 
@@ -129,6 +130,27 @@ def test_the_concept_graph_of_another_index(page: Any, url: str, web_artifacts: 
     panel.locator("details.passage summary").first.wait_for()
     assert "owls.md" in panel.inner_text() or "birders" in panel.inner_text()
     page.screenshot(path=str(web_artifacts / "graph-concepts.png"), full_page=True)
+
+
+def test_show_in_graph_draws_an_answers_query_trace(page: Any, url: str, web_artifacts: Path) -> None:
+    """Ask on the concept graph's index, then "Show in graph": the concepts its passages
+    state are drawn highlighted, each naming the numbered source it came through."""
+    page.goto(url + "/#ask")
+    page.get_by_label("Index", exact=True).select_option("docs")
+    page.get_by_label("naive", exact=True).check()
+    page.get_by_label("Question", exact=True).fill("Who saw a barn owl hunting voles?")
+    page.get_by_role("button", name="Ask", exact=True).click()
+    page.locator(".answer[data-state=done]").wait_for(timeout=120_000)
+    page.get_by_role("button", name="Show in graph").click()
+    traced = page.locator(".node-button.traced")
+    traced.first.wait_for(timeout=30_000)
+    labels = [traced.nth(i).inner_text() for i in range(traced.count())]
+    assert any("barn owl" in label for label in labels), labels
+    assert page.locator(".node-button").count() > traced.count() - 1  # inside its neighbourhood
+    traced.filter(has_text="barn owl").first.click()
+    assert "came through source [" in page.locator(".trace-note").inner_text()
+    assert serious_findings(page) == ""
+    page.screenshot(path=str(web_artifacts / "trace.png"), full_page=True)
 
 
 def test_a_trace_lost_by_a_reload_says_so(page: Any, url: str) -> None:

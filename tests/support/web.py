@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["axe_violations", "describe_violations"]
+__all__ = ["axe_violations", "describe_violations", "serious_findings"]
 
 
 def _axe_script() -> str:
@@ -54,3 +54,19 @@ def describe_violations(violations: list[dict[str, Any]]) -> str:
         for v in violations
         for n in v["nodes"]
     )
+
+
+def serious_findings(page: Any) -> str:
+    """axe-core's serious and critical findings on ``page``, one line each ("" for none).
+
+    Without the dev extra's ``axe-playwright-python`` nothing is checked (a warning says so),
+    so the rest of a browser test still runs.
+    """
+    import importlib.util
+    import warnings
+
+    if importlib.util.find_spec("axe_playwright_python") is None:
+        warnings.warn("axe-playwright-python is not installed (dev extra): accessibility "
+                      "not checked", stacklevel=2)  # fmt: skip
+        return ""
+    return describe_violations(axe_violations(page))

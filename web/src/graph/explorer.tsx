@@ -114,7 +114,8 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
       },
     );
     return () => abort.abort();
-  }, [route.params.toString(), catalogs, keyVersion]);
+    // a trace names its own index and graph: drawn once, not again when the catalogs arrive
+  }, [route.params.toString(), params.trace ? null : catalogs, keyVersion]);
 
   // label suggestions as the user types
   useEffect(() => {
@@ -255,6 +256,20 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
       {drawn.state === "error" ? <Problem error={drawn.error} context="Graph" /> : null}
       {expandError ? <Problem error={expandError} context="Expand" /> : null}
 
+      {graph?.attributes.notes?.length ? (
+        <div class="trace-notes" role="status">
+          <p>
+            {graph.nodes.length
+              ? "Part of the answer's context is not in this graph:"
+              : "Nothing of the answer's context is in this graph:"}
+          </p>
+          <ul>
+            {graph.attributes.notes.map((note) => (
+              <li>{note}</li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
       {graph ? (
         <div class="graph-layout">
           <div class="graph-main">

@@ -26,6 +26,8 @@ export interface SliceAttributes {
   community?: string | null;
   total?: number | null;
   communities?: TraceCommunity[];
+  /** In a query trace: what could not be drawn, one line each. */
+  notes?: string[];
   [name: string]: unknown;
 }
 
