@@ -67,3 +67,41 @@ def test_stream_drops_a_leading_block_without_waiting_for_the_holdback() -> None
     assert flt.feed("ing</think>\n\nThe ") == "The"
     assert flt.feed("answer") == " answer"
     assert flt.finish() == ""
+
+
+def test_holdback_zero_streams_the_first_characters_at_once() -> None:
+    flt = ReasoningFilter(holdback_chars=0)
+    assert flt.feed("Barn owls") == "Barn owls"  # no wait for a lone </think>
+    assert flt.feed(" hunt voles.") == " hunt voles."
+    assert flt.finish() == ""
+
+
+@pytest.mark.parametrize(("holdback", "first"), [(0, "Barn"), (4096, "")])
+def test_wrapped_models_hold_back_what_llm_reasoning_holdback_chars_says(
+    holdback: int, first: str
+) -> None:
+    """`wrap_chat_model` passes ``llm.reasoning_holdback_chars`` to the reasoning filter."""
+    import asyncio
+    from collections.abc import AsyncIterator
+
+    from unified_kg_rag.adapters.llm.middleware import wrap_chat_model
+    from unified_kg_rag.config.models import LLMConfig
+
+    class Chunks:
+        model_name = "chunks"
+
+        async def complete(self, *args: object, **kwargs: object) -> object:
+            raise AssertionError("streamed only")
+
+        async def stream(self, *args: object, **kwargs: object) -> AsyncIterator[str]:
+            for piece in ("Barn ", "owls ", "hunt ", "voles."):
+                yield piece
+
+    model = wrap_chat_model(Chunks(), LLMConfig(reasoning_holdback_chars=holdback), None)  # type: ignore[arg-type]
+
+    async def read() -> list[str]:
+        return [p async for p in model.stream([])]
+
+    pieces = [p for p in asyncio.run(read()) if p]
+    assert pieces[0] == (first or "Barn owls hunt voles.")  # held back: all at the end
+    assert "".join(pieces) == "Barn owls hunt voles."

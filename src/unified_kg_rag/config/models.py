@@ -263,6 +263,12 @@ class LLMConfig(_Section):
     output_price_per_1m: float | None = Field(
         default=None, ge=0, description="Price of one million completion tokens."
     )
+    reasoning_holdback_chars: int = Field(
+        default=4096, ge=0,
+        description="A streamed answer's first characters held back while a lone `</think>` "
+        "(a reasoning model whose template opens the block) may still drop them; 0 streams at "
+        "once, for models that never reason before a lone closing tag.",
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- documents

@@ -57,11 +57,14 @@ def wrap_chat_model(raw: ChatModel, config: LLMConfig, cache: RecordStore | None
 
     Args:
         raw: the provider adapter (one request per call).
-        config: the ``llm`` section: retries, backoff, concurrency, cache switch.
+        config: the ``llm`` section: retries, backoff, concurrency, cache switch, the
+            reasoning filter's hold-back on streams.
         cache: the store holding the response cache; None (or ``config.cache`` false)
             leaves the cache out.
     """
-    model: ChatModel = ReasoningStrippingChatModel(UnicodeRepairingChatModel(raw))
+    model: ChatModel = ReasoningStrippingChatModel(
+        UnicodeRepairingChatModel(raw), holdback_chars=config.reasoning_holdback_chars
+    )
     model = BoundedChatModel(model, config.max_concurrency)
     model = RetryingChatModel(
         model,
