@@ -149,6 +149,7 @@ def test_show_in_graph_draws_an_answers_query_trace(page: Any, url: str, web_art
     assert page.locator(".node-button").count() > traced.count() - 1  # inside its neighbourhood
     traced.filter(has_text="barn owl").first.click()
     assert "came through source [" in page.locator(".trace-note").inner_text()
+    assert page.get_by_label("Index").input_value() == "docs"  # the answer's index, not the first
     assert serious_findings(page) == ""
     page.screenshot(path=str(web_artifacts / "trace.png"), full_page=True)
 

@@ -51,7 +51,7 @@ let pendingTrace: RAGOutput | null = null;
 /** Open the Graph view on the query trace of `output` (its context's nodes, highlighted). */
 export function showInGraph(output: RAGOutput): void {
   pendingTrace = output;
-  go("graph", { trace: "1" });
+  go("graph", { index: output.index, trace: "1" });
 }
 
 /** The answer handed over by `showInGraph`, once; null when none is waiting. */
