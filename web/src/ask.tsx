@@ -118,7 +118,7 @@ export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
       update(id, { state: "failed", error: new Error("the answer stream ended before its result"), text });
     } catch (error) {
       if (controller.signal.aborted) {
-        update(id, { state: "failed", error: new Error("stopped"), text });
+        update(id, { state: "stopped", text });
         return;
       }
       if (isUnauthorized(error)) onUnauthorized();
@@ -134,7 +134,10 @@ export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
         {catalogs.state === "loading" ? <p class="muted">Loading the indexes…</p> : null}
         {catalogs.state === "failed" ? <Problem error={catalogs.error} context="Listing the indexes" /> : null}
         {catalogs.state === "ready" && catalogs.list.length === 0 ? (
-          <p class="problem">No index yet: index documents first (`ukr index PATH`).</p>
+          <p class="problem">
+            No index yet: add documents in the <a href="#corpus">Corpus</a> view, or run <code>ukr index PATH</code> on the
+            server.
+          </p>
         ) : null}
         {catalogs.state === "ready" && catalogs.list.length > 0 ? (
           <>
@@ -284,6 +287,11 @@ function TurnView({
         {text ? <AnswerText text={text} sourceNumbers={numbers} idPrefix={id} /> : null}
       </div>
       {run.state === "failed" ? <Problem error={run.error} context="Asking" /> : null}
+      {run.state === "stopped" ? (
+        <p class="muted" role="status">
+          Stopped: the query was cancelled{text ? "; the answer above is unfinished" : ""}.
+        </p>
+      ) : null}
       {run.state === "done" ? (
         <>
           <Notices output={run.output} />

@@ -10,7 +10,8 @@ import type { DocumentText, MessageRef, RAGOutput, Source } from "../types";
 export type Run =
   | { state: "streaming"; text: string }
   | { state: "done"; output: RAGOutput }
-  | { state: "failed"; error: unknown; text: string };
+  | { state: "failed"; error: unknown; text: string }
+  | { state: "stopped"; text: string };
 
 export interface Turn {
   /** Unique within the page: prefixes the ids of the turn's elements. */

@@ -128,7 +128,11 @@ export function Corpus({ keyVersion, onUnauthorized }: ViewProps) {
     following.current = controller;
     setJob(started);
     followJob(started.id, setJob, controller.signal).then(
-      () => setReload((n) => n + 1),
+      () => {
+        setReload((n) => n + 1);
+        // the index picker's text-unit counts, and an index the job created
+        listIndexes(controller.signal).then((list) => setCatalogs({ state: "ready", value: list }), () => undefined);
+      },
       (error: unknown) => {
         if (!controller.signal.aborted) failed(error, `Following job ${started.id}`);
       },
@@ -478,7 +482,7 @@ function StatusPanel({
   const others = [
     d.communities_without_report ? `${d.communities_without_report} of ${d.communities} communities without a report` : "",
     d.entities_unclustered ? `${d.entities_unclustered} of ${d.entities} entities in no community` : "",
-    d.documents_failed ? `${d.documents_failed} documents failed` : "",
+    d.documents_failed ? `${d.documents_failed} document${d.documents_failed === 1 ? "" : "s"} failed` : "",
     d.documents_pending ? `${d.documents_pending} pending` : "",
     d.documents_deleting ? `${d.documents_deleting} deleting` : "",
   ].filter(Boolean);
