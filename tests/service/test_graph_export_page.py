@@ -49,6 +49,7 @@ def test_the_exported_page_runs_from_disk_and_escapes_labels(
     page.on("request", lambda request: requests.append(request.url))
     page.goto(page_file.as_uri())
     page.wait_for_selector("canvas")  # sigma drew
+    assert page.get_by_role("heading", level=1).inner_text() == "Whole graph of index default (3 nodes)"
     page.screenshot(path=str(web_artifacts / "export-standalone.png"))
     assert errors == []
     assert page.evaluate("window.__xss") is None

@@ -139,6 +139,8 @@ def test_community_hierarchy_and_one_community_with_its_report(base_url: str) ->
     assert detail["summary"].startswith("Marie Curie, born in Warsaw")
     assert detail["full_content"].startswith("# The Curies and the Sorbonne")
     assert [m["label"] for m in detail["members"]] == ["Marie Curie", "Pierre Curie"]
+    # the best connected members name a community (concept communities have no titles)
+    assert science["top_members"] == ["Marie Curie", "Pierre Curie", "Sorbonne"]
 
 
 def test_concept_graph_is_the_default_without_an_llm_graph(base_url: str) -> None:
@@ -163,6 +165,7 @@ def test_concept_graph_is_the_default_without_an_llm_graph(base_url: str) -> Non
     tree = get(base_url, "/communities", index="docs").json()
     assert tree["graph"] == "concepts" and tree["total"] >= 1
     assert all(c["title"] is None for lv in tree["levels"] for c in lv["communities"])
+    assert all(1 <= len(c["top_members"]) <= 3 for lv in tree["levels"] for c in lv["communities"])
 
 
 def test_a_community_slice_is_its_members_by_degree_capped(base_url: str) -> None:

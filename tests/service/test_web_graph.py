@@ -83,6 +83,7 @@ def test_search_the_entity_graph_select_a_node_and_read_its_passages(
     assert panel.get_by_role("heading", name="Marie Curie").is_visible()
     panel.get_by_text("The Curies and the Sorbonne").wait_for()  # her communities' report titles
     assert "BORN_IN" in panel.inner_text()
+    assert not panel.locator("details.passage summary").first.inner_text().startswith("#")
     panel.locator("details.passage summary").first.click()
     assert "Marie Curie" in panel.locator(".passage-text").first.inner_text()
     nodes = page.get_by_role("list", name="Drawn nodes")
@@ -115,10 +116,47 @@ def test_a_small_max_nodes_draws_that_many_and_says_it_truncated(page: Any, url:
     assert drawn_nodes(page) == 3
     assert page.locator(".truncated-note").inner_text().startswith("truncated: showing 3 nodes")
     assert page.get_by_label("Max nodes").input_value() == "3"
+    assert page.locator(".truncated-note").inner_text() == "truncated: showing 3 nodes; more lie within reach"
     page.get_by_role("list", name="Drawn nodes").locator("button", has_text="Poland").click()
     page.locator(".node-panel").get_by_role("button", name="Expand").click()
+    assert page.locator(".expand-note").inner_text() == "Max nodes (3) reached: raise Max nodes to expand"
     assert canvas_nodes_until(page, lambda n: n == 3) == 3
     assert page.locator(".node-list li").count() == 3  # expanding stays under the cap
+
+
+def test_show_draws_the_best_match_and_says_when_nothing_matches(page: Any, url: str) -> None:
+    page.goto(url + "/#graph")
+    search = page.get_by_label("Entity or concept")
+    search.fill("Shackl")
+    page.get_by_text("no match", exact=True).wait_for()
+    page.get_by_role("button", name="Show").click()
+    page.get_by_text("No entity or concept matches 'Shackl' in this graph").wait_for()
+    assert "404" not in page.locator(".graph-view").inner_text()
+    assert "Shackl" not in page.evaluate("location.hash")  # nothing put in the address
+    search.fill("wars")  # typing clears the old message
+    assert page.get_by_text("No entity or concept matches").count() == 0
+    page.get_by_role("button", name="Show").click()
+    assert drawn_nodes(page) == 6
+    assert "label=Warsaw" in page.evaluate("location.hash")
+    assert page.locator(".match-note").inner_text().endswith("showing the best match: Warsaw")
+
+
+def test_an_index_without_a_graph_says_so(page: Any, url: str) -> None:
+    page.goto(url + "/#graph?index=nope&label=Warsaw")
+    page.get_by_text("No index 'nope' on this server: pick another index.").wait_for()
+    assert page.locator(".graph-canvas").count() == 0  # not silently the default index's graph
+    page.get_by_label("Index").select_option("docs")
+    assert "index=docs" in page.evaluate("location.hash")
+
+
+def test_dark_scheme_draws_the_canvas_dark(url: str, browser: Any, web_artifacts: Path) -> None:
+    page = browser.new_page(viewport={"width": 1280, "height": 900}, color_scheme="dark")
+    page.goto(url + "/#graph?label=Warsaw")
+    assert drawn_nodes(page) == 6
+    background = page.eval_on_selector(".graph-canvas", "e => getComputedStyle(e).backgroundColor")
+    assert background == "rgb(13, 17, 23)"  # the page's dark background
+    page.screenshot(path=str(web_artifacts / "graph-dark.png"), full_page=True)
+    page.close()
 
 
 def test_the_concept_graph_of_another_index(page: Any, url: str, web_artifacts: Path) -> None:
@@ -129,6 +167,8 @@ def test_the_concept_graph_of_another_index(page: Any, url: str, web_artifacts: 
     panel = page.locator(".node-panel")
     panel.locator("details.passage summary").first.wait_for()
     assert "owls.md" in panel.inner_text() or "birders" in panel.inner_text()
+    names = page.locator(".communities .community-list button").all_inner_texts()
+    assert names and not any(n.startswith("community ") for n in names), names  # top members
     page.screenshot(path=str(web_artifacts / "graph-concepts.png"), full_page=True)
 
 
@@ -150,6 +190,10 @@ def test_show_in_graph_draws_an_answers_query_trace(page: Any, url: str, web_art
     traced.filter(has_text="barn owl").first.click()
     assert "came through source [" in page.locator(".trace-note").inner_text()
     assert page.get_by_label("Index").input_value() == "docs"  # the answer's index, not the first
+    heading = page.locator(".trace-heading")
+    assert heading.get_by_role("heading").inner_text() == "Query trace: Who saw a barn owl hunting voles?"
+    assert heading.get_by_role("link", name="Back to Ask").get_attribute("href") == "#ask"
+    assert "outlined: in the answer's context" in page.locator(".trace-key").inner_text()
     assert serious_findings(page) == ""
     page.screenshot(path=str(web_artifacts / "trace.png"), full_page=True)
 
@@ -198,7 +242,9 @@ def test_the_standalone_viewer_draws_an_embedded_trace_without_the_network(
         page.on("request", lambda r: requests.append(r.url))
         page.goto(f"{base}/viewer.html")
         assert drawn_nodes(page) == 3
+        assert page.get_by_role("heading", level=1).inner_text() == "Neighbourhood of Warsaw"
         assert "truncated: showing 3 of 9 nodes" in page.get_by_role("status").inner_text()
+        assert "community c1" in page.get_by_role("list", name="Colours by community").inner_text()
         nodes = page.get_by_role("list", name="Drawn nodes")
         nodes.locator("button", has_text="Warsaw").click()
         assert page.locator(".trace-note").inner_text() == "came through source [2]"

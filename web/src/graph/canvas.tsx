@@ -7,10 +7,14 @@ import Graph from "graphology";
 import FA2Layout from "graphology-layout-forceatlas2/worker";
 import forceAtlas2 from "graphology-layout-forceatlas2";
 import Sigma from "sigma";
+import { drawDiscNodeHover } from "sigma/rendering";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import {
   assignColours,
+  DIMMED_EDGE_DARK,
+  DIMMED_NODE_DARK,
   edgeStyle,
+  legendName,
   hasTrace,
   layoutTime,
   nodeSize,
@@ -36,6 +40,11 @@ export interface CanvasProps {
   /** What the canvas shows, for screen readers (the node list is the accessible way in). */
   label: string;
   layoutMs?: number;
+}
+
+/** Whether the page is in its dark scheme (the canvas then takes the page's dark background). */
+function darkScheme(): boolean {
+  return typeof matchMedia === "function" && matchMedia("(prefers-color-scheme: dark)").matches;
 }
 
 /** A stable position from a key, so a graph opens in the same shape before the layout runs. */
@@ -124,6 +133,7 @@ export function GraphCanvas({ graph, colourMode, selected, onSelect, onHover, la
     if (!container) return;
     let g: Graph;
     let sigma: Sigma;
+    const dark = darkScheme();
     try {
       g = toGraphology(graph);
       sigma = new Sigma(g, container, {
@@ -133,10 +143,16 @@ export function GraphCanvas({ graph, colourMode, selected, onSelect, onHover, la
         stagePadding: 48,
         // software WebGL (no GPU) draws a big graph's edges slowly: hide them while the camera moves
         hideEdgesOnMove: g.size > HIDE_EDGES_ABOVE,
+        // in the dark scheme: light labels, darker edges; a hovered label keeps its light box, dark text
+        labelColor: { color: dark ? "#e6edf3" : "#000" },
+        defaultEdgeColor: dark ? "#4a535e" : "#ccc",
+        defaultDrawNodeHover: (context, data, settings) =>
+          drawDiscNodeHover(context, data, { ...settings, labelColor: { color: "#000" } }),
         nodeReducer: (node, data) => {
           const s = state.current;
           const style = nodeStyle(data as never, s.traced, s.colours.get(node) ?? "#999");
-          const out: Record<string, unknown> = { ...data, color: style.color, zIndex: style.dimmed ? 0 : 1 };
+          const color = style.dimmed && dark ? DIMMED_NODE_DARK : style.color;
+          const out: Record<string, unknown> = { ...data, color, zIndex: style.dimmed ? 0 : 1 };
           if (style.dimmed) out["label"] = "";
           if (node === s.selected || node === s.hovered) {
             out["highlighted"] = true;
@@ -147,7 +163,7 @@ export function GraphCanvas({ graph, colourMode, selected, onSelect, onHover, la
         edgeReducer: (_edge, data) => {
           const style = edgeStyle(data as never, state.current.traced);
           const out: Record<string, unknown> = { ...data, zIndex: style.dimmed ? 0 : 1 };
-          if (style.color) out["color"] = style.color;
+          if (style.color) out["color"] = style.dimmed && dark ? DIMMED_EDGE_DARK : style.color;
           if (style.size) out["size"] = style.size;
           return out;
         },
@@ -207,15 +223,35 @@ export function GraphCanvas({ graph, colourMode, selected, onSelect, onHover, la
   );
 }
 
-/** The colours' meaning: one entry per community or entity type. */
-export function Legend({ entries, mode, names }: { entries: LegendEntry[]; mode: ColourMode; names?: Map<string, string> }) {
+/**
+ * The colours' meaning: one entry per community (named by `names`, else a short id) or entity
+ * type; for a query trace (`traced`), what the outline and the grey mean.
+ */
+export function Legend({
+  entries,
+  mode,
+  names,
+  traced = false,
+  dimmed = false,
+}: {
+  entries: LegendEntry[];
+  mode: ColourMode;
+  names?: Map<string, string>;
+  traced?: boolean;
+  dimmed?: boolean;
+}) {
   const shown = entries.slice(0, 12);
   return (
     <ul class="graph-legend" aria-label={mode === "community" ? "Colours by community" : "Colours by type"}>
+      {traced ? (
+        <li class="trace-key">
+          outlined: in the answer's context{dimmed ? "; grey: around it" : ""}
+        </li>
+      ) : null}
       {shown.map((e) => (
         <li>
           <span class="swatch" style={{ background: e.colour }} aria-hidden="true" />
-          {names?.get(e.value) ?? e.value} <span class="muted">({e.count})</span>
+          {legendName(e.value, mode, names)} <span class="muted">({e.count})</span>
         </li>
       ))}
       {entries.length > shown.length ? <li class="muted">and {entries.length - shown.length} more</li> : null}

@@ -26,6 +26,8 @@ export interface CommunityInfo {
   children_ids: string[];
   title?: string | null;
   rating?: number | null;
+  /** The labels of its (at most 3) best connected members. */
+  top_members?: string[];
 }
 
 export interface CommunityHierarchy {

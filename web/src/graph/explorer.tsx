@@ -4,7 +4,7 @@
  * Everything it shows comes from `/v1/graph/…`; its state is in the hash (`#graph?label=…`).
  */
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { listIndexes } from "../api";
+import { ApiError, listIndexes } from "../api";
 import { go, takeTrace } from "../nav";
 import { isUnauthorized, Problem } from "../problem";
 import type { IndexCatalog, RAGOutput } from "../types";
@@ -13,8 +13,12 @@ import { GraphCanvas, Legend, NodeList } from "./canvas";
 import { communitySlice, labelSlice, queryTrace, searchLabels, type LabelMatch, type Scope } from "./client";
 import {
   assignColours,
+  communityName,
+  expandBlocked,
   graphParams,
   graphsOf,
+  hasTrace,
+  indexProblem,
   MAX_DEPTH,
   MAX_NODES,
   mergeSlices,
@@ -25,14 +29,18 @@ import {
   type GraphKind,
   type SerializedGraph,
 } from "./model";
-import { CommunityBrowser, communityName, NodePanel, useCommunities } from "./panels";
+import { CommunityBrowser, NodePanel, useCommunities } from "./panels";
 
 type Drawn =
   | { state: "idle" }
   | { state: "loading" }
   | { state: "done"; graph: SerializedGraph }
   | { state: "error"; error: unknown }
+  | { state: "no-match"; text: string }
   | { state: "no-trace" };
+
+/** The plain message for a search that names nothing in the graph. */
+export const noMatch = (text: string) => `No entity or concept matches '${text}' in this graph`;
 
 function download(name: string, type: string, text: string): void {
   const url = URL.createObjectURL(new Blob([text], { type }));
@@ -49,6 +57,11 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
   const [catalogError, setCatalogError] = useState<unknown>(null);
   const [query, setQuery] = useState(params.label ?? "");
   const [suggestions, setSuggestions] = useState<LabelMatch[]>([]);
+  // the text the suggestions were searched for (so "no match" is said for that text only)
+  const [searched, setSearched] = useState<string | null>(null);
+  // "showing the best match: X" after Show with text that is not a label
+  const [matchNote, setMatchNote] = useState<{ label: string; note: string } | null>(null);
+  const [expandNote, setExpandNote] = useState<string | null>(null);
   const [depth, setDepth] = useState(params.depth);
   const [maxNodes, setMaxNodes] = useState(params.maxNodes);
   const [drawn, setDrawn] = useState<Drawn>({ state: "idle" });
@@ -70,7 +83,9 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
   }, [keyVersion]);
 
   const withGraph = (catalogs ?? []).filter((c) => graphsOf(c.methodologies).length);
-  const catalog = withGraph.find((c) => c.index === params.index) ?? withGraph[0] ?? null;
+  // a trace names its own index; otherwise an index in the address must hold a graph
+  const badIndex = catalogs && !params.trace ? indexProblem(params.index, catalogs) : null;
+  const catalog = badIndex ? null : (withGraph.find((c) => c.index === params.index) ?? withGraph[0] ?? null);
   const kinds: GraphKind[] = catalog ? graphsOf(catalog.methodologies) : [];
   const kind = params.graph && kinds.includes(params.graph) ? params.graph : (kinds[0] ?? null);
   const scope: Scope = { index: catalog?.index ?? params.index, graph: kind };
@@ -96,7 +111,10 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
       setDrawn({ state: "idle" });
       return;
     }
-    if (!catalogs && !params.trace) return;
+    if ((!catalogs || badIndex) && !params.trace) {
+      setDrawn({ state: "idle" });
+      return;
+    }
     const abort = new AbortController();
     setDrawn({ state: "loading" });
     setSelected(null);
@@ -109,6 +127,11 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
       (graph) => !abort.signal.aborted && setDrawn({ state: "done", graph }),
       (error) => {
         if (abort.signal.aborted) return;
+        // a label the graph lacks (an old link, a typed address): a plain message, not the raw 404
+        if (error instanceof ApiError && error.status === 404 && params.label && !params.trace && !params.community) {
+          setDrawn({ state: "no-match", text: params.label });
+          return;
+        }
         setDrawn({ state: "error", error });
         fail(error);
       },
@@ -121,13 +144,20 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
   useEffect(() => {
     if (!catalog || !query.trim() || query === params.label) {
       setSuggestions([]);
+      setSearched(null);
       return;
     }
     const abort = new AbortController();
     const timer = setTimeout(() => {
-      searchLabels(scope, query, abort.signal).then(
-        (found) => setSuggestions(found.matches),
-        () => setSuggestions([]),
+      searchLabels(scope, query.trim(), abort.signal).then(
+        (found) => {
+          setSuggestions(found.matches);
+          setSearched(query.trim());
+        },
+        () => {
+          setSuggestions([]);
+          setSearched(null);
+        },
       );
     }, 150);
     return () => {
@@ -136,10 +166,38 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
     };
   }, [query, scope.index, scope.graph]);
 
-  const search = (e: Event) => {
+  /** Show: an exact label is drawn; other text draws the best match of the label search. */
+  const search = async (e: Event) => {
     e.preventDefault();
-    const label = query.trim();
-    if (label) show({ label, community: null });
+    const text = query.trim();
+    if (!text) return;
+    setMatchNote(null);
+    let found: LabelMatch[];
+    try {
+      found = (await searchLabels(scope, text)).matches;
+    } catch (error) {
+      setDrawn({ state: "error", error });
+      fail(error);
+      return;
+    }
+    const exact = found.find((m) => m.match === "exact" || m.label === text);
+    const best = exact ?? found[0];
+    if (!best) {
+      setSuggestions([]);
+      setSearched(text);
+      setDrawn({ state: "no-match", text }); // nothing is put in the address
+      return;
+    }
+    if (!exact) setMatchNote({ label: best.label, note: `No label '${text}': showing the best match: ${best.label}` });
+    show({ label: best.label, community: null });
+  };
+
+  const typed = (value: string) => {
+    setQuery(value);
+    setMatchNote(null);
+    setExpandNote(null);
+    setExpandError(null);
+    if (drawn.state === "error" || drawn.state === "no-match") setDrawn({ state: "idle" });
   };
 
   const graph = drawn.state === "done" ? drawn.graph : null;
@@ -154,13 +212,16 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
   const communityNames = useMemo(() => {
     const names = new Map<string, string>();
     if (tree?.state === "done") for (const lv of tree.value.levels) for (const c of lv.communities) names.set(c.id, communityName(c));
-    for (const c of graph?.attributes.communities ?? []) names.set(c.id, communityName(c));
+    for (const c of graph?.attributes.communities ?? []) if (c.title || !names.has(c.id)) names.set(c.id, communityName(c));
     return names;
   }, [graph, tree]);
   const selectedAttrs = graph?.nodes.find((n) => n.key === selected)?.attributes ?? null;
   const expand = async (key: string) => {
     if (drawn.state !== "done") return;
     setExpandError(null);
+    const blocked = expandBlocked(drawn.graph, maxNodes);
+    setExpandNote(blocked);
+    if (blocked) return;
     try {
       const extra = await labelSlice(drawnScope, key, 1, maxNodes);
       setDrawn({ state: "done", graph: mergeSlices(drawn.graph, extra, maxNodes) });
@@ -170,6 +231,8 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
     }
   };
 
+  useEffect(() => setExpandNote(null), [selected, maxNodes]);
+
   const note = graph ? truncationNote(graph) : null;
   const listId = "graph-suggestions";
 
@@ -177,13 +240,22 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
     <div class="graph-view">
       <form class="graph-controls" onSubmit={search} aria-label="Search the graph">
         {catalogError ? <Problem error={catalogError} context="Indexes" /> : null}
+        {badIndex ? (
+          <p class="problem" role="alert">
+            {badIndex}
+          </p>
+        ) : null}
         {catalogs && !withGraph.length ? (
           <p class="problem">No index holds a graph: index with the lazy methodology (concepts) or graphrag/lightrag/hipporag (entities).</p>
         ) : null}
-        {withGraph.length > 1 ? (
+        {withGraph.length > 1 || (badIndex && withGraph.length) ? (
           <label class="field">
             Index
-            <select value={scope.index ?? ""} onChange={(e) => go("graph", graphParams({ index: (e.target as HTMLSelectElement).value }))}>
+            <select
+              value={badIndex ? "" : (scope.index ?? "")}
+              onChange={(e) => go("graph", graphParams({ index: (e.target as HTMLSelectElement).value }))}
+            >
+              {badIndex ? <option value="">pick an index</option> : null}
               {withGraph.map((c) => (
                 <option value={c.index}>{c.index}</option>
               ))}
@@ -210,7 +282,7 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
             value={query}
             list={listId}
             autoComplete="off"
-            onInput={(e) => setQuery((e.target as HTMLInputElement).value)}
+            onInput={(e) => typed((e.target as HTMLInputElement).value)}
           />
           <datalist id={listId}>
             {suggestions.map((m) => (
@@ -243,8 +315,24 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
             </li>
           ))}
         </ul>
+      ) : searched !== null && searched === query.trim() && query !== params.label ? (
+        <p class="suggestions muted" role="status" aria-label="Matching labels">
+          no match
+        </p>
+      ) : null}
+      {matchNote && matchNote.label === params.label ? (
+        <p class="match-note" role="status">
+          {matchNote.note}
+        </p>
       ) : null}
 
+      {params.trace && trace.current && drawn.state !== "no-trace" ? (
+        <div class="trace-heading">
+          <h2>Query trace: {trace.current.question}</h2>
+          <span class="muted">{trace.current.strategy} on {trace.current.index}</span>
+          <a href="#ask">Back to Ask</a>
+        </div>
+      ) : null}
       {drawn.state === "no-trace" ? (
         <p class="problem" role="status">
           No query trace to draw: a trace is handed over by "Show in graph" on an answer and is lost when the page
@@ -254,6 +342,11 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
       {drawn.state === "idle" ? <p class="muted">Search an entity or concept to draw its neighbourhood.</p> : null}
       {drawn.state === "loading" ? <p class="muted">Loading the graph…</p> : null}
       {drawn.state === "error" ? <Problem error={drawn.error} context="Graph" /> : null}
+      {drawn.state === "no-match" ? (
+        <p class="problem" role="alert">
+          {noMatch(drawn.text)}
+        </p>
+      ) : null}
       {expandError ? <Problem error={expandError} context="Expand" /> : null}
 
       {graph?.attributes.notes?.length ? (
@@ -311,14 +404,20 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
               onHover={setHovered}
               label={`Graph of ${graph.nodes.length} nodes around ${graph.attributes.label || "the community"}`}
             />
-            <Legend entries={legend} mode={colourMode} names={communityNames} />
+            <Legend
+              entries={legend}
+              mode={colourMode}
+              names={communityNames}
+              traced={hasTrace(graph)}
+              dimmed={hasTrace(graph) && graph.nodes.some((n) => n.attributes.trace !== true)}
+            />
             {graph.attributes.communities?.length ? (
               <div class="trace-communities">
                 <h3>Communities in the answer's context</h3>
                 <ul>
                   {graph.attributes.communities.map((c) => (
                     <li>
-                      Level {c.level}: {communityName(c)}
+                      Level {c.level}: {communityNames.get(c.id) ?? communityName(c)}
                     </li>
                   ))}
                 </ul>
@@ -328,7 +427,14 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
           </div>
           <aside class="graph-side">
             {selected ? (
-              <NodePanel scope={drawnScope} nodeKey={selected} drawn={selectedAttrs} onExpand={expand} onUnauthorized={onUnauthorized} />
+              <NodePanel
+                scope={drawnScope}
+                nodeKey={selected}
+                drawn={selectedAttrs}
+                onExpand={expand}
+                onUnauthorized={onUnauthorized}
+                expandNote={expandNote}
+              />
             ) : (
               <p class="muted">Select a node (in the graph or the list) to read it.</p>
             )}

@@ -3,7 +3,17 @@ import type { RAGOutput } from "../types";
 import { queryTrace } from "./client";
 import {
   assignColours,
+  colourOf,
+  communityName,
+  cutText,
   DIMMED_EDGE,
+  EXCERPT_CHARS,
+  expandBlocked,
+  indexProblem,
+  legendName,
+  passagePreview,
+  passageText,
+  sliceTitle,
   DIMMED_NODE,
   edgeStyle,
   graphParams,
@@ -51,7 +61,7 @@ describe("mergeSlices", () => {
     expect(out.nodes.map((n) => n.key)).toEqual(["a", "b", "c"]);
     expect(out.edges.map((e) => e.key)).toEqual(["a-b", "b-c"]);
     expect(out.attributes.truncated).toBe(true);
-    expect(truncationNote(out)).toBe("truncated: showing 3 nodes; more lie within reach (raise max nodes or expand a node)");
+    expect(truncationNote(out)).toBe("truncated: showing 3 nodes; more lie within reach");
   });
 
   it("cuts a base already over the cap and keeps a trace flag from either side", () => {
@@ -75,26 +85,105 @@ describe("truncationNote", () => {
 });
 
 describe("assignColours", () => {
-  it("gives the commonest group the first colour, ties by name, grey for none", () => {
+  it("lists the commonest group first, ties by name, grey for none; colours from the group's id", () => {
     const g = slice(["a", "b", "c", "d", "e"]);
     const groups = ["c2", "c1", "c1", null, "c2"];
     g.nodes.forEach((n, i) => (n.attributes.community = groups[i]));
     const { colours, legend } = assignColours(g, "community");
     expect(legend).toEqual([
-      { value: "c1", colour: PALETTE[0], count: 2 },
-      { value: "c2", colour: PALETTE[1], count: 2 },
+      { value: "c1", colour: colourOf("c1"), count: 2 },
+      { value: "c2", colour: colourOf("c2"), count: 2 },
       { value: "none", colour: NO_GROUP_COLOUR, count: 1 },
     ]);
-    expect([...colours.values()]).toEqual([PALETTE[1], PALETTE[0], PALETTE[0], NO_GROUP_COLOUR, PALETTE[1]]);
+    expect([...colours.values()]).toEqual([colourOf("c2"), colourOf("c1"), colourOf("c1"), NO_GROUP_COLOUR, colourOf("c2")]);
+    expect(PALETTE).toContain(colourOf("c1"));
   });
 
-  it("colours by entity type when asked, and wraps the palette", () => {
+  it("keeps a community's colour whatever else is drawn (not the order seen)", () => {
+    const one = slice(["a", "b", "c"]);
+    ["d7f745c8", "x", "x"].forEach((c, i) => (one.nodes[i]!.attributes.community = c));
+    const two = slice(["p", "q"]);
+    ["y", "d7f745c8"].forEach((c, i) => (two.nodes[i]!.attributes.community = c));
+    expect(assignColours(one, "community").colours.get("a")).toBe(assignColours(two, "community").colours.get("q"));
+    expect(colourOf("d7f745c8")).toBe(colourOf("d7f745c8"));
+    const spread = new Set(Array.from({ length: 60 }, (_, i) => colourOf(`community-${i}`)));
+    expect(spread.size).toBeGreaterThan(8); // the hash uses the palette, not one colour
+  });
+
+  it("colours by entity type when asked, stably by the type's name", () => {
     const g = slice(Array.from({ length: 13 }, (_, i) => `n${String(i).padStart(2, "0")}`));
     g.nodes.forEach((n, i) => (n.attributes.entity_type = `T${String(i).padStart(2, "0")}`));
     const { colours, legend } = assignColours(g, "type");
     expect(legend).toHaveLength(13);
-    expect(colours.get("n12")).toBe(PALETTE[0]);
-    expect(colours.get("n11")).toBe(PALETTE[11]);
+    expect(colours.get("n12")).toBe(colourOf("T12"));
+  });
+});
+
+describe("names and titles", () => {
+  const hash = "d7f745c8".repeat(8);
+  it("names a community by its title, else its top members, never by its whole hash", () => {
+    expect(communityName({ id: hash, title: "The Curies" })).toBe("The Curies");
+    expect(communityName({ id: hash, title: null, top_members: ["barn owl", "voles", "mill"] })).toBe("barn owl, voles, mill");
+    expect(communityName({ id: hash })).toBe("community d7f745c8");
+    expect(legendName(hash, "community")).toBe("community d7f745c8");
+    expect(legendName(hash, "community", new Map([[hash, "barn owl, voles"]]))).toBe("barn owl, voles");
+    expect(legendName("PERSON", "type")).toBe("PERSON");
+    expect(legendName("none", "community")).toBe("none");
+  });
+
+  it("titles a whole graph, a neighbourhood, a community and a trace", () => {
+    const whole = slice(["a", "b"]);
+    whole.attributes = { label: "*", index: "docs", total: 9, truncated: true };
+    expect(sliceTitle(whole)).toBe("Whole graph of index docs (9 nodes, 2 drawn)");
+    whole.attributes.total = 2;
+    expect(sliceTitle(whole)).toBe("Whole graph of index docs (2 nodes)");
+    expect(sliceTitle(slice(["Warsaw"]))).toBe("Neighbourhood of Warsaw");
+    const trace = slice(["a"]);
+    trace.attributes = { label: "trace", centre: null, communities: [], notes: [] };
+    expect(sliceTitle(trace)).toBe("Query trace");
+    const community = slice(["a"]);
+    community.attributes = { label: "", community: hash };
+    expect(sliceTitle(community)).toBe("Community community d7f745c8");
+  });
+});
+
+describe("passages", () => {
+  it("drops Markdown heading marks from the preview and cuts at a word with an ellipsis", () => {
+    expect(passagePreview("# Roald Amundsen\n\nRoald Amundsen led the first expedition to reach the South Pole in 1911.", 40)).toBe(
+      "Roald Amundsen Roald Amundsen led the…",
+    );
+    expect(passagePreview("## Short", 80)).toBe("Short");
+  });
+
+  it("ends a passage the server cut with an ellipsis, after a whole word", () => {
+    const cut = "word ".repeat(59) + "wor"; // 298 characters
+    expect(cut.length + 2).toBeGreaterThanOrEqual(EXCERPT_CHARS);
+    const excerpt = (cut + "ds").slice(0, EXCERPT_CHARS);
+    expect(passageText(excerpt).endsWith("word…")).toBe(true);
+    expect(passageText("A short whole passage.")).toBe("A short whole passage.");
+    expect(cutText("a short text", 80)).toBe("a short text");
+  });
+});
+
+describe("messages", () => {
+  it("says when Max nodes stops Expand", () => {
+    expect(expandBlocked(slice(["a", "b", "c", "d", "e"]), 5)).toBe("Max nodes (5) reached: raise Max nodes to expand");
+    expect(expandBlocked(slice(["a"]), 5)).toBeNull();
+  });
+
+  it("says why an index in the address cannot be drawn", () => {
+    const catalogs = [
+      { index: "plain", methodologies: ["naive"] },
+      { index: "docs", methodologies: ["lazy"] },
+    ];
+    expect(indexProblem("plain", catalogs)).toMatch(/^Index 'plain' has no graph \(build one: /);
+    expect(indexProblem("nope", catalogs)).toBe("No index 'nope' on this server: pick another index.");
+    expect(indexProblem("docs", catalogs)).toBeNull();
+    expect(indexProblem(null, catalogs)).toBeNull();
+  });
+
+  it("words a cut slice as the guide does", () => {
+    expect(truncationNote(slice(["a", "b"], [], true))).toBe("truncated: showing 2 nodes; more lie within reach");
   });
 });
 

@@ -129,7 +129,7 @@ export function truncationNote(graph: SerializedGraph): string | null {
   const total = graph.attributes.total;
   return typeof total === "number" && total > shown
     ? `truncated: showing ${shown} of ${total} nodes`
-    : `truncated: showing ${shown} nodes; more lie within reach (raise max nodes or expand a node)`;
+    : `truncated: showing ${shown} nodes; more lie within reach`;
 }
 
 /** Twelve colours distinguishable on light and dark backgrounds; then the palette repeats. */
@@ -141,6 +141,9 @@ export const NO_GROUP_COLOUR = "#9aa0a6";
 export const DIMMED_NODE = "#d9dde1";
 export const DIMMED_EDGE = "#eceff1";
 export const TRACE_EDGE = "#d62728";
+/** Dimmed nodes and edges on the dark scheme's canvas. */
+export const DIMMED_NODE_DARK = "#3a414a";
+export const DIMMED_EDGE_DARK = "#262c33";
 
 export interface LegendEntry {
   value: string;
@@ -154,9 +157,17 @@ export function groupOf(attributes: NodeAttributes, mode: ColourMode): string | 
   return value === undefined || value === null || value === "" ? null : String(value);
 }
 
+/** A group's colour: its name hashed into the palette, so a community or a type keeps its
+ * colour from one drawing to the next whatever else is drawn. */
+export function colourOf(group: string): string {
+  let h = 2166136261;
+  for (let i = 0; i < group.length; i++) h = Math.imul(h ^ group.charCodeAt(i), 16777619);
+  return PALETTE[(h >>> 0) % PALETTE.length]!;
+}
+
 /**
- * A colour per group of the drawn nodes: the most common group first (ties by name), each
- * the next palette colour; nodes without a group are grey. Same graph, same colours.
+ * A colour per group of the drawn nodes (`colourOf` its id or type; nodes without a group are
+ * grey) and the legend, the most common group first (ties by name).
  */
 export function assignColours(
   graph: SerializedGraph,
@@ -170,15 +181,90 @@ export function assignColours(
     else counts.set(group, (counts.get(group) ?? 0) + 1);
   }
   const order = [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-  const byGroup = new Map(order.map(([group], i) => [group, PALETTE[i % PALETTE.length]!]));
   const colours = new Map<string, string>();
   for (const node of graph.nodes) {
     const group = groupOf(node.attributes, mode);
-    colours.set(node.key, group === null ? NO_GROUP_COLOUR : byGroup.get(group)!);
+    colours.set(node.key, group === null ? NO_GROUP_COLOUR : colourOf(group));
   }
-  const legend = order.map(([value, count]) => ({ value, colour: byGroup.get(value)!, count }));
+  const legend = order.map(([value, count]) => ({ value, colour: colourOf(value), count }));
   if (none) legend.push({ value: "none", colour: NO_GROUP_COLOUR, count: none });
   return { colours, legend };
+}
+
+/** A community's display name: its report's title, else its best connected members, else a
+ * short form of its id (a 64-character hash is never shown whole). */
+export function communityName(c: { id: string; title?: string | null; top_members?: string[] | null }): string {
+  if (c.title) return c.title;
+  if (c.top_members?.length) return c.top_members.join(", ");
+  return `community ${c.id.slice(0, 8)}`;
+}
+
+/** A legend entry's name: a community's from `names`, else its short id; a type as it is. */
+export function legendName(value: string, mode: ColourMode, names?: Map<string, string>): string {
+  const named = names?.get(value);
+  if (named) return named;
+  return mode === "community" && value !== "none" ? communityName({ id: value }) : value;
+}
+
+/** The heading of a drawn slice: a query trace, the whole graph, a community or a neighbourhood. */
+export function sliceTitle(graph: SerializedGraph, names?: Map<string, string>): string {
+  const a = graph.attributes;
+  const n = graph.nodes.length;
+  if (a.communities !== undefined || a.notes !== undefined || (a.label === "trace" && !a.centre)) return "Query trace";
+  if (a.label === "*") {
+    const total = typeof a.total === "number" ? a.total : n;
+    return `Whole graph${a.index ? ` of index ${a.index}` : ""} (${total} nodes${total > n ? `, ${n} drawn` : ""})`;
+  }
+  if (a.community) return `Community ${legendName(a.community, "community", names)}`;
+  if (a.label) return `Neighbourhood of ${a.label}`;
+  return `Graph${a.index ? ` of index ${a.index}` : ""}`;
+}
+
+/** The first characters of a passage for its one-line summary: leading Markdown heading marks
+ * dropped, whitespace folded, cut at a word with "…". */
+export function passagePreview(text: string, chars = 80): string {
+  const plain = text.replace(/^\s*#{1,6}\s+/, "").replace(/\n\s*#{1,6}\s+/g, " ").replace(/\s+/g, " ").trim();
+  return cutText(plain, chars);
+}
+
+/** `text` at most `chars` long, cut after a whole word and ended with "…" when it was cut (or
+ * when `cut` says it is already a cut excerpt, like the API's 300-character passages). */
+export function cutText(text: string, chars: number, cut = false): string {
+  if (text.length <= chars && !cut) return text;
+  if (text.length > chars) {
+    const head = text.slice(0, chars);
+    const space = head.search(/\s\S*$/);
+    text = space > chars / 2 ? head.slice(0, space) : head;
+  } else {
+    // an excerpt cut by the server: drop its last, possibly partial word
+    const space = text.search(/\s\S*$/);
+    if (space > text.length / 2) text = text.slice(0, space);
+  }
+  return text.replace(/[\s,;:.-]+$/, "") + "…";
+}
+
+/** The server's passage excerpts are the first `EXCERPT_CHARS` characters of the text. */
+export const EXCERPT_CHARS = 300;
+
+/** A passage's text as opened: whole, or ended with "…" where the server cut it. */
+export function passageText(excerpt: string): string {
+  return excerpt.length >= EXCERPT_CHARS ? cutText(excerpt, EXCERPT_CHARS, true) : excerpt;
+}
+
+/** Why Expand adds nothing: the drawing already holds Max nodes; null when it can grow. */
+export function expandBlocked(graph: SerializedGraph, cap: number): string | null {
+  return graph.nodes.length >= cap ? `Max nodes (${cap}) reached: raise Max nodes to expand` : null;
+}
+
+/** Why an index named in the address cannot be drawn; null when it holds a graph (or none is named). */
+export function indexProblem(index: string | null, catalogs: { index: string; methodologies: string[] }[]): string | null {
+  if (!index) return null;
+  const found = catalogs.find((c) => c.index === index);
+  if (!found) return `No index '${index}' on this server: pick another index.`;
+  if (!graphsOf(found.methodologies).length) {
+    return `Index '${index}' has no graph (build one: index it with the lazy methodology for concepts, or graphrag, lightrag or hipporag for entities): pick another index.`;
+  }
+  return null;
 }
 
 /** A node's drawn radius in pixels: 4 to 16, by the square root of its degree among the drawn. */

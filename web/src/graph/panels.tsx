@@ -10,7 +10,9 @@ import {
   type NodeDetail,
   type Scope,
 } from "./client";
-import { sourcesNote, type NodeAttributes } from "./model";
+import { communityName, passagePreview, passageText, sourcesNote, type NodeAttributes } from "./model";
+
+export { communityName };
 
 export type Loaded<T> = { state: "loading" } | { state: "done"; value: T } | { state: "error"; error: unknown };
 
@@ -38,12 +40,15 @@ export function NodePanel({
   drawn,
   onExpand,
   onUnauthorized,
+  expandNote,
 }: {
   scope: Scope;
   nodeKey: string;
   drawn: NodeAttributes | null;
   onExpand: (key: string) => void;
   onUnauthorized: () => void;
+  /** Why the last Expand added nothing (Max nodes reached); null otherwise. */
+  expandNote?: string | null;
 }) {
   const loaded = useLoaded<NodeDetail>((signal) => nodeDetail(scope, nodeKey, signal), [scope.index, scope.graph, nodeKey]);
   useEffect(() => {
@@ -57,6 +62,11 @@ export function NodePanel({
       <button type="button" onClick={() => onExpand(nodeKey)}>
         Expand
       </button>
+      {expandNote ? (
+        <p class="expand-note" role="status">
+          {expandNote}
+        </p>
+      ) : null}
       {loaded?.state === "loading" ? <p class="muted">Loading…</p> : null}
       {loaded?.state === "error" ? <Problem error={loaded.error} context="Node" /> : null}
       {loaded?.state === "done" ? <NodeBody node={loaded.value} /> : null}
@@ -108,8 +118,8 @@ function NodeBody({ node }: { node: NodeDetail }) {
               </p>
               {d.units.map((u) => (
                 <details class="passage">
-                  <summary>{u.excerpt.slice(0, 80)}…</summary>
-                  <p class="passage-text">{u.excerpt}</p>
+                  <summary>{passagePreview(u.excerpt)}</summary>
+                  <p class="passage-text">{passageText(u.excerpt)}</p>
                   {u.messages.length ? (
                     <ul class="messages">
                       {u.messages.map((m) => (
@@ -139,11 +149,6 @@ export function useCommunities(scope: Scope, keyVersion: number, active: boolean
     active ? (signal) => fetchCommunities(scope, signal) : null,
     [scope.index, scope.graph, keyVersion, active],
   );
-}
-
-/** A community's display name: its report's title, else a short form of its id. */
-export function communityName(c: { id: string; title?: string | null }): string {
-  return c.title ?? `community ${c.id.slice(0, 8)}`;
 }
 
 export function CommunityBrowser({

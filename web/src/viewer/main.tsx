@@ -7,7 +7,17 @@
 import { render } from "preact";
 import { useMemo, useState } from "preact/hooks";
 import { GraphCanvas, Legend, NodeList } from "../graph/canvas";
-import { assignColours, sourcesNote, truncationNote, type ColourMode, type SerializedGraph } from "../graph/model";
+import {
+  assignColours,
+  communityName,
+  hasTrace,
+  sliceTitle,
+  sourcesNote,
+  truncationNote,
+  type ColourMode,
+  type SerializedGraph,
+} from "../graph/model";
+import "./viewer.css";
 
 /** The embedded graph, or an error message. */
 export function readEmbedded(doc: Document): SerializedGraph | string {
@@ -35,10 +45,17 @@ function Viewer({ graph }: { graph: SerializedGraph }) {
       )
     : [];
   const came = node ? sourcesNote(node.attributes) : null;
+  const traced = useMemo(() => hasTrace(graph), [graph]);
+  // a trace's communities carry titles; other communities are named by a short id
+  const names = useMemo(
+    () => new Map((graph.attributes.communities ?? []).map((c) => [c.id, communityName(c)] as [string, string])),
+    [graph],
+  );
+  const shown = (k: string, v: unknown) => (k === "community" ? (names.get(String(v)) ?? communityName({ id: String(v) })) : String(v));
   return (
     <div class="viewer">
       <main>
-        <h1>{String(graph.attributes.label || graph.attributes.index || "Graph")}</h1>
+        <h1>{sliceTitle(graph, names)}</h1>
         <p role="status">
           {graph.nodes.length} nodes, {graph.edges.length} edges{note ? ` · ${note}` : ""}
         </p>
@@ -52,7 +69,13 @@ function Viewer({ graph }: { graph: SerializedGraph }) {
           </label>
         </fieldset>
         <GraphCanvas graph={graph} colourMode={mode} selected={selected} onSelect={setSelected} label={`Graph of ${graph.nodes.length} nodes`} />
-        <Legend entries={legend} mode={mode} />
+        <Legend
+          entries={legend}
+          mode={mode}
+          names={names}
+          traced={traced}
+          dimmed={traced && graph.nodes.some((n) => n.attributes.trace !== true)}
+        />
         <NodeList graph={graph} selected={selected} onSelect={setSelected} />
       </main>
       <aside class="graph-panel" aria-labelledby="node-heading">
@@ -66,7 +89,7 @@ function Viewer({ graph }: { graph: SerializedGraph }) {
               {extra.map(([k, v]) => (
                 <>
                   <dt>{k}</dt>
-                  <dd>{String(v)}</dd>
+                  <dd>{shown(k, v)}</dd>
                 </>
               ))}
             </dl>

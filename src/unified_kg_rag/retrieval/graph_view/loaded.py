@@ -44,6 +44,8 @@ ENTITY_GRAPH_METHODOLOGIES = ("graphrag", "lightrag", "hipporag")
 
 _GRAPH_BUILD_KEY = "graph_build"  # `ingestion.graph.build.BUILD_KEY` (retrieval cannot import it)
 _BATCH = 2000
+TOP_MEMBERS = 3
+"""How many member labels `CommunityInfo.top_members` holds."""
 
 Link = tuple[int, str, float, bool]
 """One edge of a node: ``(other node, edge key, weight, outgoing)``."""
@@ -228,12 +230,13 @@ def _with_communities(
     depth: list[int] = [-1] * len(ids)
     for n, c in enumerate(ordered):
         report = by_id.get(c.id)
+        held = tuple(index_of[m] for m in c.member_ids if m in index_of)
+        top = sorted(held, key=lambda node: (-len(links[node]), labels[node]))[:TOP_MEMBERS]
         infos.append(CommunityInfo(
             id=c.id, level=c.level, size=len(c.member_ids), parent_id=c.parent_id,
             children_ids=list(c.children_ids), title=report.title if report else None,
-            rating=report.rating if report else None,
+            rating=report.rating if report else None, top_members=[labels[n] for n in top],
         ))  # fmt: skip
-        held = tuple(index_of[m] for m in c.member_ids if m in index_of)
         members[c.id] = held
         for node in held:
             if c.level > depth[node]:

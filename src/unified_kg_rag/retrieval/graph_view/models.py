@@ -268,6 +268,8 @@ class CommunityInfo(_Model):
         children_ids: its sub-communities.
         title: its report's title (None without a report: concept communities have none).
         rating: its report's 0-10 importance rating (None without a report).
+        top_members: the labels of its (at most 3) best connected members, most links first
+            (ties by label): a name for a community without a report title.
     """
 
     id: str
@@ -277,6 +279,7 @@ class CommunityInfo(_Model):
     children_ids: list[str] = Field(default_factory=list)
     title: str | None = None
     rating: float | None = None
+    top_members: list[str] = Field(default_factory=list)
 
 
 class CommunityLevel(_Model):
