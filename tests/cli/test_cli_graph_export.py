@@ -211,3 +211,31 @@ def test_stats_as_text_and_over_the_concept_graph(runner: CliRunner, project: Pa
     assert stats["graph"] == "concepts" and stats["nodes"] > 0 and stats["edges"] > 0
     code, _, err = ukr(runner, project, "graph", "stats", "-i", "docs", "--graph", "entities")
     assert code == 2 and err.startswith("MethodologyNotIndexedError: the entities graph")
+
+
+@pytest.mark.parametrize("command", [("graph", "export", "-f", "html", "-o", "x.html"),
+                                     ("graph", "stats")])  # fmt: skip
+def test_an_unknown_index_is_named_with_the_existing_ones(
+    runner: CliRunner, project: Path, command: tuple[str, ...]
+) -> None:
+    code, _, err = ukr(runner, project, *command, "-i", "nosuch")
+    assert code == 2
+    assert err == ("NotFoundError: index: no index 'nosuch' in this project (indexes: default, "
+                   "docs); index documents into it with `ukr index PATH --index nosuch`\n")
+
+
+def test_an_index_without_a_graph_names_both_ways_to_build_one(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.md").write_text("Marie Curie was born in Warsaw.\n", encoding="utf-8")
+    (tmp_path / "ukr.yaml").write_text("indexing:\n  methodologies: []\n", encoding="utf-8")
+    code, _, err = ukr(runner, tmp_path, "index", str(tmp_path / "d"))
+    assert code == 0, err
+    for command in (("graph", "stats"), ("graph", "export", "-o", str(tmp_path / "g.json"))):
+        code, _, err = ukr(runner, tmp_path, *command)
+        assert code == 2 and err.count("\n") == 1
+        assert err.startswith("MethodologyNotIndexedError: index 'default' has no graph (it "
+                              "holds: text units only)")  # fmt: skip
+        assert "graphrag, lightrag or hipporag for the LLM entity graph" in err
+        assert "lazy for the LLM-free concept graph" in err
