@@ -211,12 +211,16 @@ class App:
         Args:
             index: the index name (default: ``query.index``).
 
+        Its reads raise `NotFoundError` (listing the existing indexes) for an index that
+        does not exist.
+
         Raises:
             UsageError: the name is not a valid index name.
         """
         from unified_kg_rag.retrieval.graph_view import GraphReader
 
-        return GraphReader(self.index(index), self.graph_views, self.concept_graphs)
+        return GraphReader(self.index(index), self.graph_views, self.concept_graphs,
+                           indexes=self.backend.list_indexes)  # fmt: skip
 
     async def status(self) -> StatusReport:
         """Describe every index of the project (`ingestion.status.describe_index`).

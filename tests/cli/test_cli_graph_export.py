@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -16,6 +17,7 @@ from tests.support.fake_viewer import write_fake_viewer
 from tests.support.graph_fixture import CHILDREN, ENTITIES, RELATIONSHIPS, TOP, ent
 from tests.support.graph_project import build_project
 from unified_kg_rag.cli.app import app
+from unified_kg_rag.retrieval.graph_view.stats import GraphStats, LevelSizes, write_charts
 
 pytestmark = pytest.mark.integration
 
@@ -211,3 +213,56 @@ def test_stats_as_text_and_over_the_concept_graph(runner: CliRunner, project: Pa
     assert stats["graph"] == "concepts" and stats["nodes"] > 0 and stats["edges"] > 0
     code, _, err = ukr(runner, project, "graph", "stats", "-i", "docs", "--graph", "entities")
     assert code == 2 and err.startswith("MethodologyNotIndexedError: the entities graph")
+
+
+@pytest.mark.parametrize("command", [("graph", "export", "-f", "html", "-o", "x.html"),
+                                     ("graph", "stats")])  # fmt: skip
+def test_an_unknown_index_is_named_with_the_existing_ones(
+    runner: CliRunner, project: Path, command: tuple[str, ...]
+) -> None:
+    code, _, err = ukr(runner, project, *command, "-i", "nosuch")
+    assert code == 2
+    assert err == ("NotFoundError: index: no index 'nosuch' in this project (indexes: default, "
+                   "docs); index documents into it with `ukr index PATH --index nosuch`\n")
+
+
+def test_an_index_without_a_graph_names_both_ways_to_build_one(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.md").write_text("Marie Curie was born in Warsaw.\n", encoding="utf-8")
+    (tmp_path / "ukr.yaml").write_text("indexing:\n  methodologies: []\n", encoding="utf-8")
+    code, _, err = ukr(runner, tmp_path, "index", str(tmp_path / "d"))
+    assert code == 0, err
+    for command in (("graph", "stats"), ("graph", "export", "-o", str(tmp_path / "g.json"))):
+        code, _, err = ukr(runner, tmp_path, *command)
+        assert code == 2 and err.count("\n") == 1
+        assert err.startswith("MethodologyNotIndexedError: index 'default' has no graph (it "
+                              "holds: text units only)")  # fmt: skip
+        assert "graphrag, lightrag or hipporag for the LLM entity graph" in err
+        assert "lazy for the LLM-free concept graph" in err
+
+
+def _svg_texts(path: Path) -> list[str]:
+    """The texts of a matplotlib SVG (drawn as glyph paths, each text kept as a comment)."""
+    return re.findall(r"<!-- (.*?) -->", path.read_text(encoding="utf-8"), flags=re.DOTALL)
+
+
+def test_charts_note_degree_zero_nodes_and_label_ticks_as_integers(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    stats = GraphStats(
+        index="default", graph="concepts", nodes=19, edges=14,
+        communities=[LevelSizes(level=0, count=4, min=3, median=4.5, max=6,
+                                sizes=[(3, 1), (4, 1), (5, 1), (6, 1)])],
+        degree_buckets=[], degrees=[(0, 3), (1, 9), (2, 4), (3, 2), (7, 1)], top=[],
+    )  # fmt: skip
+    write_charts(stats, tmp_path)
+    degree = _svg_texts(tmp_path / "degree_distribution.svg")
+    assert any("3 nodes of degree 0 not shown" in t for t in degree), degree
+    sizes = _svg_texts(tmp_path / "community_sizes.svg")
+    for texts in (degree, sizes):
+        assert not any("10^" in t or "×10" in t or "times" in t for t in texts), texts
+    numbers = [t for t in degree + sizes if re.fullmatch(r"[\d.$\\mathdefault{}−-]+", t)]
+    ticks = [re.sub(r"[^\d.]", "", t) for t in numbers]
+    assert ticks and all(t.isdigit() for t in ticks), numbers  # no 4.25 members
+    assert {"1", "2", "5"} <= set(ticks)

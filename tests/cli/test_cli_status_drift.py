@@ -57,6 +57,7 @@ def test_a_lost_report_shows_as_drift_recommends_a_reset_and_the_reset_repairs_i
     drift = fresh["drift"]
     n = fresh["counts"]["communities"]
     assert n >= 2 and drift["communities"] == n and drift["communities_without_report"] == 0
+    assert drift["graph"] == "entities"
     assert drift["entities"] == 7 and drift["documents"] == 4
     assert drift["share"] == 0.0 and drift["reset_recommended"] is False
     assert "--reset" not in runner.invoke(app, ["status", "-C", str(tmp_path)]).stdout

@@ -89,6 +89,8 @@ def test_slice_parameters_out_of_bounds_are_422(base_url: str, params: dict[str,
      "MethodologyNotIndexedError"),
     ("/slice", {"label": "Warsaw", "graph": "concepts"}, 409, "MethodologyNotIndexedError"),
     ("/labels", {"index": "no such index!"}, 400, "UsageError"),
+    ("/labels", {"index": "nosuch"}, 404, "NotFoundError"),
+    ("/communities", {"index": "nosuch"}, 404, "NotFoundError"),
 ])  # fmt: skip
 def test_bad_requests_are_typed_errors(
     base_url: str, path: str, params: dict[str, Any], status: int, kind: str
@@ -97,6 +99,11 @@ def test_bad_requests_are_typed_errors(
     assert reply.status_code == status, reply.text
     error = reply.json()["error"]
     assert error["type"] == kind and error["message"]
+    if params.get("index") == "nosuch":
+        assert error["message"] == ("index: no index 'nosuch' in this project (indexes: default, "
+                                    "docs); index documents into it with `ukr index PATH "
+                                    "--index nosuch`")  # fmt: skip
+        assert error["field"] == "index"
 
 
 def test_entity_detail_has_relationships_communities_reports_and_documents(

@@ -39,6 +39,9 @@ def test_status_is_what_ukr_status_json_prints(base_url: str) -> None:
     status = httpx.get(f"{base_url}/v1/status").json()
     (index,) = status["indexes"]
     assert index["documents"] == {"processed": 3}
+    # a lazy index: its concept graph has communities, but drift measures the entity graph's
+    assert index["methodologies"] == ["lazy"]
+    assert index["drift"]["graph"] is None and index["drift"]["communities"] == 0
 
 
 def test_query_answers_with_sources(base_url: str) -> None:

@@ -39,7 +39,14 @@ DEFAULT_RESET_DRIFT_SHARE = 0.1
 class IndexDrift(BaseModel):
     """What of an index a full rebuild (``ukr index PATH --reset``) would set right.
 
+    The graph figures are of the LLM entity graph only (its stored communities, their
+    reports and its entities); the LLM-free concept graph (``lazy``) is not measured.
+
     Attributes:
+        graph: ``entities`` when the index holds the LLM entity graph (graphrag, lightrag or
+            hipporag), whose communities and entities the figures count; None when it holds
+            none, so no graph drift is measured (a ``lazy`` concept graph, with communities
+            of its own, is never measured).
         communities: communities stored (every level).
         communities_without_report: communities whose report is missing from the search
             index or the graph store (a report that failed, or was lost).
@@ -60,6 +67,7 @@ class IndexDrift(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    graph: Literal["entities"] | None = None
     communities: int = 0
     communities_without_report: int = 0
     entities: int = 0
@@ -191,7 +199,9 @@ async def index_drift(
     # documents failed/pending/deleting are repaired by running `ukr index` again (or fixing
     # the file), not by a reset: they are shown but do not count toward the reset share
     share = without / len(ids) if ids else 0.0
+    entity_graph = any(m in methodologies for m in ("graphrag", "lightrag", "hipporag"))
     return IndexDrift(
+        graph="entities" if entity_graph else None,
         communities=len(ids),
         communities_without_report=without,
         entities=entities,

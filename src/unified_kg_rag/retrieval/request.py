@@ -20,7 +20,7 @@ write, the JSON output or the terminal. It is settled here, per field:
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pydantic import ValidationError
 
@@ -35,9 +35,9 @@ from unified_kg_rag.domain.text.analysis import repair_unicode
 from unified_kg_rag.ports import Embedder, IndexStores
 from unified_kg_rag.retrieval.models import FILTER_FIELDS, MAX_QUESTION_CHARS, FilterMap, RAGInput
 from unified_kg_rag.retrieval.strategies import STRATEGIES
-from unified_kg_rag.util.errors import EmbeddingMismatchError, UsageError
+from unified_kg_rag.util.errors import EmbeddingMismatchError, NotFoundError, UsageError
 
-__all__ = ["build_input", "check_index", "check_request", "effective_config"]
+__all__ = ["build_input", "check_index", "check_request", "effective_config", "no_such_index"]
 
 
 def build_input(
@@ -192,6 +192,19 @@ def _refuse_swapped_names(inp: RAGInput) -> None:
             f"modes: {', '.join(modes)})",
             field="query.search_mode",
         )
+
+
+def no_such_index(name: str, existing: Sequence[str]) -> NotFoundError:
+    """The error for index ``name``, which is not among the project's ``existing`` indexes.
+
+    One line naming the index and listing the existing ones (the service answers 404).
+    """
+    listed = ", ".join(existing) if existing else "none yet"
+    return NotFoundError(
+        f"no index {name!r} in this project (indexes: {listed}); index documents into it "
+        f"with `ukr index PATH --index {name}`",
+        kind="index", key=name, field="index",
+    )
 
 
 async def check_index(stores: IndexStores, embedder: Embedder) -> tuple[str, ...]:

@@ -4,7 +4,8 @@ Thin over the application layer, like the CLI: every route calls `bootstrap.App`
 function the CLI calls too. One `App` lives for the server's lifetime, so the embedding
 model and the loaded concept graphs are kept between requests. The routes live one module
 per concern (`meta`, `documents`, `query`, `reading`, `job_routes`, `graph`, `metrics`, the chat
-protocols `openai_compat` and `ollama`, and `web`, the browser app's bundle at ``/``);
+protocols `openai_compat` and `ollama`, `api_docs`, the Swagger UI page at ``/docs``, and
+`web`, the browser app's bundle at ``/``);
 errors are typed JSON (`errors`), access is by scope (`auth`, over the key ring of `keys`).
 Index, delete and reset jobs run in the background of the process (`jobs`); a shutdown
 (SIGTERM) interrupts them and records it (`job_store`).
@@ -35,6 +36,7 @@ from unified_kg_rag import __version__
 from unified_kg_rag.bootstrap import build_app, load_project_config
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.service import (
+    api_docs,
     documents,
     graph,
     job_routes,
@@ -108,7 +110,9 @@ def create_app(
                     await refresher
                 await jobs.aclose()
 
-    api = FastAPI(title="unified-kg-rag", version=__version__, lifespan=lifespan)
+    # FastAPI's /docs and /redoc load their scripts from a CDN: `api_docs` serves /docs offline
+    api = FastAPI(title="unified-kg-rag", version=__version__, lifespan=lifespan,
+                  docs_url=None, redoc_url=None)
     api.state.config = config
     api.state.project_dir = project_dir
     api.state.started_at = time.time()  # the chat protocols' model timestamps
@@ -119,6 +123,7 @@ def create_app(
         api.include_router(module.router, responses=ERROR_RESPONSES)
     for module in (openai_compat, ollama):  # errors in their protocols' own shapes
         api.include_router(module.router)
+    api.include_router(api_docs.router)  # Swagger UI at /docs from local files (no key)
     api.include_router(web.router)  # the web app's bundle at / (no key: the app sends one)
     service = config.service
     api.add_middleware(LimitsMiddleware, config=service)

@@ -68,7 +68,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (400, "a bad argument or configuration"),
         (401, "no API key, or an unknown one"),
         (403, "the key lacks the route's scope"),
-        (404, "the named job, document, entity or community is not there"),
+        (404, "the named index, job, document, entity or community is not there"),
         (409, "the index does not serve the strategy or graph, or a job or build writes it"),
         (413, "a body or upload over a limit"),
         (422, "a malformed request: not JSON, a field of the wrong type or out of range"),

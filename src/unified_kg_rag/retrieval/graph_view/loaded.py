@@ -113,23 +113,30 @@ async def resolve_graph(stores: IndexStores, graph: GraphKind | None) -> GraphKi
     """Return the graph to read: ``graph``, or by default the entity graph when held.
 
     Raises:
-        MethodologyNotIndexedError: the index holds no such graph (no graph at all when
-            ``graph`` is None); the message names what it holds.
+        MethodologyNotIndexedError: the index holds no such graph; the message names what it
+            holds, and both ways to build a graph when it holds none.
         StoreError: a store failed.
     """
     held = parse_methodologies(await stores.records.get(INDEX_NAMESPACE, METHODOLOGIES_KEY))
     has_entities = any(m in held for m in ENTITY_GRAPH_METHODOLOGIES)
     if graph is None:
         graph = "entities" if has_entities or "lazy" not in held else "concepts"
+    holds = ", ".join(held) or "text units only"
     if graph == "entities" and not has_entities:
         needs = "one of the graphrag, lightrag or hipporag methodologies (an LLM graph)"
     elif graph == "concepts" and "lazy" not in held:
         needs = "the lazy methodology (the LLM-free concept graph)"
     else:
         return graph
+    if not held or (not has_entities and "lazy" not in held):
+        raise MethodologyNotIndexedError(
+            f"index {stores.name!r} has no graph (it holds: {holds}); build one by adding to "
+            "`indexing.methodologies` graphrag, lightrag or hipporag for the LLM entity graph "
+            "(needs an LLM), or lazy for the LLM-free concept graph, then run `ukr index PATH`",
+            index=stores.name, held=held,
+        )  # fmt: skip
     raise MethodologyNotIndexedError(
-        f"the {graph} graph needs {needs}; index {stores.name!r} holds: "
-        f"{', '.join(held) or 'text units only'}",
+        f"the {graph} graph needs {needs}; index {stores.name!r} holds: {holds}",
         index=stores.name, held=held,
     )  # fmt: skip
 

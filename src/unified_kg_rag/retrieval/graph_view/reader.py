@@ -10,7 +10,7 @@ reports, text units).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,6 +44,7 @@ from unified_kg_rag.retrieval.graph_view.view import (
     slice_node,
     slice_nodes,
 )
+from unified_kg_rag.retrieval.request import no_such_index
 from unified_kg_rag.retrieval.strategies.base import BuildCache
 from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph, load_concept_graph
 from unified_kg_rag.util.errors import NotFoundError, UsageError
@@ -62,19 +63,27 @@ class GraphReader:
         stores: the index's stores.
         views: loaded graph views, by index and build (the `App`'s ``graph_views``).
         concept_graphs: loaded concept graphs (the `App`'s, shared with the strategies).
+        indexes: lists the project's indexes (the `StoreBackend`'s ``list_indexes``), so an
+            unknown index is named as such; None: not checked.
     """
 
     stores: IndexStores
     views: BuildCache[GraphView]
     concept_graphs: BuildCache[LoadedConceptGraph]
+    indexes: Callable[[], Awaitable[list[str]]] | None = None
 
     async def view(self, graph: GraphKind | None = None) -> GraphView:
         """Return the view of ``graph`` (None: the index's default graph).
 
         Raises:
+            NotFoundError: the index does not exist (`no_such_index`: lists those that do).
             MethodologyNotIndexedError: the index holds no such graph.
             StoreError: a store failed.
         """
+        if self.indexes is not None:
+            existing = await self.indexes()
+            if self.stores.name not in existing:
+                raise no_such_index(self.stores.name, existing)
         kind = await resolve_graph(self.stores, graph)
         return await load_view(self.stores, kind, self.views, self.concept_graphs)
 

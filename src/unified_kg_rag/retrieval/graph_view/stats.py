@@ -17,6 +17,7 @@ from unified_kg_rag.retrieval.graph_view.loaded import GraphView
 from unified_kg_rag.retrieval.graph_view.models import GraphKind
 
 if TYPE_CHECKING:
+    from matplotlib.axis import Axis
     from matplotlib.figure import Figure
 
 __all__ = [
@@ -140,9 +141,10 @@ def _bucket(degree: int) -> int:
 def write_charts(stats: GraphStats, folder: Path) -> list[Path]:
     """Draw `CHART_NAMES` into ``folder`` (created), each as SVG and PNG; return the paths.
 
-    ``community_sizes``: a box plot of the sizes of each level, every community a point.
-    ``degree_distribution``: nodes per degree on log-log axes (degree 0 left out, as a log
-    axis cannot show it).
+    ``community_sizes``: a box plot of the sizes of each level, every community a point
+    (whole-number ticks). ``degree_distribution``: nodes per degree on log-log axes; degree 0
+    cannot be shown on a log axis, so the title says how many nodes have it. Ticks are plain
+    integers (1, 2, 5, 10, 20 ...), not ``3×10⁰``.
 
     Raises:
         OSError: the folder or a file cannot be written.
@@ -151,6 +153,7 @@ def write_charts(stats: GraphStats, folder: Path) -> list[Path]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     folder.mkdir(parents=True, exist_ok=True)
     title = f"{stats.index} · {stats.graph}"
@@ -167,6 +170,9 @@ def write_charts(stats: GraphStats, folder: Path) -> list[Path]:
                                   for lv in stats.communities])  # fmt: skip
         if max(lv.max for lv in stats.communities) > 50:
             ax.set_yscale("log")
+            _integer_log_ticks(ax.yaxis)
+        else:
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     else:
         ax.text(0.5, 0.5, "no communities", ha="center", va="center", transform=ax.transAxes)
     ax.set_ylabel("community size (members)")
@@ -176,19 +182,33 @@ def write_charts(stats: GraphStats, folder: Path) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     points = [(d, n) for d, n in stats.degrees if d > 0]
+    isolated = sum(n for d, n in stats.degrees if d == 0)
     if points:
         xs, ys = zip(*points, strict=True)
         ax.scatter(xs, ys, s=18)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        _integer_log_ticks(ax.xaxis)
+        _integer_log_ticks(ax.yaxis)
     else:
         ax.text(0.5, 0.5, "no edges", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel("degree")
     ax.set_ylabel("nodes")
-    ax.set_title(f"Degree distribution (log-log) — {title}")
+    note = (f"\n{isolated} node{'' if isolated == 1 else 's'} of degree 0 not shown "
+            "(a log axis has no 0)" if isolated and points else "")  # fmt: skip
+    ax.set_title(f"Degree distribution (log-log) — {title}{note}")
     written += _save(fig, folder / CHART_NAMES[1])
     plt.close(fig)
     return written
+
+
+def _integer_log_ticks(axis: Axis) -> None:
+    """Label a log ``axis`` 1, 2, 5, 10, 20, 50 ... in plain integers, minor ticks unlabelled."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0f}" if v >= 1 else ""))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _save(fig: Figure, stem: Path) -> list[Path]:
