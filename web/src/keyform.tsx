@@ -18,6 +18,10 @@ export function KeyForm({ onSaved }: { onSaved: () => void; rejected?: boolean }
         It is kept for this browser tab only (sessionStorage) and sent as{" "}
         <code>Authorization: Bearer …</code>.
       </p>
+      <p class="muted">
+        Get a key from the server's operator, or make one on the server with <code>ukr keys add NAME --scope read</code>{" "}
+        (<code>write</code> to upload, delete or retry documents, <code>admin</code> to reset an index).
+      </p>
       <label for="api-key">Key</label>
       <input
         id="api-key"

@@ -497,9 +497,14 @@ function StatusPanel({
               {pct(d.threshold)}, <code>indexing.reset_drift_share</code>)
               {d.reset_recommended ? ": a reset rebuilds the index in place." : "."}
             </>
+          ) : d.graph === "entities" ? (
+            <>
+              <strong>No drift</strong> in the entity graph's communities: it has none.
+            </>
           ) : (
             <>
-              <strong>No drift</strong>: the index has no graph communities.
+              <strong>No drift measured</strong>: drift concerns the LLM entity graph's communities, and this index has no
+              entity graph (its concept graph is not measured).
             </>
           )}
           {others.length ? <span class="muted"> {others.join("; ")}.</span> : null}

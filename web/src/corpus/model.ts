@@ -79,6 +79,8 @@ export interface IndexDrift {
   share: number;
   threshold: number;
   reset_recommended: boolean;
+  /** The graph drift is measured on: `entities` (the LLM graph); null when the index has none. */
+  graph?: "entities" | null;
 }
 
 export interface QuarantinedItem {
