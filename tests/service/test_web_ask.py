@@ -233,6 +233,11 @@ def test_a_wrong_key_and_a_gone_server_are_clear_messages(project: Path, browser
         page.get_by_text("The server refused this key").wait_for()
         assert "An API key is needed" in page.get_by_role("alert").first.inner_text()
         _no_serious_findings(page)  # the key form
+        # a key pasted with an invisible character: said at once, not "cannot be reached"
+        page.get_by_label("Key", exact=True).fill(KEY + "\u200b")
+        page.get_by_role("button", name="Use this key").click()
+        assert "characters a key cannot have" in page.locator(".key-form .problem").inner_text()
+        assert page.evaluate("sessionStorage.getItem('ukr.apiKey')") == "wrong"  # not kept
         page.get_by_label("Key", exact=True).fill(KEY)
         page.get_by_role("button", name="Use this key").click()
         page.get_by_label("naive", exact=True).check()
@@ -244,3 +249,28 @@ def test_a_wrong_key_and_a_gone_server_are_clear_messages(project: Path, browser
     assert "The server cannot be reached" in problem.inner_text()
     assert "cannot reach the server" in problem.inner_text()
     context.close()
+
+
+def test_an_answer_in_flight_goes_on_while_another_view_is_shown(
+    project: Path, browser: Any
+) -> None:
+    """Leave Ask while the first (cold) query runs, come back: its turn is there, answered,
+    and the draft of the next question too."""
+    from unified_kg_rag.service.app import create_app
+
+    with serving(create_app(project, environ={})) as url:
+        page, errors = _page(browser)
+        page.goto(url + "/")
+        page.get_by_label("naive", exact=True).check()
+        page.get_by_label("Question", exact=True).fill("What do barn owls hunt?")
+        page.get_by_role("button", name="Ask", exact=True).click()
+        page.get_by_role("textbox", name="question").fill("And the bees?")  # a draft
+        page.get_by_role("link", name="Corpus").click()
+        page.get_by_role("heading", name="Add documents").wait_for()
+        page.get_by_role("link", name="Ask").click()
+        turn = page.locator(".turn")
+        turn.locator(".answer[data-state=done]").wait_for(timeout=120_000)
+        assert turn.count() == 1 and "voles" in turn.locator(".answer-text").inner_text()
+        assert page.get_by_role("textbox", name="question").input_value() == "And the bees?"
+        assert errors == []
+        page.close()

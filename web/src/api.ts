@@ -24,9 +24,19 @@ export class ApiError extends Error {
 /** The server could not be reached (not running, wrong address, network down). */
 export class UnreachableError extends Error {}
 
+/** A key `fetch` can send in a header: printable ASCII, no spaces (what `ukr keys add` makes). */
+export function isSendableKey(key: string): boolean {
+  return /^[\x21-\x7e]+$/.test(key);
+}
+
 export function apiKey(): string | null {
   try {
-    return sessionStorage.getItem(KEY_ITEM);
+    const key = sessionStorage.getItem(KEY_ITEM);
+    if (key !== null && !isSendableKey(key)) {
+      sessionStorage.removeItem(KEY_ITEM); // fetch would refuse every request: ask again
+      return null;
+    }
+    return key;
   } catch {
     return null; // storage disabled: the key is asked again
   }

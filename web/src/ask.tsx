@@ -3,7 +3,7 @@
  * context; ask follow-ups (the earlier turns go as `history`); open a passage in its document
  * or a message in its thread-day.
  */
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { listIndexes, streamQuery } from "./api";
 import { AnswerText, Costs, Notices } from "./answer";
 import "./ask/ask.css";
@@ -30,24 +30,36 @@ function defaultStrategy(catalog: IndexCatalog | undefined): string {
 
 let turnCounter = 0;
 
-/** What the view shows, kept while another view is shown (the tabs unmount the view). */
-const kept: { index: string; strategy: string; options: OptionsForm; turns: Turn[] } = {
+/**
+ * What the view shows, kept while another view is shown (the tabs unmount the view): the
+ * choices, the draft question, and the conversation. An answer still streaming goes on
+ * streaming into `kept.turns` and shows again when the view comes back.
+ */
+const kept: { index: string; strategy: string; options: OptionsForm; question: string; turns: Turn[] } = {
   index: "",
   strategy: "",
   options: NO_OPTIONS,
+  question: "",
   turns: [],
 };
+
+/** The stream in flight (Stop aborts it) and the mounted view's setter of its turns. */
+const live: { abort: AbortController | null; show: ((turns: Turn[]) => void) | null } = { abort: null, show: null };
+
+/** Change the conversation, mounted or not. */
+function setTurns(change: (turns: Turn[]) => Turn[]): void {
+  kept.turns = change(kept.turns);
+  live.show?.(kept.turns);
+}
 
 export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
   const [catalogs, setCatalogs] = useState<Catalogs>({ state: "loading" });
   const [index, setIndex] = useState(kept.index);
   const [strategy, setStrategy] = useState(kept.strategy);
-  const [question, setQuestion] = useState("");
+  const [question, setQuestion] = useState(kept.question);
   const [options, setOptions] = useState<OptionsForm>(kept.options);
-  // an answer still streaming when the view was left lost its stream: it is not kept
-  const [turns, setTurns] = useState<Turn[]>(() => kept.turns.filter((t) => t.run.state !== "streaming"));
+  const [turns, showTurns] = useState<Turn[]>(kept.turns);
   const [viewing, setViewing] = useState<Viewing | null>(null);
-  const abort = useRef<AbortController | null>(null);
 
   useEffect(() => {
     const controller = new AbortController();
@@ -68,10 +80,16 @@ export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
     return () => controller.abort();
   }, [keyVersion]);
 
-  useEffect(() => () => abort.current?.abort(), []);
   useEffect(() => {
-    Object.assign(kept, { index, strategy, options, turns });
-  }, [index, strategy, options, turns]);
+    live.show = showTurns;
+    showTurns(kept.turns); // what streamed while another view was shown
+    return () => {
+      if (live.show === showTurns) live.show = null;
+    };
+  }, []);
+  useEffect(() => {
+    Object.assign(kept, { index, strategy, options, question });
+  }, [index, strategy, options, question]);
 
   const catalog = catalogs.state === "ready" ? catalogs.list.find((c) => c.index === index) : undefined;
   const chosen = catalog?.strategies.find((s) => s.name === strategy);
@@ -84,8 +102,8 @@ export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
   const update = (id: string, run: Run) => setTurns((all) => all.map((t) => (t.id === id ? { ...t, run } : t)));
 
   const newConversation = () => {
-    abort.current?.abort();
-    setTurns([]);
+    live.abort?.abort();
+    setTurns(() => []);
     setQuestion("");
     document.getElementById("question")?.focus();
   };
@@ -94,7 +112,7 @@ export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
     event?.preventDefault();
     if (!canAsk || !parsed.ok) return;
     const controller = new AbortController();
-    abort.current = controller;
+    live.abort = controller;
     const asked = question.trim();
     const id = `t${++turnCounter}-`;
     const history = buildHistory(turns);
@@ -124,7 +142,7 @@ export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
       if (isUnauthorized(error)) onUnauthorized();
       update(id, { state: "failed", error, text });
     } finally {
-      abort.current = null;
+      if (live.abort === controller) live.abort = null;
     }
   };
 
@@ -171,7 +189,6 @@ export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
             id="question"
             rows={3}
             value={question}
-            maxLength={20000}
             aria-describedby="question-hint"
             onInput={(e) => setQuestion(e.currentTarget.value)}
             onKeyDown={(e) => {
@@ -188,7 +205,7 @@ export function Ask({ keyVersion, onUnauthorized }: ViewProps) {
             Ask
           </button>
           {streaming ? (
-            <button type="button" onClick={() => abort.current?.abort()}>
+            <button type="button" onClick={() => live.abort?.abort()}>
               Stop
             </button>
           ) : null}

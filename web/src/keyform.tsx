@@ -1,13 +1,19 @@
 /** Asks for the API key after a 401; the key is kept in sessionStorage only (this tab). */
 import { useState } from "preact/hooks";
-import { apiKey, setApiKey } from "./api";
+import { apiKey, isSendableKey, setApiKey } from "./api";
 
 /** `rejected` is kept for the callers; a key kept in the tab that met a 401 was refused. */
 export function KeyForm({ onSaved }: { onSaved: () => void; rejected?: boolean }) {
   const [key, setKey] = useState("");
+  const [invalid, setInvalid] = useState(false);
   const submit = (event: Event) => {
     event.preventDefault();
-    setApiKey(key.trim() || null);
+    const trimmed = key.trim();
+    if (trimmed && !isSendableKey(trimmed)) {
+      setInvalid(true); // fetch could not send it in a header: say so, keep nothing
+      return;
+    }
+    setApiKey(trimmed || null);
     onSaved();
   };
   return (
@@ -28,9 +34,18 @@ export function KeyForm({ onSaved }: { onSaved: () => void; rejected?: boolean }
         type="password"
         autocomplete="off"
         value={key}
-        onInput={(e) => setKey(e.currentTarget.value)}
+        onInput={(e) => {
+          setKey(e.currentTarget.value);
+          setInvalid(false);
+        }}
         required
       />
+      {invalid ? (
+        <p class="problem" role="alert">
+          This key holds characters a key cannot have (a space or an invisible character copied with it?): keys are
+          printable ASCII.
+        </p>
+      ) : null}
       <button type="submit">Use this key</button>
     </form>
   );

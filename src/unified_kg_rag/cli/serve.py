@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
 from typing import TYPE_CHECKING, Annotated, Any
@@ -51,13 +50,17 @@ def serve_command(
     like Ctrl-C stops `ukr index` (what it stored is kept) and recorded `interrupted`; the
     next start says how to resume it (POST /v1/jobs/ID/resume).
     """
+    from unified_kg_rag.service.origin import is_loopback_host
+
+    if insecure and not is_loopback_host(host):  # it answers anyone: no Host check (service.origin)
+        os.environ["UKR_SERVICE__ALLOWED_HOSTS"] = '["*"]'
 
     async def build() -> FastAPI:
         from unified_kg_rag.service.app import create_app
 
         project_dir, _ = load(project, config_file, verbose=verbose, stores=stores)
         api = create_app(project_dir, config_file=config_file, stores=stores)
-        if not _loopback(host) and not api.state.keys.required:
+        if not is_loopback_host(host) and not api.state.keys.required:
             if not insecure:
                 raise UsageError(f"{host} is not a loopback address and the service has no "
                                  "API keys; add one with `ukr keys add NAME --scope read`, "
@@ -116,12 +119,3 @@ def _check_port_free(host: str, port: int) -> None:
         raise UsageError(f"cannot listen on {host}:{port}: {error.strerror or error}",
                          field="--port") from error
 
-
-def _loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

@@ -38,6 +38,12 @@ class ServiceConfig(BaseModel):
         description="Origins a browser may call the API from (CORS allow-list); empty: "
         "CORS off.",
     )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host names a server without API keys answers besides loopback ones "
+        "(`localhost`, 127.0.0.0/8, ::1): a guard against DNS rebinding; `*` answers any "
+        "(set by `ukr serve --insecure` on another address).",
+    )
     max_upload_file_bytes: int = Field(
         default=50 * 2**20, ge=1, description="Largest uploaded file, bytes."
     )

@@ -10,8 +10,9 @@ errors are typed JSON (`errors`), access is by scope (`auth`, over the key ring 
 Index, delete and reset jobs run in the background of the process (`jobs`); a shutdown
 (SIGTERM) interrupts them and records it (`job_store`).
 
-The middlewares, outermost first: the access log and request metrics (`access`), CORS
-(only with ``service.cors_origins``), the body and query-string limits (`limits`).
+The middlewares, outermost first: the access log and request metrics (`access`), the
+cross-site and DNS-rebinding guards (`origin`), CORS (only with ``service.cors_origins``),
+the body and query-string limits (`limits`).
 
 ``ukr serve --workers N`` runs N processes, which import `app_from_env`: the project, the
 configuration file and the store override travel in the environment variables
@@ -55,6 +56,7 @@ from unified_kg_rag.service.jobs import JobManager
 from unified_kg_rag.service.keys import KeyRing, load_key_ring
 from unified_kg_rag.service.limits import LimitsMiddleware
 from unified_kg_rag.service.metrics import ServiceMetrics
+from unified_kg_rag.service.origin import OriginGuardMiddleware
 
 __all__ = ["SERVE_ENV", "app_from_env", "create_app"]
 
@@ -133,6 +135,8 @@ def create_app(
             allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
             allow_headers=["Authorization", "X-API-Key", "Content-Type", "Last-Event-ID"],
         )  # fmt: skip
+    api.add_middleware(OriginGuardMiddleware, keys=keys, allowed_hosts=service.allowed_hosts,
+                       cors_origins=service.cors_origins)  # fmt: skip
     api.add_middleware(AccessMiddleware, metrics=service_metrics, log=service.access_log,
                        log_questions=service.log_questions)  # fmt: skip
     return api

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Literal
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from fastapi.sse import format_sse_event
 from pydantic import BaseModel, Field
 
@@ -23,7 +23,8 @@ from unified_kg_rag.service.limits import check_question
 from unified_kg_rag.service.metrics import metrics_of
 from unified_kg_rag.util.errors import UkrError
 
-__all__ = ["Pieces", "QueryRequest", "relay", "router", "stream_events"]
+__all__ = ["CLIENT_CLOSED", "ClientGoneError", "Pieces", "QueryRequest", "relay", "router",
+           "stream_events"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ class QueryRequest(BaseModel):
 
 
 @router.post("/query", response_model=RAGOutput, dependencies=[Depends(requires("read"))])
-async def query(body: QueryRequest, request: Request) -> RAGOutput | StreamingResponse:
+async def query(body: QueryRequest, request: Request) -> RAGOutput | Response:
     """Answer a question with numbered sources, as ``ukr query --json`` does.
 
     With ``stream: true`` the reply is ``text/event-stream``: ``delta`` events with the
@@ -97,9 +98,20 @@ async def query(body: QueryRequest, request: Request) -> RAGOutput | StreamingRe
         observe(output)
         return output
     pieces = Pieces(chain.stream(request_in))
-    first = await pieces.next()  # errors before the answer starts keep their status
+    try:  # errors before the answer starts keep their status
+        first = await pieces.first(request)
+    except ClientGoneError:  # Stop in the web UI, a client's timeout: the chain is stopped
+        return Response(status_code=CLIENT_CLOSED)
     return StreamingResponse(stream_events(first, pieces, on_result=observe),
                              media_type="text/event-stream")  # fmt: skip
+
+
+CLIENT_CLOSED = 499
+"""The status logged for a query whose client left before its answer started (nginx's)."""
+
+
+class ClientGoneError(Exception):
+    """The client disconnected before the answer's first piece."""
 
 
 class Pieces:
@@ -130,6 +142,29 @@ class Pieces:
         if error is not None:
             raise error
         return piece
+
+    async def first(self, request: Request, poll_s: float = 0.25) -> str | RAGOutput | None:
+        """The first piece, watching the client meanwhile.
+
+        The response has not started yet, so nothing else notices the client leave (a
+        model's answer held back, a slow retrieval).
+
+        Raises:
+            ClientGoneError: the client disconnected first; the chain is stopped.
+            Exception: what the chain raised before its first piece.
+        """
+        waiting = asyncio.ensure_future(self.next())
+        try:
+            while True:
+                done, _ = await asyncio.wait({waiting}, timeout=poll_s)
+                if done:
+                    return waiting.result()
+                if await request.is_disconnected():
+                    raise ClientGoneError
+        except BaseException:
+            waiting.cancel()
+            await self.aclose()
+            raise
 
     async def aclose(self) -> None:
         """Stop the chain (a client that left)."""
