@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,11 +80,15 @@ def test_serve_insecure_without_keys_warns_loudly(
 ) -> None:
     import uvicorn
 
-    monkeypatch.setattr(uvicorn, "run", lambda api, **kw: None)
+    served: list[object] = []
+    monkeypatch.setattr(uvicorn, "run", lambda api, **kw: served.append(api))
     result = runner.invoke(app, ["serve", "--host", "0.0.0.0", "--insecure", "-C", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "WARNING" in result.stderr and "INSECURE: serving 0.0.0.0 without API keys" in (
         result.stderr)
+    # it answers anyone: the DNS-rebinding Host check is off for this app, and only for it
+    assert served[0].state.any_host is True  # type: ignore[attr-defined]
+    assert "UKR_SERVICE__ALLOWED_HOSTS" not in os.environ
 
 
 def test_serve_names_a_malformed_key_variable_and_not_its_value(

@@ -365,6 +365,14 @@ def test_deleting_by_id_prefix_or_path_runs_a_job_and_removes_the_upload(served:
     assert httpx.get(f"{served.url}/v1/jobs/nope").status_code == 404
 
 
+def test_resetting_an_index_the_project_lacks_is_a_404_naming_the_indexes(served: Served) -> None:
+    reply = httpx.post(f"{served.url}/v1/indexes/defualt/reset")
+    assert reply.status_code == 404
+    error = reply.json()["error"]
+    assert error["field"] == "index" and "no index 'defualt'" in error["message"]
+    assert "default" in error["message"]  # the existing ones are listed
+
+
 def test_a_reset_job_rebuilds_the_index_in_place(served: Served) -> None:
     before = httpx.get(f"{served.url}/v1/documents").json()["total"]
     reply = httpx.post(f"{served.url}/v1/indexes/default/reset")

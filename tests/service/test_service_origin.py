@@ -69,6 +69,8 @@ def test_a_rebound_host_name_is_refused_while_no_key_is_required(url: str) -> No
     error = rebound.json()["error"]
     assert error["type"] == "HostNotAllowed" and error["field"] == "Host"
     assert "attacker.example" in error["message"] and "service.allowed_hosts" in error["message"]
+    for host in (f"attacker.example@127.0.0.1:{port}", f"127.0.0.1:{port},evil.com", ""):
+        assert httpx.get(f"{url}/v1/documents", headers={"Host": host}).status_code == 403, host
     for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "localhost"):
         assert httpx.get(f"{url}/v1/documents", headers={"Host": host}).status_code == 200, host
 
@@ -90,6 +92,11 @@ def test_allowed_hosts_and_api_keys_lift_the_host_check(
         port = url.rsplit(":", 1)[1]
         assert httpx.get(f"{url}/v1/indexes", headers={"Host": f"notes.lan:{port}"}).status_code == 200
         assert httpx.get(f"{url}/v1/indexes", headers={"Host": f"other.lan:{port}"}).status_code == 403
+    anyone = create_app(project, environ={})
+    anyone.state.any_host = True  # what `ukr serve --insecure --host 0.0.0.0` sets
+    with serving(anyone) as url:
+        port = url.rsplit(":", 1)[1]
+        assert httpx.get(f"{url}/v1/indexes", headers={"Host": f"10.0.0.7:{port}"}).status_code == 200
     keyed = create_app(project, environ={"UKR_API_KEYS": "k-origin-test:read"})
     with serving(keyed) as url:
         port = url.rsplit(":", 1)[1]

@@ -52,9 +52,6 @@ def serve_command(
     """
     from unified_kg_rag.service.origin import is_loopback_host
 
-    if insecure and not is_loopback_host(host):  # it answers anyone: no Host check (service.origin)
-        os.environ["UKR_SERVICE__ALLOWED_HOSTS"] = '["*"]'
-
     async def build() -> FastAPI:
         from unified_kg_rag.service.app import create_app
 
@@ -67,6 +64,8 @@ def serve_command(
                                  "bind 127.0.0.1, or pass --insecure", field="--host")  # fmt: skip
             logger.warning("INSECURE: serving %s without API keys: anyone who can reach it "
                            "can read the index and change it", host)  # fmt: skip
+        if insecure and not is_loopback_host(host):  # it answers anyone: no Host check
+            api.state.any_host = True
         _check_port_free(host, port)
         return api
 
@@ -95,6 +94,9 @@ def serve_command(
     state = api.state
     values = (str(state.project_dir), str(config_file or ""), stores or "")
     os.environ.update(dict(zip(SERVE_ENV, values, strict=True)))
+    if getattr(state, "any_host", False):  # the workers build their apps from the environment
+        os.environ["UKR_SERVICE__ALLOWED_HOSTS"] = '["*"]'
+
     uvicorn.run("unified_kg_rag.service.app:app_from_env", factory=True, workers=workers,
                 **options)
 

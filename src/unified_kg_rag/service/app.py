@@ -136,7 +136,7 @@ def create_app(
             allow_headers=["Authorization", "X-API-Key", "Content-Type", "Last-Event-ID"],
         )  # fmt: skip
     api.add_middleware(OriginGuardMiddleware, keys=keys, allowed_hosts=service.allowed_hosts,
-                       cors_origins=service.cors_origins)  # fmt: skip
+                       cors_origins=service.cors_origins, state=api.state)  # fmt: skip
     api.add_middleware(AccessMiddleware, metrics=service_metrics, log=service.access_log,
                        log_questions=service.log_questions)  # fmt: skip
     return api

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from fastapi import Request
+
 from unified_kg_rag.bootstrap import App
 from unified_kg_rag.domain.models import RAGOutput, Source
 from unified_kg_rag.retrieval.chain import PriorTurn, RAGInput
@@ -71,17 +73,19 @@ def chat_input(ref: ChatModelRef, messages: Sequence[tuple[str, str]]) -> RAGInp
     return RAGInput(question=turns[-1][1], strategy=ref.strategy, history=history)
 
 
-async def start_answer(app: App, ref: ChatModelRef, inp: RAGInput) -> tuple[
+async def start_answer(app: App, ref: ChatModelRef, inp: RAGInput, request: Request) -> tuple[
     str | RAGOutput | None, Pieces
 ]:
     """Start answering ``inp`` over ``ref``'s index; return the first piece and the rest.
 
     Raises:
+        ClientGoneError: the client of ``request`` left before the first piece (the chain is
+            stopped).
         The errors of `RAGChain.stream` found before the answer starts (an unserved
         strategy, a blank question ...): the route can still answer them with a status.
     """
     pieces = Pieces(app.chain(ref.index).stream(inp))
-    return await pieces.next(), pieces
+    return await pieces.first(request), pieces
 
 
 def footnotes(output: RAGOutput) -> str:

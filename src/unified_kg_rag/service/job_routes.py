@@ -15,6 +15,7 @@ from fastapi.responses import StreamingResponse
 from fastapi.sse import format_sse_event
 
 from unified_kg_rag.domain.index.paths import full_location_of
+from unified_kg_rag.retrieval.request import no_such_index
 from unified_kg_rag.service.auth import requires
 from unified_kg_rag.service.deps import app_of, jobs_of
 from unified_kg_rag.service.job_store import Job, JobInputs, JobState
@@ -96,8 +97,13 @@ async def reset(request: Request, index: str, confirm: bool = False) -> Job:
 
     Every document whose file is still on disk is processed again, text units no document
     names are removed and the graphs derived again (stored vectors and records reused).
+    An index the project does not hold answers 404 (a mistyped name resets nothing).
     """
-    stores = app_of(request).index(index)
+    app = app_of(request)
+    stores = app.index(index)
+    existing = await app.backend.list_indexes()
+    if stores.name not in existing:
+        raise no_such_index(stores.name, existing)
     records = await stores.registry.list_records()
     files = sorted({full_location_of(r.source_scope, r.path) for r in records})
     paths = await asyncio.to_thread(lambda: [f for f in files if Path(f).is_file()])

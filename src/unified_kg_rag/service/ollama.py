@@ -37,7 +37,7 @@ from unified_kg_rag.service.deps import app_of
 from unified_kg_rag.service.limits import check_question
 from unified_kg_rag.service.metrics import metrics_of
 from unified_kg_rag.service.protocol_errors import ProtocolError, protocol_route
-from unified_kg_rag.service.query import relay
+from unified_kg_rag.service.query import CLIENT_CLOSED, ClientGoneError, relay, until_answered
 from unified_kg_rag.util.errors import UsageError
 
 __all__ = ["OLLAMA_API_VERSION", "router"]
@@ -266,12 +266,17 @@ async def _answer(
     check_question(request, inp.question, "messages" if chat else "prompt")
     note_question(request, inp.question)
     observe = metrics_of(request).observe_query
+    try:
+        if not stream:
+            out = await until_answered(request, app.chain(ref.index).ainvoke(inp))
+        else:
+            first, pieces = await start_answer(app, ref, inp, request)
+    except ClientGoneError:
+        return Response(status_code=CLIENT_CLOSED)
     if not stream:
-        out = await app.chain(ref.index).ainvoke(inp)
         observe(out)
         final = _final(model, out, chat=chat, text=out.answer + footnotes(out))
         return Response(final.line(), media_type="application/json")
-    first, pieces = await start_answer(app, ref, inp)
 
     def encode(piece: str | RAGOutput) -> bytes:
         if isinstance(piece, str):

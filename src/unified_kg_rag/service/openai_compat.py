@@ -43,7 +43,7 @@ from unified_kg_rag.service.deps import app_of
 from unified_kg_rag.service.limits import check_question
 from unified_kg_rag.service.metrics import metrics_of
 from unified_kg_rag.service.protocol_errors import ProtocolError, protocol_route
-from unified_kg_rag.service.query import relay
+from unified_kg_rag.service.query import CLIENT_CLOSED, ClientGoneError, relay, until_answered
 from unified_kg_rag.util.errors import UsageError
 
 __all__ = ["ChatCompletion", "ChatCompletionChunk", "ChatCompletionRequest", "ModelList", "router"]
@@ -253,7 +253,7 @@ async def get_model(model_id: str, request: Request) -> ModelCard:
              dependencies=[Depends(requires("read"))])  # fmt: skip
 async def chat_completions(
     body: ChatCompletionRequest, request: Request
-) -> ChatCompletion | StreamingResponse:
+) -> ChatCompletion | Response:
     """Answer the conversation's last user message from the model's index.
 
     \f
@@ -271,13 +271,19 @@ async def chat_completions(
     reply_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if body.stream:
-        first, pieces = await start_answer(app, ref, inp)
+        try:
+            first, pieces = await start_answer(app, ref, inp, request)
+        except ClientGoneError:
+            return Response(status_code=CLIENT_CLOSED)
         include_usage = body.stream_options is not None and body.stream_options.include_usage
         chunks = _Chunks(reply_id, created, body.model, include_usage=include_usage)
         return StreamingResponse(relay(first, pieces, chunks.encode, chunks.fail,
                                        on_result=observe),
                                  media_type="text/event-stream")  # fmt: skip
-    out = await app.chain(ref.index).ainvoke(inp)
+    try:
+        out = await until_answered(request, app.chain(ref.index).ainvoke(inp))
+    except ClientGoneError:
+        return Response(status_code=CLIENT_CLOSED)
     observe(out)
     return ChatCompletion(
         id=reply_id, created=created, model=body.model, usage=_usage(out), ukr=out,

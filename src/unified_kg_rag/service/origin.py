@@ -25,7 +25,7 @@ import ipaddress
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from starlette.datastructures import Headers, MutableHeaders
+from starlette.datastructures import Headers, MutableHeaders, State
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from unified_kg_rag.service.errors import ServiceError, send_error
@@ -52,8 +52,17 @@ def is_loopback_host(host: str) -> bool:
 
 
 def _host_name(host_header: str) -> str:
-    """The host name of a ``Host`` header value (``[::1]:8420`` -> ``::1``)."""
-    return (urlsplit(f"//{host_header}").hostname or "").lower()
+    """The host name of a ``Host`` header value (``[::1]:8420`` -> ``::1``).
+
+    "" for a value no client sends (userinfo, a list, a path, spaces), so it is never taken
+    for a loopback name.
+    """
+    if any(c in host_header for c in "@,/\\ \t"):
+        return ""
+    try:
+        return (urlsplit(f"//{host_header}").hostname or "").lower()
+    except ValueError:  # an invalid IPv6 literal
+        return ""
 
 
 class OriginGuardMiddleware:
@@ -65,18 +74,20 @@ class OriginGuardMiddleware:
         allowed_hosts: host names answered besides loopback ones (``service.allowed_hosts``;
             ``*`` answers any).
         cors_origins: origins allowed to send unsafe requests (``service.cors_origins``).
-        any_host: answer any ``Host`` (``ukr serve --insecure`` on a non-loopback address).
+        state: the app's state, read at each request: ``state.any_host`` true answers any
+            ``Host`` (``ukr serve --insecure`` on a non-loopback address sets it).
     """
 
     def __init__(
         self, app: ASGIApp, *, keys: KeyRing, allowed_hosts: Sequence[str],
-        cors_origins: Sequence[str], any_host: bool = False,
+        cors_origins: Sequence[str], state: State,
     ) -> None:  # fmt: skip
         self.app = app
         self.keys = keys
         self.allowed_hosts = {h.lower() for h in allowed_hosts}
         self.cors_origins = {o.rstrip("/") for o in cors_origins}
-        self.any_host = any_host or "*" in self.allowed_hosts
+        self.state = state
+        self.any_name = "*" in self.allowed_hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse a cross-site or rebound request; add ``nosniff`` to every reply."""
@@ -100,7 +111,8 @@ class OriginGuardMiddleware:
     def _check(self, scope: Scope, headers: Headers) -> None:
         host_header = headers.get("host", "")
         host = _host_name(host_header)
-        if not self.any_host and not self.keys.required and not (
+        any_host = self.any_name or getattr(self.state, "any_host", False)
+        if not any_host and not self.keys.required and not (
                 is_loopback_host(host) or host in self.allowed_hosts):  # fmt: skip
             raise ServiceError(
                 403, "HostNotAllowed",
@@ -113,7 +125,7 @@ class OriginGuardMiddleware:
             return
         origin = headers.get("origin")
         if origin is None:
-            if headers.get("sec-fetch-site") == "cross-site":
+            if headers.get("sec-fetch-site", "").lower() == "cross-site":
                 raise ServiceError(403, "CrossSiteRequestRefused",
                                    "a page of another site may not change this server's "
                                    "indexes", field="Origin")  # fmt: skip

@@ -6,8 +6,8 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import Literal
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response, StreamingResponse
@@ -24,7 +24,7 @@ from unified_kg_rag.service.metrics import metrics_of
 from unified_kg_rag.util.errors import UkrError
 
 __all__ = ["CLIENT_CLOSED", "ClientGoneError", "Pieces", "QueryRequest", "relay", "router",
-           "stream_events"]
+           "stream_events", "until_answered"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +94,10 @@ async def query(body: QueryRequest, request: Request) -> RAGOutput | Response:
     chain = app_of(request).chain(body.index)
     observe = metrics_of(request).observe_query
     if not body.stream:
-        output = await chain.ainvoke(request_in)
+        try:
+            output = await until_answered(request, chain.ainvoke(request_in))
+        except ClientGoneError:
+            return Response(status_code=CLIENT_CLOSED)
         observe(output)
         return output
     pieces = Pieces(chain.stream(request_in))
@@ -106,12 +109,38 @@ async def query(body: QueryRequest, request: Request) -> RAGOutput | Response:
                              media_type="text/event-stream")  # fmt: skip
 
 
+T = TypeVar("T")
+
 CLIENT_CLOSED = 499
 """The status logged for a query whose client left before its answer started (nginx's)."""
 
 
 class ClientGoneError(Exception):
     """The client disconnected before the answer's first piece."""
+
+
+async def until_answered(
+    request: Request, answer: Coroutine[Any, Any, T], poll_s: float = 0.25
+) -> T:
+    """Await ``answer`` (a chain's whole answer) while watching the client.
+
+    Raises:
+        ClientGoneError: the client disconnected first; ``answer`` is cancelled.
+        Exception: what ``answer`` raised.
+    """
+    task = asyncio.ensure_future(answer)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=poll_s)
+            if done:
+                return task.result()
+            if await request.is_disconnected():
+                raise ClientGoneError
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 class Pieces:
