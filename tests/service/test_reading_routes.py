@@ -4,16 +4,14 @@ SQLite stores, real embedder; the message archive is the synthetic iMessage corp
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from typer.testing import CliRunner
 
-from tests.support.chat_corpus import ChatCorpus, generate_chat_corpus, write_handles_yaml
+from tests.support.chat_corpus import ChatCorpus, index_chat_corpus
 from tests.support.chatdb import schema_available
 from tests.support.server import serving, serving_good_docs
 
@@ -130,17 +128,7 @@ SCHEMA = "macos" if schema_available("macos") else "minimal"
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory: pytest.TempPathFactory) -> tuple[ChatCorpus, Path]:
     """The synthetic iMessage corpus (its scripted messages and a little filler), indexed."""
-    from unified_kg_rag.cli.app import app
-
-    work = tmp_path_factory.mktemp("chat")
-    corpus = generate_chat_corpus(work / "chat.db", messages=300, threads=12, schema=SCHEMA)
-    handles = write_handles_yaml(corpus, work / "handles.yaml")
-    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("UKR_")}
-    result = CliRunner(env=env).invoke(app, [
-        "index", str(corpus.path), "--source", "imessage", "--handles", str(handles),
-        "-C", str(work / "p")])
-    assert result.exit_code == 0, result.output
-    return corpus, work / "p"
+    return index_chat_corpus(tmp_path_factory.mktemp("chat"), schema=SCHEMA)
 
 
 def test_thread_day_shows_the_messages_around_an_evidence_message(

@@ -7,21 +7,17 @@ checks are left out with a warning and the rest runs."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import re
-import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from tests.support.chat_corpus import generate_chat_corpus, write_handles_yaml
+from tests.support.chat_corpus import index_chat_corpus
 from tests.support.chatdb import schema_available
 from tests.support.server import index_good_docs, serving
-from tests.support.web import axe_violations, describe_violations
+from tests.support.web import serious_findings
 
 pytestmark = pytest.mark.integration
 
@@ -43,17 +39,7 @@ def project(tmp_path_factory: pytest.TempPathFactory, archive: Path) -> Path:
 def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The synthetic iMessage corpus (scripted messages and some filler), indexed by the CLI."""
     pytest.importorskip("uvicorn")
-    from unified_kg_rag.cli.app import app
-
-    work = tmp_path_factory.mktemp("web-chat")
-    corpus = generate_chat_corpus(work / "chat.db", messages=300, threads=12, schema=SCHEMA)
-    handles = write_handles_yaml(corpus, work / "handles.yaml")
-    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("UKR_")}
-    result = CliRunner(env=env).invoke(app, [
-        "index", str(corpus.path), "--source", "imessage", "--handles", str(handles),
-        "-C", str(work / "p")])
-    assert result.exit_code == 0, result.output
-    return work / "p"
+    return index_chat_corpus(tmp_path_factory.mktemp("web-chat"), schema=SCHEMA)[1]
 
 
 def _page(browser: Any) -> tuple[Any, list[str]]:
@@ -73,15 +59,6 @@ def _ask(page: Any, question: str, turn: int) -> Any:
     return item
 
 
-def _no_serious_findings(page: Any) -> None:
-    if importlib.util.find_spec("axe_playwright_python") is None:  # the rest still runs
-        warnings.warn("axe-playwright-python is not installed (dev extra): accessibility "
-                      "not checked", stacklevel=2)  # fmt: skip
-        return
-    found = axe_violations(page)
-    assert found == [], describe_violations(found)
-
-
 def test_a_follow_up_sends_the_history_and_shows_under_the_first_answer(
     project: Path, browser: Any, web_artifacts: Path
 ) -> None:
@@ -94,7 +71,7 @@ def test_a_follow_up_sends_the_history_and_shows_under_the_first_answer(
                 if r.url.endswith("/v1/query") else None)  # fmt: skip
         page.goto(url + "/")
         page.get_by_label("naive", exact=True).check()
-        _no_serious_findings(page)  # idle
+        assert serious_findings(page) == ""  # idle
         first = _ask(page, "What do barn owls hunt?", 1)
         assert "voles" in first.locator(".answer-text").inner_text()
         second = _ask(page, "And where do they nest?", 2)
@@ -110,7 +87,7 @@ def test_a_follow_up_sends_the_history_and_shows_under_the_first_answer(
         # the context the model saw, per source, with the context's size
         context = second.locator(".context")
         assert "exactly the context" in context.inner_text()
-        _no_serious_findings(page)  # with answers
+        assert serious_findings(page) == ""  # with answers
         page.screenshot(path=str(web_artifacts / "ask.png"), full_page=True)
         # the index has the lazy concept graph: an answer can be shown in the Graph view
         first.get_by_role("button", name="Show in graph").click()
@@ -175,7 +152,7 @@ def test_a_source_opens_at_its_passage_in_the_document(
         assert dialog.locator("mark").inner_text().strip() == placed.strip()
         assert dialog.locator("mark").is_visible()  # scrolled into view
         assert "Source [" in dialog.get_by_role("heading").inner_text()
-        _no_serious_findings(page)  # with the viewer open
+        assert serious_findings(page) == ""  # with the viewer open
         page.screenshot(path=str(web_artifacts / "passage.png"))
         page.keyboard.press("Escape")
         dialog.wait_for(state="hidden")
@@ -206,7 +183,7 @@ def test_message_evidence_opens_its_thread_day(
         assert dialog.locator(".message").count() >= 2
         assert focus.is_visible()
         assert "Dana's birthday" in focus.inner_text()
-        _no_serious_findings(page)
+        assert serious_findings(page) == ""
         page.screenshot(path=str(web_artifacts / "messages.png"), full_page=False)
         earlier = dialog.get_by_role("button", name="Earlier day")  # another day of the thread
         day = re.findall(r"\d{4}-\d{2}-\d{2}", earlier.inner_text())[-1]  # its last day
@@ -232,7 +209,7 @@ def test_a_wrong_key_and_a_gone_server_are_clear_messages(project: Path, browser
         page.reload()
         page.get_by_text("The server refused this key").wait_for()
         assert "An API key is needed" in page.get_by_role("alert").first.inner_text()
-        _no_serious_findings(page)  # the key form
+        assert serious_findings(page) == ""  # the key form
         # a key pasted with an invisible character: said at once, not "cannot be reached"
         page.get_by_label("Key", exact=True).fill(KEY + "\u200b")
         page.get_by_role("button", name="Use this key").click()

@@ -55,6 +55,7 @@ __all__ = [
     "GoldenQuestion",
     "generate_chat_corpus",
     "golden_blocklist",
+    "index_chat_corpus",
     "write_handles_yaml",
 ]
 
@@ -233,6 +234,26 @@ def write_handles_yaml(corpus: ChatCorpus, path: Path) -> Path:
     lines += [f"{json.dumps(a)}: {json.dumps(n)}" for a, n in corpus.handles.items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def index_chat_corpus(work: Path, *, schema: str, messages: int = 300) -> tuple[ChatCorpus, Path]:
+    """Generate the corpus (12 threads) in ``work/chat.db`` and index it with ``ukr index
+    --source imessage`` into the project ``work/p`` (no ``UKR_`` variable of this process
+    reaches the CLI); return the corpus and the project folder."""
+    import os
+
+    from typer.testing import CliRunner
+
+    from unified_kg_rag.cli.app import app
+
+    corpus = generate_chat_corpus(work / "chat.db", messages=messages, threads=12, schema=schema)
+    handles = write_handles_yaml(corpus, work / "handles.yaml")
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("UKR_")}
+    result = CliRunner(env=env).invoke(app, [
+        "index", str(corpus.path), "--source", "imessage", "--handles", str(handles),
+        "-C", str(work / "p")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return corpus, work / "p"
 
 
 # ----------------------------------------------------------------------------- chats

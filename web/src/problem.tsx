@@ -5,6 +5,13 @@ export function isUnauthorized(error: unknown): boolean {
   return error instanceof ApiError && error.status === 401;
 }
 
+/** An error handler that calls `onUnauthorized` for a 401 (the page asks for a key). */
+export function unauthorizedTo(onUnauthorized: () => void): (error: unknown) => void {
+  return (error) => {
+    if (isUnauthorized(error)) onUnauthorized();
+  };
+}
+
 export function Problem({ error, context }: { error: unknown; context: string }) {
   let title: string;
   let detail: string;

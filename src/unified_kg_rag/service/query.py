@@ -182,16 +182,9 @@ class Pieces:
             ClientGoneError: the client disconnected first; the chain is stopped.
             Exception: what the chain raised before its first piece.
         """
-        waiting = asyncio.ensure_future(self.next())
         try:
-            while True:
-                done, _ = await asyncio.wait({waiting}, timeout=poll_s)
-                if done:
-                    return waiting.result()
-                if await request.is_disconnected():
-                    raise ClientGoneError
+            return await until_answered(request, self.next(), poll_s)
         except BaseException:
-            waiting.cancel()
             await self.aclose()
             raise
 

@@ -6,7 +6,8 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { getJson } from "../api";
-import { isUnauthorized, Problem } from "../problem";
+import { useLoaded } from "../loaded";
+import { Problem, unauthorizedTo } from "../problem";
 import type { DocumentText, MessageRef, RAGOutput, Source, ThreadDay } from "../types";
 import { formatTime, groupEvidence, messageBody, passageParts, passageQuery } from "./logic";
 
@@ -88,27 +89,6 @@ function Modal({ title, onClose, children }: { title: string; onClose: () => voi
   );
 }
 
-type Loaded<T> = { state: "loading" } | { state: "ready"; value: T } | { state: "failed"; error: unknown };
-
-function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, key: string, onUnauthorized: () => void): Loaded<T> {
-  const [loaded, setLoaded] = useState<Loaded<T>>({ state: "loading" });
-  useEffect(() => {
-    const controller = new AbortController();
-    setLoaded({ state: "loading" });
-    load(controller.signal).then(
-      (value) => setLoaded({ state: "ready", value }),
-      (error: unknown) => {
-        if (controller.signal.aborted) return;
-        if (isUnauthorized(error)) onUnauthorized();
-        setLoaded({ state: "failed", error });
-      },
-    );
-    return () => controller.abort();
-  }, [key]);
-  return loaded;
-}
-
-/** Scroll the element `selector` of the open dialog into view once `ready`. */
 function useScrollTo(ready: boolean, selector: string): void {
   useEffect(() => {
     if (!ready) return;
@@ -142,15 +122,15 @@ function PassageViewer({
   onUnauthorized: () => void;
 }) {
   const { source, index } = viewing;
-  const loaded = useLoad<DocumentText>(
+  const loaded = useLoaded<DocumentText>(
     (signal) =>
       getJson<DocumentText>(
         `/v1/documents/${encodeURIComponent(source.document_id ?? "")}/text`,
         { index, ...passageQuery(source) },
         signal,
       ),
-    `${index}\u0000${source.document_id}\u0000${source.start_char}`,
-    onUnauthorized,
+    [`${index}\u0000${source.document_id}\u0000${source.start_char}`],
+    unauthorizedTo(onUnauthorized),
   );
   useScrollTo(loaded.state === "ready", "mark");
   const name = source.title || source.path || "the document";
@@ -186,7 +166,7 @@ function ThreadDayViewer({
 }) {
   const { message, index } = viewing;
   const [day, setDay] = useState<string | null>(null); // another day of the thread, once moved
-  const loaded = useLoad<ThreadDay>(
+  const loaded = useLoaded<ThreadDay>(
     (signal) =>
       getJson<ThreadDay>(
         "/v1/messages/thread-day",
@@ -195,8 +175,8 @@ function ThreadDayViewer({
           : { index, thread: message.thread_id, message: message.guid },
         signal,
       ),
-    `${index}\u0000${message.guid}\u0000${day ?? ""}`,
-    onUnauthorized,
+    [`${index}\u0000${message.guid}\u0000${day ?? ""}`],
+    unauthorizedTo(onUnauthorized),
   );
   useScrollTo(loaded.state === "ready", ".message.focus");
   const value = loaded.state === "ready" ? loaded.value : null;

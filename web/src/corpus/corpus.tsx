@@ -1,6 +1,7 @@
 /** The Corpus view: the documents of an index, uploads and their jobs, deletion, drift. */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { listIndexes } from "../api";
+import type { Loaded } from "../loaded";
 import { isUnauthorized, Problem } from "../problem";
 import type { IndexCatalog } from "../types";
 import type { ViewProps } from "../view";
@@ -31,8 +32,6 @@ import {
   type Job,
   STATUSES,
 } from "./model";
-
-type Loaded<T> = { state: "loading" } | { state: "ready"; value: T } | { state: "failed"; error: unknown };
 
 interface Corpus {
   documents: DocumentInfo[];

@@ -211,7 +211,7 @@ export default function Explorer({ keyVersion, onUnauthorized, route }: ViewProp
   const tree = useCommunities(browseScope, keyVersion, Boolean(catalog && kind));
   const communityNames = useMemo(() => {
     const names = new Map<string, string>();
-    if (tree?.state === "done") for (const lv of tree.value.levels) for (const c of lv.communities) names.set(c.id, communityName(c));
+    if (tree?.state === "ready") for (const lv of tree.value.levels) for (const c of lv.communities) names.set(c.id, communityName(c));
     for (const c of graph?.attributes.communities ?? []) if (c.title || !names.has(c.id)) names.set(c.id, communityName(c));
     return names;
   }, [graph, tree]);

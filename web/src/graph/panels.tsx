@@ -1,6 +1,7 @@
 /** The Graph view's side panels: one node (GET /v1/graph/nodes/{key}) and the community hierarchy. */
 import { useEffect, useState } from "preact/hooks";
 import { Problem } from "../problem";
+import { type Loaded, useLoaded } from "../loaded";
 import {
   communities as fetchCommunities,
   communityDetail,
@@ -13,26 +14,6 @@ import {
 import { communityName, passagePreview, passageText, sourcesNote, type NodeAttributes } from "./model";
 
 export { communityName };
-
-export type Loaded<T> = { state: "loading" } | { state: "done"; value: T } | { state: "error"; error: unknown };
-
-function useLoaded<T>(load: ((signal: AbortSignal) => Promise<T>) | null, deps: unknown[]): Loaded<T> | null {
-  const [out, setOut] = useState<Loaded<T> | null>(null);
-  useEffect(() => {
-    if (!load) {
-      setOut(null);
-      return;
-    }
-    const abort = new AbortController();
-    setOut({ state: "loading" });
-    load(abort.signal).then(
-      (value) => !abort.signal.aborted && setOut({ state: "done", value }),
-      (error) => !abort.signal.aborted && setOut({ state: "error", error }),
-    );
-    return () => abort.abort();
-  }, deps);
-  return out;
-}
 
 export function NodePanel({
   scope,
@@ -52,12 +33,12 @@ export function NodePanel({
 }) {
   const loaded = useLoaded<NodeDetail>((signal) => nodeDetail(scope, nodeKey, signal), [scope.index, scope.graph, nodeKey]);
   useEffect(() => {
-    if (loaded?.state === "error" && (loaded.error as { status?: number }).status === 401) onUnauthorized();
+    if (loaded?.state === "failed" && (loaded.error as { status?: number }).status === 401) onUnauthorized();
   }, [loaded]);
   const came = drawn ? sourcesNote(drawn) : null;
   return (
     <section class="graph-panel node-panel" aria-labelledby="node-heading">
-      <h3 id="node-heading">{drawn?.label ?? (loaded?.state === "done" ? loaded.value.label : nodeKey)}</h3>
+      <h3 id="node-heading">{drawn?.label ?? (loaded?.state === "ready" ? loaded.value.label : nodeKey)}</h3>
       {came ? <p class="trace-note">{came}</p> : null}
       <button type="button" onClick={() => onExpand(nodeKey)}>
         Expand
@@ -68,8 +49,8 @@ export function NodePanel({
         </p>
       ) : null}
       {loaded?.state === "loading" ? <p class="muted">Loading…</p> : null}
-      {loaded?.state === "error" ? <Problem error={loaded.error} context="Node" /> : null}
-      {loaded?.state === "done" ? <NodeBody node={loaded.value} /> : null}
+      {loaded?.state === "failed" ? <Problem error={loaded.error} context="Node" /> : null}
+      {loaded?.state === "ready" ? <NodeBody node={loaded.value} /> : null}
     </section>
   );
 }
@@ -169,15 +150,15 @@ export function CommunityBrowser({
   );
   useEffect(() => setChosen(null), [scope.index, scope.graph]);
   useEffect(() => {
-    if (tree?.state === "error" && (tree.error as { status?: number }).status === 401) onUnauthorized();
+    if (tree?.state === "failed" && (tree.error as { status?: number }).status === 401) onUnauthorized();
   }, [tree]);
   return (
     <section class="graph-panel communities" aria-labelledby="communities-heading">
       <h3 id="communities-heading">Communities</h3>
       {tree?.state === "loading" ? <p class="muted">Loading…</p> : null}
-      {tree?.state === "error" ? <Problem error={tree.error} context="Communities" /> : null}
-      {tree?.state === "done" && tree.value.total === 0 ? <p class="muted">This graph has no communities.</p> : null}
-      {tree?.state === "done"
+      {tree?.state === "failed" ? <Problem error={tree.error} context="Communities" /> : null}
+      {tree?.state === "ready" && tree.value.total === 0 ? <p class="muted">This graph has no communities.</p> : null}
+      {tree?.state === "ready"
         ? tree.value.levels.map((lv) => (
             <details open={lv.level === 0}>
               <summary>
@@ -197,8 +178,8 @@ export function CommunityBrowser({
             </details>
           ))
         : null}
-      {detail?.state === "error" ? <Problem error={detail.error} context="Community" /> : null}
-      {detail?.state === "done" ? (
+      {detail?.state === "failed" ? <Problem error={detail.error} context="Community" /> : null}
+      {detail?.state === "ready" ? (
         <div class="community-detail" aria-live="polite">
           <h4>{communityName(detail.value.community)}</h4>
           <p class="muted">
