@@ -2,7 +2,12 @@
 
 Each line is an object with ``question`` (string), ``answers`` (list of strings, may be empty)
 and ``supporting`` (list of strings: the passages that support the answer, named by document
-path, file stem, title or document id); ``id`` is optional.
+path, file stem, title or document id); ``id`` is optional. Optional fields (seed 000 §9,
+§9.2, §9.3): ``category`` (question type, for per-category deltas), ``answerable`` (false: the
+corpus cannot answer it, scored by abstention only), ``evidence`` (text snippets; a retrieved
+text unit holding one is a supporting passage, for corpora of long documents), ``assertions``
+(statements a good answer supports, or for ``kind: negative`` must not state), ``messages``
+(message guids the answer must surface) and ``metadata`` (kept as is).
 """
 
 from __future__ import annotations
@@ -10,15 +15,48 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from typing import Any, Literal
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from unified_kg_rag.util.errors import UsageError
 
-__all__ = ["EvalItem", "load_dataset"]
+__all__ = ["Assertion", "EvalItem", "load_dataset"]
+
+
+class Assertion(BaseModel):
+    """A statement an answer is checked against (BenchmarkQED's AutoE, seed 000 §9.3).
+
+    Attributes:
+        text: the statement.
+        kind: ``positive`` (a good answer supports it) or ``negative`` (a known falsehood:
+            an answer that supports it violates it).
+        sources: where it came from (text-unit ids or document names), for review.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1)
+    kind: Literal["positive", "negative"] = "positive"
+    sources: list[str] = Field(default_factory=list)
 
 
 class EvalItem(BaseModel):
-    """One evaluation question (a numeric ``id`` is read as text)."""
+    """One evaluation question (a numeric ``id`` is read as text).
+
+    Attributes:
+        id: the question id (the line number when absent).
+        question: the question.
+        answers: gold answers; any one counts.
+        supporting: the documents that support the answer (path, stem, title or id).
+        category: the question type (``2-hop``, ``Fact Retrieval`` ...), or None.
+        answerable: False when the corpus cannot answer it (an abstention is then right).
+        evidence: text snippets that support the answer; a retrieved text unit whose text
+            holds one (normalised) counts as a supporting passage.
+        assertions: statements the answer is judged against (``--judge assertions``).
+        messages: message guids a good answer surfaces (message archives).
+        metadata: anything else the dataset carries, kept as is.
+    """
 
     model_config = ConfigDict(coerce_numbers_to_str=True)
 
@@ -26,6 +64,12 @@ class EvalItem(BaseModel):
     question: str
     answers: list[str] = Field(default_factory=list)
     supporting: list[str] = Field(default_factory=list)
+    category: str | None = None
+    answerable: bool = True
+    evidence: list[str] = Field(default_factory=list)
+    assertions: list[Assertion] = Field(default_factory=list)
+    messages: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 def load_dataset(path: Path) -> list[EvalItem]:
