@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from unified_kg_rag.evaluation.gates import (
+    DeltaRef,
     Gate,
     GateResult,
     MetricRef,
@@ -13,6 +14,7 @@ from unified_kg_rag.evaluation.gates import (
     evaluate_gates,
     parse_gate,
 )
+from unified_kg_rag.evaluation.statistics import Interval
 from unified_kg_rag.util.errors import UsageError
 
 pytestmark = pytest.mark.unit
@@ -50,6 +52,8 @@ def test_parse_metric_names_numbers_and_operators() -> None:
         "a.f1 - b.f1 >= -0.02",
         "0.5 <= a.judge/correctness - 1 + b.cost/input_tokens",
         "a.x > 1e-05",
+        "delta(ppr,naive).recall@5.high < 0",
+        "delta( ppr , naive ).f1.estimate - 0.1 <= delta(a,b).f1.low",
     ],
 )
 def test_round_trip(expression: str) -> None:
@@ -87,6 +91,9 @@ def test_canonical_form() -> None:
         ("a.x < b.$", 'cannot read "b.$"'),
         ("a.x < nan", 'cannot read "nan"'),
         ("a-b.x < 1", 'cannot read "a-b.x"'),
+        ("delta(a,b).f1 < 0", 'expected delta(ARM,BASE).METRIC.estimate, .low or .high'),
+        ("delta(a).f1.low < 0", 'cannot read "delta(a).f1.low"'),
+        ("delta(a,b).f1.mid < 0", 'cannot read "delta(a,b).f1.mid"'),
     ],
 )
 def test_parse_errors(expression: str, message: str) -> None:
@@ -199,3 +206,55 @@ def test_results_follow_gate_order_and_serialise() -> None:
         "reason": "0.75 > 0.5",
     }  # fmt: skip
     assert evaluate_gates([], MEANS) == []
+
+
+def test_parse_delta_terms() -> None:
+    gate = parse_gate("delta( ppr , naive ).judge/correctness.low < -0.05 + ppr.f1")
+    assert gate.left == Side(((1, DeltaRef("ppr", "naive", "judge/correctness", "low")),))
+    assert str(gate) == "delta(ppr,naive).judge/correctness.low < -0.05 + ppr.f1"
+    assert gate.references() == {
+        ("ppr", "judge/correctness"), ("naive", "judge/correctness"), ("ppr", "f1"),
+    }  # fmt: skip
+    # a metric may hold dots; the last component is the bound
+    assert parse_gate("delta(a,b).x.y.high > 0").left == Side(((1, DeltaRef("a", "b", "x.y", "high")),))
+    # an arm named "delta" is still an arm
+    assert parse_gate("delta.f1 > 0").references() == {("delta", "f1")}
+
+
+def test_check_gates_checks_both_arms_of_a_delta() -> None:
+    check_gates([parse_gate("delta(ppr,naive).f1.high < 0")], ARMS, METRICS)
+    with pytest.raises(UsageError, match='unknown arm "local"'):
+        check_gates([parse_gate("delta(ppr,local).f1.high < 0")], ARMS, METRICS)
+    with pytest.raises(UsageError, match='unknown metric "m00" of arm "naive"'):
+        check_gates([parse_gate("delta(ppr,naive).m00.high < 0")], ARMS, METRICS)
+
+
+DELTAS: dict[tuple[str, str], dict[str, Interval | None]] = {
+    ("ppr", "naive"): {"f1": Interval(0.5, -0.25, 0.75, 40), "recall@5": None},
+}
+
+
+@pytest.mark.parametrize(
+    ("expression", "violated", "left", "reason"),
+    [
+        ("delta(ppr,naive).f1.high < 0", False, 0.75, "0.75 < 0 is false"),
+        ("delta(ppr,naive).f1.low < 0", True, -0.25, "-0.25 < 0"),
+        ("delta(ppr,naive).f1.estimate <= 0.5", True, 0.5, "0.5 <= 0.5"),
+        ("delta(ppr,naive).f1.estimate < 0.5", False, 0.5, "0.5 < 0.5 is false"),
+        ("delta(ppr,naive).f1.low + ppr.f1 > 0.5", False, 0.5, "0.5 > 0.5 is false"),
+        ("delta(ppr,naive).recall@5.low < 0", True, None,
+         "no value for delta(ppr,naive).recall@5.low"),
+        ("delta(naive,ppr).f1.low < 0", True, None, "no value for delta(naive,ppr).f1.low"),
+    ],
+)  # fmt: skip
+def test_evaluate_delta_terms(
+    expression: str, violated: bool, left: float | None, reason: str
+) -> None:
+    result = evaluate_gates([parse_gate(expression)], MEANS, DELTAS)[0]
+    assert (result.violated, result.left, result.reason) == (violated, left, reason)
+
+
+def test_delta_terms_without_deltas_fail_closed() -> None:
+    result = evaluate_gates([parse_gate("delta(ppr,naive).f1.high < 0")], MEANS)[0]
+    assert result.violated
+    assert result.reason == "no value for delta(ppr,naive).f1.high"
