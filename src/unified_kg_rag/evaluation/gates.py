@@ -1,8 +1,8 @@
-"""``--fail-if`` gates: conditions over a comparison's per-arm means that fail a CI run.
+"""``--fail-if`` gates: conditions over a comparison's means and deltas that fail a CI run.
 
 What belongs here: the gate grammar, its parser, the check of a gate's names against the
 arms and metrics a run will produce (before the run, so a typo fails fast), and evaluation
-against the means. No metric or interval computation (`evaluation.metrics`,
+against the per-arm means and paired intervals. No metric or interval computation (`evaluation.metrics`,
 `evaluation.statistics`), no I/O.
 
 Grammar (seed 000 §9, "``--fail-if`` gates on either", metrics and cost)::
