@@ -2,8 +2,8 @@
 
 What belongs here: the gate grammar, its parser, the check of a gate's names against the
 arms and metrics a run will produce (before the run, so a typo fails fast), and evaluation
-against the per-arm means and paired intervals. No metric or interval computation (`evaluation.metrics`,
-`evaluation.statistics`), no I/O.
+against the per-arm means and paired intervals. No metric or interval computation
+(`evaluation.metrics`, `evaluation.statistics`), no I/O.
 
 Grammar (seed 000 §9, "``--fail-if`` gates on either", metrics and cost)::
 
