@@ -18,6 +18,7 @@ from unified_kg_rag.evaluation.metrics import (
     exact_match,
     f1_score,
     hits_ndcg_at_k,
+    hits_recall_at_k,
     mrr,
     name_hits,
     ndcg_at_k,
@@ -97,6 +98,7 @@ def test_answer_contains_matches_whole_normalised_words() -> None:
         ("[1]\n\nSeine", "Seine"),
         ("", ""),
         ("  \n [4] \n", ""),
+        ("Paris" + " " * 20_000 + "x [1]", "Paris x"),
     ],
 )
 def test_answer_span_first_line(answer: str, expected: str) -> None:
@@ -150,6 +152,14 @@ def test_ndcg_counts_each_supporting_item_once() -> None:
 def test_ndcg_of_a_perfect_ranking_is_one() -> None:
     assert ndcg_at_k([{"a"}, {"b"}, {"z"}], ["a", "b"], 10) == pytest.approx(1.0)
     assert hits_ndcg_at_k([frozenset({0}), frozenset({1})], 2, 2) == pytest.approx(1.0)
+
+
+def test_hits_recall_at_k() -> None:
+    hits = [frozenset({1}), frozenset(), frozenset({0, 1}), frozenset({2})]
+    assert hits_recall_at_k(hits, 4, 1) == 0.25
+    assert hits_recall_at_k(hits, 4, 3) == 0.5
+    assert hits_recall_at_k(hits, 4, 10) == 0.75
+    assert hits_recall_at_k(hits, 0, 10) == 0.0
 
 
 def test_recall_at_k_is_unchanged() -> None:

@@ -1,23 +1,27 @@
-"""``--fail-if`` gates: conditions over a comparison's per-arm means that fail a CI run.
+"""``--fail-if`` gates: conditions over a comparison's means and deltas that fail a CI run.
 
 What belongs here: the gate grammar, its parser, the check of a gate's names against the
 arms and metrics a run will produce (before the run, so a typo fails fast), and evaluation
-against the means. No metric or interval computation (`evaluation.metrics`,
-`evaluation.statistics`), no I/O.
+against the per-arm means and paired intervals. No metric or interval computation
+(`evaluation.metrics`, `evaluation.statistics`), no I/O.
 
 Grammar (seed 000 §9, "``--fail-if`` gates on either", metrics and cost)::
 
     GATE   := SIDE OP SIDE            OP := "<" | "<=" | ">" | ">="
     SIDE   := TERM (("+" | "-") TERM)*     "+" and "-" separated from terms by whitespace
-    TERM   := NUMBER | ARM "." METRIC      NUMBER may be negative: -0.02
+    TERM   := NUMBER | ARM "." METRIC | DELTA
+    DELTA  := "delta(" ARM "," ARM ")." METRIC "." ("estimate" | "low" | "high")
     ARM    := [A-Za-z_][A-Za-z0-9_]*
     METRIC := [A-Za-z_][A-Za-z0-9_@/.]*    recall@5, f1, judge/correctness, cost/input_tokens
 
+A NUMBER may be negative (``-0.02``); spaces inside ``delta( ... )`` are allowed.
 ``ppr.recall@5 < naive.recall@5 + 0.03`` fails the run when ppr's mean recall@5 is below
-naive's plus 0.03: a gate is *violated* when its condition is true. A gate whose value is
-missing (an arm or metric without a mean) is violated too: it fails closed. Comparisons are
-exact float comparisons. Gates read means only; a form over a delta's interval bounds is not
-supported.
+naive's plus 0.03: a gate is *violated* when its condition is true. ``delta(ppr,naive)``
+reads the paired comparison of arm ``ppr`` against base ``naive`` (`statistics.Interval`
+of the per-query differences ppr - naive): ``delta(ppr,naive).recall@5.high < 0`` fails
+when the whole interval lies below zero, a regression the bootstrap is sure of. A gate
+whose value is missing (an arm, metric or delta without a value) is violated too: it fails
+closed. Comparisons are exact float comparisons.
 """
 
 from __future__ import annotations
@@ -26,15 +30,19 @@ import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict
 
+from unified_kg_rag.evaluation.statistics import Interval
 from unified_kg_rag.util.errors import UsageError
 
 __all__ = [
+    "DeltaRef",
+    "Deltas",
     "Gate",
     "GateResult",
+    "Means",
     "MetricRef",
     "Side",
     "check_gates",
@@ -47,7 +55,11 @@ _OPERATORS: tuple[Operator, ...] = ("<", "<=", ">", ">=")
 _FIELD = "--fail-if"
 _COMPARISON = re.compile(r"[<>=!]+")
 _NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
-_REF = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_@/.]*)")
+_ARM = r"[A-Za-z_][A-Za-z0-9_]*"
+_METRIC = r"[A-Za-z_][A-Za-z0-9_@/.]*"
+_REF = re.compile(rf"({_ARM})\.({_METRIC})")
+_DELTA = re.compile(rf"delta\(({_ARM}),({_ARM})\)\.({_METRIC})\.(estimate|low|high)")
+_PARENS = re.compile(r"\(([^()]*)\)")
 _EXAMPLE = '"ppr.recall@5 < naive.recall@5 + 0.03"'
 _MAX_LISTED = 10
 
@@ -63,7 +75,42 @@ class MetricRef:
         return f"{self.arm}.{self.metric}"
 
 
-Term: TypeAlias = float | MetricRef
+Bound: TypeAlias = Literal["estimate", "low", "high"]
+
+
+@dataclass(frozen=True)
+class DeltaRef:
+    """A term naming a bound of a paired difference (``delta(ppr,naive).recall@5.low``).
+
+    Attributes:
+        arm: the compared arm.
+        base: the arm it is compared against (the difference is arm - base).
+        metric: the metric.
+        bound: which number of the interval: ``estimate``, ``low`` or ``high``.
+    """
+
+    arm: str
+    base: str
+    metric: str
+    bound: Bound
+
+    def __str__(self) -> str:
+        return f"delta({self.arm},{self.base}).{self.metric}.{self.bound}"
+
+
+Term: TypeAlias = float | MetricRef | DeltaRef
+Means: TypeAlias = Mapping[str, Mapping[str, float | None]]
+"""arm → metric → mean over queries."""
+Deltas: TypeAlias = Mapping[tuple[str, str], Mapping[str, Interval | None]]
+"""``(arm, base)`` → metric → interval of the per-query differences arm - base."""
+
+
+def _bound(interval: Interval, bound: Bound) -> float:
+    if bound == "low":
+        return interval.low
+    if bound == "high":
+        return interval.high
+    return interval.estimate
 
 
 @dataclass(frozen=True)
@@ -87,26 +134,36 @@ class Side:
 
     def references(self) -> set[tuple[str, str]]:
         """The ``(arm, metric)`` pairs this side reads."""
-        return {(t.arm, t.metric) for _, t in self.terms if isinstance(t, MetricRef)}
+        refs: set[tuple[str, str]] = set()
+        for _, t in self.terms:
+            if isinstance(t, MetricRef):
+                refs.add((t.arm, t.metric))
+            elif isinstance(t, DeltaRef):
+                refs |= {(t.arm, t.metric), (t.base, t.metric)}
+        return refs
 
     def value(
-        self, means: Mapping[str, Mapping[str, float | None]]
+        self, means: Means, deltas: Deltas | None = None
     ) -> tuple[float | None, list[str]]:
         """Return the side's value and the names without a value (then the value is None).
 
-        A mean that is missing, None or NaN has no value.
+        A mean or interval that is missing, None or NaN has no value.
         """
         total = 0.0
         missing: list[str] = []
         for sign, term in self.terms:
+            v: float | None
             if isinstance(term, MetricRef):
                 v = means.get(term.arm, {}).get(term.metric)
-                if v is None or math.isnan(v):
-                    missing.append(str(term))
-                    continue
-                total += sign * v
+            elif isinstance(term, DeltaRef):
+                interval = (deltas or {}).get((term.arm, term.base), {}).get(term.metric)
+                v = None if interval is None else _bound(interval, term.bound)
             else:
-                total += sign * term
+                v = term
+            if v is None or math.isnan(v):
+                missing.append(str(term))
+            else:
+                total += sign * v
         return (None, missing) if missing else (total, [])
 
 
@@ -172,16 +229,23 @@ def _error(message: str) -> UsageError:
 def _parse_term(token: str, expression: str) -> Term:
     if _NUMBER.fullmatch(token):
         return float(token)
+    if match := _DELTA.fullmatch(token):
+        return DeltaRef(match[1], match[2], match[3], cast(Bound, match[4]))
+    if token.startswith("delta("):
+        raise _error(
+            f'cannot read "{token}" in "{expression}": expected '
+            "delta(ARM,BASE).METRIC.estimate, .low or .high"
+        )
     if match := _REF.fullmatch(token):
         return MetricRef(match[1], match[2])
     raise _error(
-        f'cannot read "{token}" in "{expression}": a term is a number or ARM.METRIC, '
-        "with spaces around + and -"
+        f'cannot read "{token}" in "{expression}": a term is a number, ARM.METRIC or '
+        "delta(ARM,BASE).METRIC.low/high/estimate, with spaces around + and -"
     )
 
 
 def _parse_side(text: str, where: str, expression: str) -> Side:
-    tokens = text.split()
+    tokens = _PARENS.sub(lambda m: "(" + "".join(m[1].split()) + ")", text).split()
     if not tokens:
         raise _error(f'nothing {where} in "{expression}"; expected e.g. {_EXAMPLE}')
     terms: list[tuple[int, Term]] = []
@@ -275,13 +339,16 @@ def _number(value: float) -> str:
 
 
 def evaluate_gates(
-    gates: Sequence[Gate], means: Mapping[str, Mapping[str, float | None]]
+    gates: Sequence[Gate], means: Means, deltas: Deltas | None = None
 ) -> list[GateResult]:
-    """Evaluate each gate against the arms' means.
+    """Evaluate each gate against the arms' means and the paired differences.
 
     Args:
         gates: the parsed gates.
         means: arm → metric → mean over queries (None when the arm has no value).
+        deltas: ``(arm, base)`` → metric → interval of the per-query differences arm - base
+            (`statistics.paired_bootstrap`), read by ``delta(ARM,BASE)`` terms; None when
+            no gate reads one.
 
     Returns:
         One result per gate, in order; violated when the condition holds, or when a term
@@ -289,8 +356,8 @@ def evaluate_gates(
     """
     results: list[GateResult] = []
     for gate in gates:
-        left, missing_left = gate.left.value(means)
-        right, missing_right = gate.right.value(means)
+        left, missing_left = gate.left.value(means, deltas)
+        right, missing_right = gate.right.value(means, deltas)
         missing = list(dict.fromkeys(missing_left + missing_right))
         if left is None or right is None:
             reason = f"no value for {', '.join(missing)}"

@@ -50,6 +50,7 @@ __all__ = [
     "f1_score",
     "hits_mrr",
     "hits_ndcg_at_k",
+    "hits_recall_at_k",
     "mrr",
     "name_hits",
     "ndcg_at_k",
@@ -146,6 +147,7 @@ _EMPHASIS = re.compile(r"\*\*|__|~~|`+|(?<!\w)[*_]+|[*_]+(?!\w)")
 
 
 def _strip_markers(line: str) -> str:
+    line = " ".join(line.split())  # first, so no pattern scans a long run of spaces
     line = _CITATION.sub("", line)
     previous = None
     while previous != line:  # "> - **x**": a quote around a bullet
@@ -222,6 +224,20 @@ def name_hits(
     return [frozenset(i for i, s in enumerate(distinct) if s in doc) for doc in retrieved], len(
         distinct
     )
+
+
+def hits_recall_at_k(hits: Sequence[frozenset[int] | set[int]], n_items: int, k: int) -> float:
+    """Share of ``n_items`` relevant items held by the first ``k`` entries of ``hits``; 0 if none.
+
+    For several cut-offs over one ranking, compute ``hits`` once (`name_hits`,
+    `evidence_hits`) and call this per ``k``.
+    """
+    if n_items == 0:
+        return 0.0
+    found: set[int] = set()
+    for h in hits[:k]:
+        found |= h
+    return len(found) / n_items
 
 
 def hits_mrr(hits: Sequence[frozenset[int] | set[int]]) -> float:
@@ -334,9 +350,7 @@ def evidence_recall_at_k(unit_texts: Sequence[str], evidence: Sequence[str], k: 
     `recall_at_k`). Matching as in `evidence_hits`.
     """
     hits, n_items = evidence_hits(unit_texts[:k], evidence)
-    if n_items == 0:
-        return 0.0
-    return len(frozenset().union(*hits)) / n_items
+    return hits_recall_at_k(hits, n_items, k)
 
 
 def evidence_mrr(unit_texts: Sequence[str], evidence: Sequence[str]) -> float:
