@@ -222,6 +222,29 @@ class App:
         return GraphReader(self.index(index), self.graph_views, self.concept_graphs,
                            indexes=self.backend.list_indexes)  # fmt: skip
 
+    def judge_model(self) -> tuple[ChatModel | None, bool]:
+        """Return the model that judges answers (`evaluation.judge`) and whether it is ``llm``.
+
+        ``evaluation.judge.kind: none`` falls back to the answer model (``chat_model``);
+        the flag then says True, so a run can warn that a judge favours its own answers
+        (seed 000 §9). A judge configured with the same provider and model name as ``llm``
+        also counts as the answer model. Built on each call (cheap: no connection is made
+        until the first request); replies are cached like the answer model's.
+
+        Raises:
+            ConfigurationError: ``evaluation.judge.kind`` names no registered provider.
+        """
+        judge_cfg = self.config.evaluation.judge
+        if judge_cfg.kind == "none":
+            return self.chat_model, self.chat_model is not None
+        raw = CHAT_MODELS.get(judge_cfg.kind)(judge_cfg)
+        if raw is None:
+            return self.chat_model, self.chat_model is not None
+        cache = self.backend.record_store(SHARED_SCOPE) if judge_cfg.cache else None
+        judge = wrap_chat_model(raw, judge_cfg, cache)
+        same = self.chat_model is not None and judge.model_id == self.chat_model.model_id
+        return judge, same
+
     async def status(self) -> StatusReport:
         """Describe every index of the project (`ingestion.status.describe_index`).
 
@@ -274,6 +297,7 @@ def check_config(config: UkrConfig) -> None:
     EMBEDDERS.get(config.embeddings.kind)
     CHUNK_TOKENIZERS.get(config.embeddings.kind)
     CHAT_MODELS.get(config.llm.kind)
+    CHAT_MODELS.get(config.evaluation.judge.kind)
     KEYPHRASE_EXTRACTORS.get(config.graph.lazy.extractor)
     RERANKERS.get(config.query.rerank.kind)
 

@@ -6,10 +6,14 @@
 
 from __future__ import annotations
 
+import json
+import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from unified_kg_rag.cli.common import (
@@ -25,9 +29,10 @@ from unified_kg_rag.cli.common import (
     run,
 )
 from unified_kg_rag.cli.help_format import UkrCommand, UkrGroup
+from unified_kg_rag.util.errors import UsageError
 
 if TYPE_CHECKING:  # loaded when the command runs
-    from unified_kg_rag.evaluation.runner import EvalReport
+    from unified_kg_rag.evaluation.comparison import Comparison
 
 __all__ = ["eval_app"]
 
@@ -49,8 +54,8 @@ eval_app = typer.Typer(
     cls=_DefaultRunGroup,
     help="Evaluate retrieval and answers on a question set.\n\n"
     "`ukr eval DATASET.jsonl [OPTIONS]` is short for `ukr eval run DATASET.jsonl`: see "
-    "`ukr eval run --help` for its options (`--strategy`, `--mode`, `--limit`, "
-    "`--retrieval-only` ...).",
+    "`ukr eval run --help` for its options (`--strategies`, `--repeats`, `--judge`, "
+    "`--fail-if`, `--from-results`, `--retrieval-only` ...).",
     no_args_is_help=True,
     rich_markup_mode="markdown",
 )
@@ -64,10 +69,45 @@ eval_app.add_typer(prepare_app, name="prepare")
 @eval_app.command("run", cls=UkrCommand)
 def eval_run_command(
     dataset: Annotated[
-        Path, typer.Argument(help="JSONL: question, answers, supporting per line.", dir_okay=False)
-    ],
-    strategy: Annotated[
-        str | None, typer.Option("--strategy", "-s", help="Strategy. [default: query.strategy]")
+        Path | None,
+        typer.Argument(help="JSONL: question, answers, supporting ... per line (optional with "
+                       "--from-results: the run's own dataset).", dir_okay=False),
+    ] = None,
+    strategies: Annotated[
+        list[str] | None,
+        typer.Option("--strategies", "--strategy", "-s",
+                     help="Strategies to compare, comma-separated or repeated; the first is "
+                     "the baseline. [default: query.strategy]"),
+    ] = None,
+    baseline: Annotated[
+        str | None, typer.Option("--baseline", help="Arm the others are compared with.")
+    ] = None,
+    repeats: Annotated[
+        int, typer.Option("--repeats", min=1, help="Answers per question and strategy.")
+    ] = 1,
+    closed_book: Annotated[
+        bool, typer.Option("--closed-book", help="Add the answer model without context.")
+    ] = False,
+    judge: Annotated[
+        list[str] | None,
+        typer.Option("--judge", help="LLM judges: correctness, pairwise, assertions "
+                     "(comma-separated or repeated)."),
+    ] = None,
+    fail_if: Annotated[
+        list[str] | None,
+        typer.Option("--fail-if", help='Exit 4 when this holds, e.g. '
+                     '"ppr.recall@5 < naive.recall@5 + 0.03" (repeatable).'),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", file_okay=False,
+                     help="Run folder (resumed when it holds this run). "
+                     "[default: .ukr/eval/<time>-<dataset>]"),
+    ] = None,
+    from_results: Annotated[
+        Path | None,
+        typer.Option("--from-results", file_okay=False,
+                     help="Re-score (and with --judge re-judge) a saved run; no retrieval."),
     ] = None,
     mode: Annotated[
         str | None,
@@ -89,73 +129,136 @@ def eval_run_command(
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Score recall@2/5/10, answer-in-context, latency and model usage on DATASET."""
+    """Compare strategies on DATASET: retrieval, answers, provenance, cost, with CIs.
 
-    async def main() -> EvalReport:
+    Saves one row per question, strategy and repeat in the run folder, and prints each
+    strategy's means and its difference from the baseline with a paired bootstrap interval.
+    Exit 4 when a --fail-if gate holds.
+    """
+    arms = _split(strategies)
+    judges = _split(judge)
+
+    async def main() -> tuple[Comparison, Path]:
         from unified_kg_rag.bootstrap import build_app
+        from unified_kg_rag.evaluation.compare import RunRequest, rescore, run_comparison
         from unified_kg_rag.evaluation.dataset import load_dataset
-        from unified_kg_rag.evaluation.runner import evaluate
+        from unified_kg_rag.evaluation.gates import check_gates, parse_gate
+        from unified_kg_rag.evaluation.results import read_manifest
+        from unified_kg_rag.evaluation.scoring import KNOWN_METRICS
 
+        gates = [parse_gate(g) for g in fail_if or []]
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
-        items = load_dataset(dataset)[:limit]
         async with build_app(config, project_dir) as app:
-            chain = app.chain(index)
+            if from_results is not None:
+                manifest = read_manifest(from_results)
+                items = load_dataset(dataset or Path(manifest.dataset))
+                wanted = set(manifest.questions)
+                items = [i for i in items if i.id in wanted]
+                check_gates(gates, manifest.arms, dict.fromkeys(manifest.arms, KNOWN_METRICS))
+                comp = await rescore(app, from_results, items, judges=judges, gates=gates)
+                return comp, from_results
+            if dataset is None:
+                raise UsageError("name a DATASET (or --from-results RUN_DIR)", field="DATASET")
+            items = load_dataset(dataset)[:limit]
+            chosen = arms or [config.query.strategy]
+            named = [*chosen, *(["closed_book"] if closed_book else [])]
+            check_gates(gates, named, dict.fromkeys(named, KNOWN_METRICS))
+            run_dir = out or _default_run_dir(project_dir, dataset)
             show = not (quiet or json_out) and err_console.is_terminal
 
-            def progress(done: int) -> None:
+            def progress(arm: str, done: int, total: int) -> None:
                 if show:
-                    err_console.print(f"\r{done}/{len(items)} questions", end="")
+                    err_console.print(f"\r{arm}: {done}/{total} questions   ", end="")
 
-            report = await evaluate(
-                chain,
-                items,
-                retrieval_only=retrieval_only,
-                strategy=strategy,
-                search_mode=mode or config.query.search_mode,
-                on_progress=progress,
-            )
+            req = RunRequest(
+                dataset=dataset, items=items, arms=chosen, run_dir=run_dir, repeats=repeats,
+                baseline=baseline, closed_book=closed_book, retrieval_only=retrieval_only,
+                search_mode=mode or config.query.search_mode, index=index, judges=judges,
+                gates=gates,
+            )  # fmt: skip
+            comp = await run_comparison(app, req, on_progress=progress)
             if show:
                 err_console.print()
-            report.index = app.index(index).name
-            return report
+            return comp, run_dir
 
-    report = run(main, verbose=verbose)
+    comp, run_dir = run(main, verbose=verbose)
     if json_out:
-        typer.echo(report.model_dump_json(by_alias=True, indent=2, exclude={"questions"}))
-        return
-    table = Table(title=f"{report.n_questions} questions, strategy {report.strategy}", box=None)
+        typer.echo(json.dumps({"run_dir": str(run_dir), **comp.model_dump(mode="json")},
+                              indent=2))  # fmt: skip
+    else:
+        print_comparison(comp, run_dir)
+    if any(g.violated for g in comp.gates):
+        raise typer.Exit(4)
+
+
+def _split(values: list[str] | None) -> list[str]:
+    """``["a,b", "c"]`` → ``["a", "b", "c"]`` (order kept, duplicates and blanks dropped)."""
+    parts = [p.strip() for v in values or [] for p in v.split(",")]
+    return list(dict.fromkeys(p for p in parts if p))
+
+
+def _default_run_dir(project_dir: Path, dataset: Path) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", dataset.stem)[:40] or "dataset"
+    return project_dir / ".ukr" / "eval" / f"{stamp}-{stem}"
+
+
+_MAIN = ("recall@2", "recall@5", "recall@10", "recall_in_context", "mrr", "ndcg@10",
+         "graph_recall", "answer_in_context", "em", "f1", "answer_contains",
+         "judge/correctness", "assertion/recall", "assertion/contradiction_rate",
+         "pairwise/comprehensiveness", "pairwise/diversity", "pairwise/empowerment",
+         "pairwise/directness", "abstained", "abstention/recall", "message_recall")  # fmt: skip
+_DELTAS = ("recall@5", "recall@10", "mrr", "em", "f1", "answer_contains",
+           "judge/correctness", "assertion/recall", "pairwise/comprehensiveness",
+           "abstention/recall", "message_recall")  # fmt: skip
+
+
+def print_comparison(comp: Comparison, run_dir: Path) -> None:
+    """Print each arm's means (one column per arm), the differences and the gates."""
+    present = [m for m in _MAIN if any(m in a.metrics for a in comp.arms)]
+    n = max((a.questions for a in comp.arms), default=0)
+    table = Table(title=f"{n} questions (means; run folder {escape(run_dir.name)})", box=None)
     table.add_column("metric")
-    table.add_column("value", justify="right")
-    rows: list[tuple[str, Any]] = [
-        ("recall@2", _share(report.recall_at_2)),
-        ("recall@5", _share(report.recall_at_5)),
-        ("recall@10", _share(report.recall_at_10)),
-        ("recall anywhere in context", _share(report.recall_in_context)),
-        ("context tokens (mean)", f"{report.context_tokens_mean:.0f}"),
-        ("answer in context", f"{report.answer_in_context:.3f}"),
-    ]
-    if report.answer_match is not None:
-        rows.append(("gold answer in answer", f"{report.answer_match:.3f}"))
-    rows += [
-        ("latency p50 (ms)", f"{report.latency_ms_p50:.1f}"),
-        ("latency p95 (ms)", f"{report.latency_ms_p95:.1f}"),
-        ("retrieval without model time p50 / p95 (ms)",
-         f"{report.retrieval_ms_p50:.1f} / {report.retrieval_ms_p95:.1f}"),
-        ("LLM calls / cache hits", f"{report.usage.calls} / {report.usage.cache_hits}"),
-        ("tokens in / out", f"{report.usage.input_tokens} / {report.usage.output_tokens}"),
-        ("texts embedded", str(report.usage.embedded_texts)),
-    ]
-    for name, value in rows:
-        table.add_row(name, value)
+    for a in comp.arms:
+        table.add_column(escape(a.arm + (" (no retrieval)" if a.closed_book else "")),
+                         justify="right")  # fmt: skip
+    for m in present:
+        table.add_row(m, *(f"{a.metrics[m].mean:.3f}" if m in a.metrics else "n/a"
+                           for a in comp.arms))  # fmt: skip
+    table.add_row("latency p50 / p95 (ms)", *(
+        f"{a.cost.latency_ms_p50:.0f} / {a.cost.latency_ms_p95:.0f}" for a in comp.arms))
+    table.add_row("LLM calls / cache hits", *(
+        f"{a.cost.calls} / {a.cost.cache_hits}" for a in comp.arms))
+    table.add_row("tokens in / out", *(
+        f"{a.cost.input_tokens} / {a.cost.output_tokens}" for a in comp.arms))
+    if any(a.cost.money is not None for a in comp.arms):
+        table.add_row("money", *("n/a" if a.cost.money is None else f"{a.cost.money:.4f}"
+                                 for a in comp.arms))  # fmt: skip
+    table.add_row("failed answers", *(str(a.failed) for a in comp.arms))
     out_console.print(table)
-    if report.n_with_supporting == 0:
+    level = round(comp.stats.confidence * 100)
+    shown = [d for d in comp.deltas if d.metric in _DELTAS or d.metric.startswith("cost/money")]
+    if shown:
+        deltas = Table(title=f"difference from {escape(comp.baseline)} ({level}% paired "
+                       "bootstrap CI)", box=None)  # fmt: skip
+        for col in ("strategy", "metric", "difference", "CI", "n", ""):
+            deltas.add_column(col, justify="left" if col in ("strategy", "metric") else "right")
+        for d in shown:
+            mark = {True: "better", False: "worse", None: ""}[d.better]
+            deltas.add_row(escape(d.arm), d.metric, f"{d.estimate:+.3f}",
+                           f"{d.low:+.3f} to {d.high:+.3f}", str(d.n), mark)  # fmt: skip
+        out_console.print(deltas)
+    for w in comp.warnings:
+        err_console.print(f"warning: {escape(w)}", soft_wrap=True)
+    for g in comp.gates:
+        status = "FAILED" if g.violated else "ok"
+        out_console.print(f"gate {status}: {escape(g.expression)}"
+                          + (f" ({escape(g.reason)})" if g.reason else ""), soft_wrap=True)
+    if not any(m.startswith("recall@") for m in present):
         out_console.print("recall: n/a, no question of the dataset names its `supporting` "
-                          "passages", soft_wrap=True)
-
-
-def _share(value: float | None) -> str:
-    """``0.750``, or ``n/a`` for a metric the dataset cannot measure."""
-    return "n/a" if value is None else f"{value:.3f}"
+                          "passages or `evidence`", soft_wrap=True)
+    out_console.print(f"Saved to {escape(str(run_dir))}; report: ukr eval report "
+                      f"{escape(str(run_dir))}", soft_wrap=True)
 
 
 @prepare_app.command("hipporag", cls=UkrCommand)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError

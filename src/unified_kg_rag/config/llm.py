@@ -1,0 +1,162 @@
+"""Chat-model configuration: the providers a `llm` section (or an evaluation judge) selects.
+
+Split from `config.models` so sections that name a model of their own (the evaluation judge)
+can use the same models; `config.models` re-exports every name.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+__all__ = [
+    "BedrockChatConfig",
+    "LLMConfig",
+    "OpenAIChatConfig",
+    "ScriptedLLMConfig",
+    "ScriptedReply",
+    "http_url",
+]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+def http_url(value: str) -> str:
+    """Return ``value`` if it is an http(s) URL, else raise ValueError (a field validator)."""
+    if not value.startswith(("http://", "https://")) or len(value) < 10:
+        raise ValueError("must be an http:// or https:// URL")
+    return value
+
+
+_CHAT_TIMEOUT = (
+    "Connect and read timeout of each request, seconds: how long to wait for the connection "
+    "and for each piece of the reply (not for the whole call: see `deadline_s`)."
+)
+_CHAT_DEADLINE = (
+    "Longest one model call may take in total, seconds (a stream: until its last piece). "
+    "A server sending its reply a few bytes at a time never trips `timeout_s`; past this a "
+    "call fails and is retried like a timeout, and a stream that already wrote part of its "
+    "reply ends there, flagged incomplete (finish reason `deadline`)."
+)
+
+
+class OpenAIChatConfig(_Section):
+    """An OpenAI-compatible chat endpoint (OpenAI, vLLM, llama.cpp, Ollama, LM Studio)."""
+
+    base_url: str = Field(
+        default="https://api.openai.com/v1",
+        description="Base URL of the API, e.g. `http://127.0.0.1:11434/v1` for Ollama.",
+    )
+    api_key: SecretStr | None = Field(
+        default=None, description="API key. Empty: read the variable named by `api_key_env`."
+    )
+    api_key_env: str = Field(
+        default="OPENAI_API_KEY",
+        description="Environment variable holding the API key (local servers accept any value).",
+    )
+    model: str = Field(default="gpt-4o-mini", description="Chat model name.")
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature.")
+    max_tokens: int = Field(default=1024, ge=1, description="Longest reply, in tokens.")
+    timeout_s: float = Field(default=120.0, gt=0, description=_CHAT_TIMEOUT)
+    deadline_s: float = Field(default=300.0, gt=0, description=_CHAT_DEADLINE)
+
+    _check_url = field_validator("base_url")(http_url)
+
+
+class BedrockChatConfig(_Section):
+    """An Amazon Bedrock chat model, called through the Converse API (boto3, extra `aws`)."""
+
+    model_id: str = Field(
+        default="anthropic.claude-3-5-haiku-20241022-v1:0",
+        description="Bedrock model id or inference-profile id/ARN passed as `modelId`.",
+    )
+    region: str | None = Field(
+        default=None,
+        description="AWS region, e.g. `us-east-1`. Empty: boto3's default chain "
+        "(`AWS_REGION`/`AWS_DEFAULT_REGION`, then the profile's region).",
+    )
+    endpoint_url: str | None = Field(
+        default=None,
+        description="Override of the `bedrock-runtime` endpoint (VPC endpoint, test server). "
+        "Empty: the region's public endpoint.",
+    )
+    profile: str | None = Field(
+        default=None,
+        description="Named AWS profile whose credentials are used. Empty: boto3's default "
+        "credential chain (environment, shared files, instance role).",
+    )
+    temperature: float = Field(default=0.0, ge=0.0, le=1.0, description="Sampling temperature.")
+    max_tokens: int = Field(default=1024, ge=1, description="Longest reply, in tokens.")
+    timeout_s: float = Field(default=120.0, gt=0, description=_CHAT_TIMEOUT)
+    deadline_s: float = Field(default=300.0, gt=0, description=_CHAT_DEADLINE)
+
+    @field_validator("endpoint_url")
+    @classmethod
+    def _check_endpoint(cls, value: str | None) -> str | None:
+        return None if value is None else http_url(value)
+
+
+class ScriptedReply(_Section):
+    """One canned reply of the `scripted` LLM."""
+
+    match: str = Field(description="Reply when the last user message contains this text.")
+    reply: str = Field(description="The reply text.")
+
+
+class ScriptedLLMConfig(_Section):
+    """A deterministic LLM for tests and demos: canned replies keyed by prompt content."""
+
+    replies: list[ScriptedReply] = Field(
+        default_factory=list, description="Rules tried in order; the first match answers."
+    )
+    default_reply: str = Field(
+        default="I cannot answer from the given sources.",
+        description="Reply when no rule matches.",
+    )
+
+
+class LLMConfig(_Section):
+    """Which language model writes answers (and, in later stages, extracts graphs)."""
+
+    kind: str = Field(
+        default="none",
+        description="LLM provider: `none` (extractive answers, no model), `openai`, `bedrock`, "
+        "`scripted`.",
+    )
+    openai: OpenAIChatConfig = Field(
+        default_factory=OpenAIChatConfig, description="Settings of the `openai` provider."
+    )
+    bedrock: BedrockChatConfig = Field(
+        default_factory=BedrockChatConfig, description="Settings of the `bedrock` provider."
+    )
+    scripted: ScriptedLLMConfig = Field(
+        default_factory=ScriptedLLMConfig, description="Settings of the `scripted` provider."
+    )
+    max_retries: int = Field(
+        default=4, ge=0, description="Retries of a transient failure (408/429/5xx, timeouts)."
+    )
+    retry_initial_s: float = Field(
+        default=1.0, ge=0, description="First retry delay, seconds; doubles up to retry_max_s."
+    )
+    retry_max_s: float = Field(default=30.0, ge=0, description="Longest retry delay, seconds.")
+    max_concurrency: int = Field(default=4, ge=1, description="Model calls in flight at once.")
+    cache: bool = Field(
+        default=True,
+        description="Cache replies in the store, keyed by model, messages and parameters.",
+    )
+    input_price_per_1m: float | None = Field(
+        default=None,
+        ge=0,
+        description="Price of one million prompt tokens (any currency); with it, "
+        "`ukr index --estimate` and run summaries show cost.",
+    )
+    output_price_per_1m: float | None = Field(
+        default=None, ge=0, description="Price of one million completion tokens."
+    )
+    reasoning_holdback_chars: int = Field(
+        default=4096, ge=0,
+        description="A streamed answer's first characters held back while a lone `</think>` "
+        "(a reasoning model whose template opens the block) may still drop them; 0 streams at "
+        "once, for models that never reason before a lone closing tag.",
+    )  # fmt: skip
