@@ -93,6 +93,19 @@ def test_call_json_failures_have_one_line_reasons() -> None:
     )
 
 
+def test_waiting_for_the_semaphore_is_not_on_the_clock() -> None:
+    async def body() -> dict[str, object]:
+        gate = asyncio.Semaphore(1)
+        await gate.acquire()  # another judgement holds the only slot past the deadline
+        call = asyncio.create_task(call_json(CannedModel('{"ok": 1}'), "", "user",
+                                             timeout_s=0.2, semaphore=gate))  # fmt: skip
+        await asyncio.sleep(0.3)
+        gate.release()
+        return await call
+
+    assert asyncio.run(body()) == {"ok": 1}
+
+
 # ---------------------------------------------------------------- correctness
 
 
