@@ -227,7 +227,8 @@ async def judge_assertions(
         timeout_s: longest wait for each call, seconds.
         max_concurrency: calls of this answer in flight at once, when no ``semaphore``.
         semaphore: a semaphore shared with other judgements (all queries' trials sharing
-            one concurrency bound); replaces ``max_concurrency``.
+            one concurrency bound); replaces ``max_concurrency``. Waiting for it is not
+            counted against ``timeout_s`` (`call_json`).
 
     Returns:
         The verdict (labels, trial counts, the three scores).
@@ -252,7 +253,7 @@ async def judge_assertions(
             contradiction_rate=contradiction, negative_violation_rate=violation,
         )  # fmt: skip
     orders = assertion_orders(count, trials, seed=seed, question_id=question_id)
-    gate = semaphore or asyncio.Semaphore(max_concurrency)
+    gate = semaphore if semaphore is not None else asyncio.Semaphore(max_concurrency)
 
     async def trial(order: list[int]) -> list[AssertionLabel] | JudgeError:
         statements = "\n".join(f"{i}. {' '.join(assertions[k].text.split())}"
@@ -261,9 +262,8 @@ async def judge_assertions(
                                      answer=answer.strip(), statements=statements,
                                      count=str(count))  # fmt: skip
         try:
-            async with gate:
-                reply = await call_json(model, system, user, timeout_s=timeout_s,
-                                        max_tokens=256 + 48 * count)  # fmt: skip
+            reply = await call_json(model, system, user, timeout_s=timeout_s,
+                                    max_tokens=256 + 48 * count, semaphore=gate)  # fmt: skip
             shown = parse_assertion_reply(reply, count)
         except JudgeError as exc:
             return exc

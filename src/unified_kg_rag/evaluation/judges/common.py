@@ -17,6 +17,7 @@ Judges call the model at temperature 0. Not here: the verdict models and their a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -109,6 +110,7 @@ async def call_json(
     *,
     timeout_s: float,
     max_tokens: int = 1024,
+    semaphore: asyncio.Semaphore | None = None,
 ) -> dict[str, Any]:
     """Ask ``model`` once (temperature 0) and return the JSON object of its reply.
 
@@ -121,6 +123,10 @@ async def call_json(
         user: the user message.
         timeout_s: longest wait for the reply, seconds (the call is cancelled after it).
         max_tokens: longest reply, tokens.
+        semaphore: held around the call, acquired before the deadline starts, so time spent
+            waiting for a slot is not counted against ``timeout_s``. Size it at most the
+            model's own concurrency bound (``llm.max_concurrency``): calls queued inside the
+            model wrapper are already on the clock.
 
     Returns:
         The first JSON object of the reply (keys as the model wrote them).
@@ -132,9 +138,10 @@ async def call_json(
     messages = [Message(role="system", content=system)] if system else []
     messages.append(Message(role="user", content=user))
     try:
-        completion = await asyncio.wait_for(
-            model.complete(messages, max_tokens=max_tokens, temperature=0.0), timeout_s
-        )
+        async with semaphore if semaphore is not None else contextlib.nullcontext():
+            completion = await asyncio.wait_for(
+                model.complete(messages, max_tokens=max_tokens, temperature=0.0), timeout_s
+            )
     except (TimeoutError, QueryDeadlineError) as exc:
         raise JudgeError(DEADLINE) from exc
     except ModelError as exc:

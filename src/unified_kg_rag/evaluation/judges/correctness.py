@@ -10,6 +10,7 @@ Not here: the LLM-free answer metrics (`evaluation.metrics`).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Literal, get_args
 
@@ -94,6 +95,7 @@ async def judge_correctness(
     answer: str,
     *,
     timeout_s: float = 60.0,
+    semaphore: asyncio.Semaphore | None = None,
 ) -> CorrectnessVerdict:
     """Grade ``answer`` against the reference answers with one judge call.
 
@@ -103,6 +105,8 @@ async def judge_correctness(
         references: the reference answers; any one counts. Blank ones are ignored.
         answer: the answer to grade. A blank answer is graded incorrect without a call.
         timeout_s: longest wait for the judge's reply, seconds.
+        semaphore: bounds the judge calls in flight across answers; waiting for it is not
+            counted against ``timeout_s`` (`call_json`).
 
     Returns:
         The verdict; on a failed call, ``score`` and ``label`` None and ``error`` set.
@@ -125,7 +129,8 @@ async def judge_correctness(
     )
     try:
         return parse_correctness_reply(
-            await call_json(model, system, user, timeout_s=timeout_s, max_tokens=512)
+            await call_json(model, system, user, timeout_s=timeout_s, max_tokens=512,
+                            semaphore=semaphore)
         )
     except JudgeError as exc:
         return CorrectnessVerdict(score=None, label=None, error=exc.reason)

@@ -216,6 +216,7 @@ async def judge_pairwise(
     candidate_failed: bool = False,
     baseline_failed: bool = False,
     timeout_s: float = 60.0,
+    semaphore: asyncio.Semaphore | None = None,
 ) -> PairwiseVerdict:
     """Judge the candidate answer against the baseline on each criterion, in both orders.
 
@@ -236,6 +237,8 @@ async def judge_pairwise(
         candidate_failed: the candidate's answer failed: decided without a call.
         baseline_failed: the baseline's answer failed: decided without a call.
         timeout_s: longest wait for each order's reply, seconds.
+        semaphore: bounds the judge calls in flight across pairs; waiting for it is not
+            counted against ``timeout_s`` (`call_json`).
 
     Returns:
         The verdict. A blank answer counts as failed (`decided_without_judge`).
@@ -256,8 +259,8 @@ async def judge_pairwise(
             criteria=names, candidate_tokens=c_tokens, baseline_tokens=b_tokens,
         )  # fmt: skip
     first, second = await asyncio.gather(
-        _judge_order(model, question, candidate, baseline, names, timeout_s),
-        _judge_order(model, question, baseline, candidate, names, timeout_s),
+        _judge_order(model, question, candidate, baseline, names, timeout_s, semaphore),
+        _judge_order(model, question, baseline, candidate, names, timeout_s, semaphore),
     )
     errors = [f"{which} order: {r.reason}" for which, r in (("first", first), ("second", second))
               if isinstance(r, JudgeError)]  # fmt: skip
@@ -287,6 +290,7 @@ async def _judge_order(
     answer_2: str,
     criteria: Sequence[str],
     timeout_s: float,
+    semaphore: asyncio.Semaphore | None,
 ) -> dict[str, tuple[str, str]] | JudgeError:
     """One order's call: the labels per criterion, or the failure (returned, not raised)."""
     shape = ", ".join(f'"{c}": {{"winner": "1" | "2" | "tie", "reason": "..."}}' for c in criteria)
@@ -299,7 +303,8 @@ async def _judge_order(
         answer_2=answer_2.strip(),
     )
     try:
-        reply = await call_json(model, system, user, timeout_s=timeout_s, max_tokens=1024)
+        reply = await call_json(model, system, user, timeout_s=timeout_s, max_tokens=1024,
+                                semaphore=semaphore)  # fmt: skip
         return parse_pairwise_reply(reply, criteria)
     except JudgeError as exc:
         return exc
