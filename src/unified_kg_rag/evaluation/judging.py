@@ -72,26 +72,23 @@ async def run_judges(
         saved = kept
     done = {(j.judge, j.question_id, j.arm, j.repeat) for j in saved}
     cfg = app.config.evaluation
-    gate = asyncio.Semaphore(cfg.judge_concurrency)
+    # one bound for every call, taken before each call's deadline starts (a call queued
+    # behind others must not time out while it waits)
+    sem = asyncio.Semaphore(cfg.judge_concurrency)
     by_id = {i.id: i for i in items}
     by_key = {r.key: r for r in rows}
     tasks: list[Awaitable[JudgementRow]] = []
-
-    async def bounded(job: Awaitable[JudgementRow]) -> JudgementRow:
-        async with gate:
-            return await job
-
     for row in rows:
         item = by_id.get(row.question_id)
         if item is None or not row.ok or row.answer is None:
             continue
         if ("correctness" in wanted and item.answerable and item.answers
                 and ("correctness", item.id, row.arm, row.repeat) not in done):
-            tasks.append(bounded(_correctness(judge, item, row, cfg.judge_timeout_s)))
+            tasks.append(_correctness(judge, item, row, cfg.judge_timeout_s, sem))
         if ("assertions" in wanted and item.assertions
                 and ("assertions", item.id, row.arm, row.repeat) not in done):
-            tasks.append(bounded(_assertions(judge, item, row, cfg.assertion_trials,
-                                             manifest.seed, cfg.judge_timeout_s)))
+            tasks.append(_assertions(judge, item, row, cfg.assertion_trials, manifest.seed,
+                                     cfg.judge_timeout_s, sem))
     if "pairwise" in wanted:
         for row in rows:
             item = by_id.get(row.question_id)
@@ -99,7 +96,7 @@ async def run_judges(
             if (item is None or base is None or row.arm in (manifest.baseline, CLOSED_BOOK)
                     or ("pairwise", item.id, row.arm, row.repeat) in done):
                 continue
-            tasks.append(bounded(_pairwise(judge, item, row, base, cfg.judge_timeout_s)))
+            tasks.append(_pairwise(judge, item, row, base, cfg.judge_timeout_s, sem))
     written = 0
     for finished in asyncio.as_completed(tasks):
         append_jsonl(path, await finished)
@@ -108,22 +105,22 @@ async def run_judges(
 
 
 async def _correctness(
-    judge: ChatModel, item: EvalItem, row: ResultRow, timeout_s: float
+    judge: ChatModel, item: EvalItem, row: ResultRow, timeout_s: float, sem: asyncio.Semaphore
 ) -> JudgementRow:
     v = await judge_correctness(judge, item.question, item.answers, row.answer or "",
-                                timeout_s=timeout_s)  # fmt: skip
+                                timeout_s=timeout_s, semaphore=sem)  # fmt: skip
     return JudgementRow(judge="correctness", question_id=item.id, arm=row.arm,
                         repeat=row.repeat, model=judge.model_id, verdict=v.model_dump(),
                         scores={"judge/correctness": v.score}, error=v.error)  # fmt: skip
 
 
 async def _assertions(
-    judge: ChatModel, item: EvalItem, row: ResultRow, trials: int, seed: int, timeout_s: float
-) -> JudgementRow:
+    judge: ChatModel, item: EvalItem, row: ResultRow, trials: int, seed: int, timeout_s: float,
+    sem: asyncio.Semaphore,
+) -> JudgementRow:  # fmt: skip
     v = await judge_assertions(judge, item.question, row.answer or "", item.assertions,
                                trials=trials, seed=seed, question_id=item.id,
-                               timeout_s=timeout_s)  # fmt: skip
-    failed = v.successful_trials == 0
+                               timeout_s=timeout_s, semaphore=sem)  # fmt: skip
     scores: dict[str, float | None] = {
         "assertion/recall": v.assertion_recall,
         "assertion/contradiction_rate": v.contradiction_rate,
@@ -132,13 +129,14 @@ async def _assertions(
     return JudgementRow(judge="assertions", question_id=item.id, arm=row.arm,
                         repeat=row.repeat, model=judge.model_id, verdict=v.model_dump(),
                         scores=scores,
-                        error="; ".join(v.errors) or "no successful trial" if failed
+                        error=("; ".join(v.errors) or "no successful trial") if v.failed
                         else None)  # fmt: skip
 
 
 async def _pairwise(
-    judge: ChatModel, item: EvalItem, row: ResultRow, base: ResultRow, timeout_s: float
-) -> JudgementRow:
+    judge: ChatModel, item: EvalItem, row: ResultRow, base: ResultRow, timeout_s: float,
+    sem: asyncio.Semaphore,
+) -> JudgementRow:  # fmt: skip
     if not base.ok or not (base.answer or "").strip() or not (row.answer or "").strip():
         v = decided_without_judge(
             question_id=item.id, candidate_arm=row.arm, baseline_arm=base.arm,
@@ -148,7 +146,8 @@ async def _pairwise(
     else:
         v = await judge_pairwise(judge, item.question, row.answer or "", base.answer or "",
                                  question_id=item.id, candidate_arm=row.arm,
-                                 baseline_arm=base.arm, timeout_s=timeout_s)  # fmt: skip
+                                 baseline_arm=base.arm, timeout_s=timeout_s,
+                                 semaphore=sem)  # fmt: skip
     return JudgementRow(judge="pairwise", question_id=item.id, arm=row.arm, baseline=base.arm,
                         repeat=row.repeat, model=judge.model_id, verdict=v.model_dump(),
                         scores={f"pairwise/{k}": s for k, s in pairwise_scores(v).items()},
