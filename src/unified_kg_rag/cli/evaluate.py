@@ -77,7 +77,7 @@ def eval_run_command(
         list[str] | None,
         typer.Option("--strategies", "--strategy", "-s",
                      help="Strategies to compare, comma-separated or repeated; the first is "
-                     "the baseline. [default: query.strategy]"),
+                     "the baseline. `naive:vector` pins a search mode. [default: query.strategy]"),
     ] = None,
     baseline: Annotated[
         str | None, typer.Option("--baseline", help="Arm the others are compared with.")

@@ -47,12 +47,19 @@ from unified_kg_rag.retrieval.catalog import strategy_catalog
 from unified_kg_rag.retrieval.models import RetrievalOutput
 from unified_kg_rag.util.errors import UsageError
 
-__all__ = ["RunRequest", "config_hash", "rescore", "run_comparison"]
+__all__ = ["RunRequest", "arm_parts", "config_hash", "rescore", "run_comparison"]
 
 Progress = Callable[[str, int, int], None]
 """``(arm, done, total)`` after each answer."""
 
 _MIN_K = 10
+_MODES = ("hybrid", "vector", "lexical")
+
+
+def arm_parts(arm: str) -> tuple[str, str | None]:
+    """Split an arm ``STRATEGY[:MODE]`` (``naive:vector``) into the strategy and search mode."""
+    strategy, _, mode = arm.partition(":")
+    return strategy, mode or None
 
 
 @dataclass
@@ -154,10 +161,14 @@ async def _preflight(app: App, req: RunRequest) -> dict[str, Any]:
                          field="--index")  # fmt: skip
     known = {s.name: s for s in catalog.strategies}
     for arm in req.arms:
-        info = known.get(arm)
+        name, mode = arm_parts(arm)
+        info = known.get(name)
         if info is None:
-            raise UsageError(f"unknown strategy {arm!r}; strategies: {', '.join(known)}",
+            raise UsageError(f"unknown strategy {name!r}; strategies: {', '.join(known)}",
                              field="--strategies")  # fmt: skip
+        if mode is not None and mode not in _MODES:
+            raise UsageError(f"unknown search mode {mode!r} in {arm!r}; modes: "
+                             f"{', '.join(_MODES)}", field="--strategies")  # fmt: skip
         if not info.served:
             raise UsageError(f"index {stores.name!r} does not serve {arm!r}: {info.how}",
                              field="--strategies")  # fmt: skip
@@ -267,6 +278,8 @@ async def _answer(
     app: App, chain: Any, item: EvalItem, arm: str, repeat: int, manifest: RunManifest
 ) -> ResultRow:
     """Answer one question with one arm; an exception becomes a failed row."""
+    strategy, mode = arm_parts(arm)
+    mode = mode or manifest.search_mode
     t0 = time.perf_counter()
     with usage_scope() as usage, refresh_cache(repeat > 0):
         try:
@@ -274,13 +287,11 @@ async def _answer(
                 assert app.chat_model is not None  # checked by _preflight
                 out = await answer_closed_book(app.chat_model, item.question)
             elif manifest.retrieval_only:
-                got = await chain.retrieve(item.question, strategy=arm,
-                                           search_mode=manifest.search_mode,
-                                           top_k=manifest.top_k)  # fmt: skip
+                got = await chain.retrieve(item.question, strategy=strategy,
+                                           search_mode=mode, top_k=manifest.top_k)  # fmt: skip
                 return _retrieval_row(item, arm, repeat, got, (time.perf_counter() - t0) * 1e3)
             else:
-                out = await chain.ainvoke(item.question, strategy=arm,
-                                          search_mode=manifest.search_mode,
+                out = await chain.ainvoke(item.question, strategy=strategy, search_mode=mode,
                                           top_k=manifest.top_k)  # fmt: skip
         except Exception as exc:
             return ResultRow(question_id=item.id, arm=arm, repeat=repeat, ok=False,

@@ -55,7 +55,7 @@ _OPERATORS: tuple[Operator, ...] = ("<", "<=", ">", ">=")
 _FIELD = "--fail-if"
 _COMPARISON = re.compile(r"[<>=!]+")
 _NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
-_ARM = r"[A-Za-z_][A-Za-z0-9_]*"
+_ARM = r"[A-Za-z_][A-Za-z0-9_:]*"
 _METRIC = r"[A-Za-z_][A-Za-z0-9_@/.]*"
 _REF = re.compile(rf"({_ARM})\.({_METRIC})")
 _DELTA = re.compile(rf"delta\(({_ARM}),({_ARM})\)\.({_METRIC})\.(estimate|low|high)")
