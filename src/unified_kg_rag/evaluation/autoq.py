@@ -183,12 +183,17 @@ def _numbers(value: object) -> list[int] | None:
 
 
 def _round_robin(per_cluster: Sequence[list[str]], limit: int) -> list[tuple[int, str]]:
-    """Take ``limit`` questions, one per cluster in turn: ``(cluster index, question)``."""
+    """Take ``limit`` questions, one per cluster in turn: ``(cluster index, question)``.
+
+    A question another cluster already gave (same text, case-folded) is skipped.
+    """
     out: list[tuple[int, str]] = []
+    seen: set[str] = set()
     depth = 0
     while len(out) < limit and any(depth < len(qs) for qs in per_cluster):
         for c, qs in enumerate(per_cluster):
-            if depth < len(qs) and len(out) < limit:
+            if depth < len(qs) and len(out) < limit and qs[depth].casefold() not in seen:
+                seen.add(qs[depth].casefold())
                 out.append((c, qs[depth]))
         depth += 1
     return out
