@@ -183,6 +183,12 @@ def test_no_assertions_max_units_and_classes(
     again = runner.invoke(app, ["eval", "generate", str(corpus), "--out", str(tmp_path / "out"),
                                 "-C", str(corpus.parent)])  # fmt: skip
     assert again.exit_code == 2 and "--force" in again.stderr
+    again = runner.invoke(app, ["eval", "generate", str(corpus), "--out", str(tmp_path / "out"),
+                                "-C", str(corpus.parent), "--force", "--clusters", "3",
+                                "--no-assertions", "--classes", "global"])  # fmt: skip
+    assert again.exit_code == 0, again.output
+    assert "Wrote 1 questions (data_global 1)" in again.stdout
+    assert f"Next: ukr index {corpus} && ukr eval {tmp_path / 'out/dataset.jsonl'}" in again.stdout
 
 
 def test_generate_refuses_without_an_llm_and_with_a_bad_class(
