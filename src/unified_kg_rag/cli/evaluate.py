@@ -28,6 +28,7 @@ from unified_kg_rag.cli.common import (
     out_console,
     run,
 )
+from unified_kg_rag.cli.eval_prepare import register as register_prepare_commands
 from unified_kg_rag.cli.help_format import UkrCommand, UkrGroup
 from unified_kg_rag.util.errors import UsageError
 
@@ -292,3 +293,6 @@ def prepare_hipporag_command(
         )
     )
     out_console.print(f"Next: ukr index {report.corpus_dir} && ukr eval {report.dataset}")
+
+
+register_prepare_commands(eval_app, prepare_app)  # graphrag-bench, multihop-rag, jsonl, generate
