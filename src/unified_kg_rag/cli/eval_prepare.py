@@ -91,18 +91,31 @@ def prepare_graphrag_bench_command(
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="Keep the first N questions only.")
     ] = None,
+    min_coverage: Annotated[
+        float, typer.Option("--min-coverage", min=0.0, max=1.0,
+                            help="Share of an evidence sentence's content words a document "
+                            "span must hold to locate it; 0 keeps the sentences as written.")
+    ] = 0.75,
+    located_only: Annotated[
+        bool, typer.Option("--located-only", help="Keep questions with located evidence only.")
+    ] = False,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """GraphRAG-Bench (novel or medical): OUT/corpus/<corpus_name>.txt and OUT/dataset.jsonl."""
+    """GraphRAG-Bench (novel or medical): OUT/corpus/<corpus_name>.txt and OUT/dataset.jsonl.
+
+    Evidence sentences are restatements, so each is located in its document and the
+    document's own text becomes the evidence a retrieved passage is checked for.
+    """
 
     async def main() -> Any:
         from unified_kg_rag.evaluation.datasets import prepare_graphrag_bench
 
         wanted = [t.strip() for t in types.split(",") if t.strip()] if types else None
         return prepare_graphrag_bench(
-            corpus, questions, out, types=wanted, limit=limit, force=force
-        )
+            corpus, questions, out, types=wanted, limit=limit, force=force,
+            min_coverage=min_coverage or None, located_only=located_only,
+        )  # fmt: skip
 
     _print_report(run(main), json_out=json_out)
 

@@ -5,13 +5,17 @@ question, answer, question_type, evidence, evidence_triple}]`` where ``source`` 
 ``corpus_name``. ``evidence`` is the supporting sentences joined by ``"; "`` (a list of
 strings is read too). The sentences are the question writer's restatements more often than
 quotations: on the ten novels of ``shared/data/graphrag_bench`` 3 of 2,354 occur verbatim
-(whitespace and case normalised), so the report counts how many were located and the
-evidence is kept either way.
+(whitespace and case normalised). Each sentence is therefore located in its document by
+content-word coverage (`locate.EvidenceLocator`, threshold ``min_coverage``) and the
+document's own text of the best span becomes the evidence snippet, so a retrieved text unit
+holding it counts as a supporting passage; sentences not located are left out of
+``evidence`` (kept as written under ``metadata.evidence_as_written``), and ``located_only``
+keeps only the questions with a located snippet.
 
 Output: ``OUT/corpus/<corpus_name>.txt`` (one file per document) and ``OUT/dataset.jsonl``
 with ``category`` = ``question_type``, ``answers`` = ``[answer]``, ``supporting`` = the source
 document's file stem (document-level: the benchmark names no passage), ``evidence`` = the
-sentences and ``metadata`` = ``{source, evidence_triple}``.
+located spans and ``metadata`` = ``{source, evidence_as_written, evidence_triple}``.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from unified_kg_rag.evaluation.datasets.common import (
     write_dataset,
     writing,
 )
+from unified_kg_rag.evaluation.datasets.locate import EvidenceLocator
 from unified_kg_rag.util.errors import UsageError
 
 __all__ = ["prepare_graphrag_bench", "split_evidence"]
@@ -64,6 +69,8 @@ def prepare_graphrag_bench(
     types: list[str] | None = None,
     limit: int | None = None,
     force: bool = False,
+    min_coverage: float | None = 0.75,
+    located_only: bool = False,
 ) -> DatasetReport:
     """Write a corpus folder and a dataset from GraphRAG-Bench files.
 
@@ -74,6 +81,9 @@ def prepare_graphrag_bench(
         types: keep only these ``question_type`` values (None: all).
         limit: keep the first N questions (after ``types``); every document is written.
         force: replace an existing non-empty ``out_dir/corpus``.
+        min_coverage: the share of an evidence sentence's content words a document span
+            must hold to be its location (None: keep the sentences as written, unlocated).
+        located_only: keep only questions with at least one located evidence span.
 
     Raises:
         UsageError: an input is unreadable or not in that shape (the message names the file,
@@ -115,17 +125,31 @@ def prepare_graphrag_bench(
             (corpus_dir / f"{stem}.txt").write_text(context, encoding="utf-8")
             stems[name] = stem
             texts[name] = normalise(context)
+        locators = {name: EvidenceLocator(context) for name, context in docs} if (
+            min_coverage is not None) else {}  # fmt: skip
         items: list[EvalItem] = []
         for n, q in enumerate(kept):
             source = str(q["source"])
-            evidence = split_evidence(q.get("evidence"))
-            found = [e for e in evidence if source in texts and normalise(e) in texts[source]]
-            report.evidence_snippets += len(evidence)
+            written = split_evidence(q.get("evidence"))
+            if min_coverage is None:
+                evidence = written
+                found = [e for e in written if source in texts and normalise(e) in texts[source]]
+            else:
+                spans = [locators[source].locate(e, min_coverage=min_coverage)
+                         if source in locators else None for e in written]  # fmt: skip
+                found = [sp.text for sp in spans if sp is not None]
+                evidence = list(dict.fromkeys(found))
+            report.evidence_snippets += len(written)
             report.evidence_located += len(found)
-            report.questions_fully_located += bool(evidence) and len(found) == len(evidence)
+            report.questions_fully_located += bool(written) and len(found) == len(written)
             if source not in stems:
                 report.unmatched_supporting += 1
+            if located_only and not found:
+                report.skipped += 1
+                continue
             metadata: dict[str, object] = {"source": source}
+            if min_coverage is not None and written:
+                metadata["evidence_as_written"] = written
             if isinstance(q.get("evidence_triple"), str) and str(q["evidence_triple"]).strip():
                 metadata["evidence_triple"] = q["evidence_triple"]
             items.append(
