@@ -11,6 +11,7 @@ process-wide backend switch), so drawing is reproducible: same input, same bytes
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ FIGURE_NAMES = ("recall_at_k", "deltas", "cost_quality", "categories")
 """File stems of the figures, in report order."""
 
 _DPI = 100
+_PANELS_PER_ROW = 4
 _GOOD, _BAD, _NEUTRAL = "#1a7f37", "#cf222e", "#6e7781"
 
 
@@ -75,6 +77,7 @@ def draw_figures(comparison: Mapping[str, Any]) -> list[Figure]:
         "svg.hashsalt": "ukr-eval-report",  # stable element ids: same run, same bytes
         "text.parse_math": False,  # an arm named "a$b$" is a name, not TeX
         "font.size": 9.0,
+        "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica"],  # one short list per text
         "axes.spines.top": False,
         "axes.spines.right": False,
         "axes.grid": True,
@@ -89,12 +92,21 @@ def draw_figures(comparison: Mapping[str, Any]) -> list[Figure]:
 
 
 def _new(width_in: float, height_in: float) -> tuple[MplFigure, Axes]:
+    fig, axes = _panels(1, 1, width_in, height_in)
+    return fig, axes[0]
+
+
+def _panels(
+    rows: int, cols: int, width_in: float, height_in: float
+) -> tuple[MplFigure, list[Axes]]:
+    """A figure of ``rows`` x ``cols`` axes sharing both axes, flattened row by row."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure as MplFigure
 
     fig = MplFigure(figsize=(width_in, height_in), layout="constrained")
     FigureCanvasAgg(fig)
-    return fig, fig.add_subplot()
+    grid = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
+    return fig, [ax for row in grid for ax in row]
 
 
 def _save(fig: MplFigure) -> tuple[bytes, bytes]:
@@ -139,17 +151,19 @@ def _recall_at_k(comparison: Mapping[str, Any]) -> tuple[MplFigure, str] | None:
     if not ks:
         return None
     colors = _colors(comparison)
-    fig, ax = _new(6.0, 3.6)
+    curves = []
     for a in arms(comparison):
         pts = [(k, p) for k in ks if (p := _point(as_map(a.get("metrics")).get(f"recall@{k}")))]
-        if not pts:
-            continue
-        name = str(a.get("arm"))
-        ax.errorbar([k for k, _ in pts], [p[0] for _, p in pts],
+        if pts:
+            curves.append((str(a.get("arm")), pts))
+    fig, ax = _new(6.0, 3.6)
+    for n, (name, pts) in enumerate(curves):
+        dodge = (n - (len(curves) - 1) / 2) * 0.08  # keep overlapping intervals apart
+        ax.errorbar([k + dodge for k, _ in pts], [p[0] for _, p in pts],
                     yerr=[[p[1] for _, p in pts], [p[2] for _, p in pts]], marker="o",
                     capsize=3, color=colors.get(name), label=_label(name))  # fmt: skip
     ax.set_xticks(ks, [str(k) for k in ks])
-    ax.set_xlabel("k (distinct documents retrieved)")
+    ax.set_xlabel("k (top documents retrieved)")
     ax.set_ylabel("recall@k (mean)")
     ax.set_ylim(0, 1.02)
     fig.legend(loc="outside right upper", fontsize="small")
@@ -159,29 +173,43 @@ def _recall_at_k(comparison: Mapping[str, Any]) -> tuple[MplFigure, str] | None:
 
 
 def _deltas(comparison: Mapping[str, Any]) -> tuple[MplFigure, str] | None:
+    """A forest plot per arm (small multiples sharing the metric axis), main metrics only."""
     deltas = [as_map(d) for d in as_list(comparison.get("deltas"))]
     deltas = [d for d in deltas if d.get("category") is None and d.get("metric") in MAIN_METRICS]
     if not deltas:
         return None
-    order = {m: n for n, m in enumerate(MAIN_METRICS)}
-    deltas.sort(key=lambda d: (str(d.get("arm")), order[str(d.get("metric"))]))
-    fig, ax = _new(6.5, 0.9 + 0.28 * len(deltas))
-    for y, d in enumerate(reversed(deltas)):
-        p = _point(d)
-        if p is None:
+    present = {str(d.get("metric")) for d in deltas}
+    metrics = [m for m in MAIN_METRICS if m in present]
+    order = [str(a.get("arm")) for a in arms(comparison)]
+    arm_names = sorted({str(d.get("arm")) for d in deltas},
+                       key=lambda a: (order.index(a) if a in order else len(order), a))  # fmt: skip
+    cols = min(len(arm_names), _PANELS_PER_ROW)
+    rows = -(-len(arm_names) // cols)
+    fig, grid = _panels(rows, cols, 1.6 + 2.3 * cols, rows * (0.8 + 0.24 * len(metrics)))
+    y = {m: len(metrics) - 1 - n for n, m in enumerate(metrics)}
+    for n, ax in enumerate(grid):
+        if n >= len(arm_names):
+            ax.set_visible(False)
             continue
-        color = {True: _GOOD, False: _BAD}.get(d.get("better"), _NEUTRAL)
-        ax.errorbar([p[0]], [y], xerr=[[p[1]], [p[2]]], fmt="o", color=color, capsize=3)
-    ax.set_yticks(range(len(deltas)),
-                  [f"{d.get('arm')} · {d.get('metric')}" for d in reversed(deltas)])  # fmt: skip
-    ax.axvline(0.0, color=_NEUTRAL, linewidth=1)
-    ax.grid(axis="y", visible=False)
+        for d in deltas:
+            p = _point(d)
+            if str(d.get("arm")) != arm_names[n] or p is None:
+                continue
+            better = d.get("better")
+            color = _GOOD if better is True else _BAD if better is False else _NEUTRAL
+            ax.errorbar([p[0]], [y[str(d.get("metric"))]], xerr=[[p[1]], [p[2]]], fmt="o",
+                        color=color, capsize=2, markersize=4)  # fmt: skip
+        ax.axvline(0.0, color=_NEUTRAL, linewidth=1)
+        ax.grid(axis="y", visible=False)
+        ax.set_title(arm_names[n], fontsize="medium")
+    grid[0].set_yticks(range(len(metrics)), list(reversed(metrics)))
+    grid[0].set_ylim(-0.6, len(metrics) - 0.4)
     baseline = str(comparison.get("baseline", ""))
-    ax.set_xlabel(f"difference from {baseline} (arm minus baseline, metric units)")
-    ax.set_title(f"Difference from {baseline}, {_confidence(comparison)} paired interval",
-                 fontsize="medium")  # fmt: skip
-    return fig, (f"Difference from {baseline} per arm and metric, {_confidence(comparison)} "
-                 "paired interval (green: better, red: worse, grey: inconclusive)")  # fmt: skip
+    conf = _confidence(comparison)
+    fig.supxlabel(f"arm minus {baseline} (metric units), {conf} paired interval",
+                  fontsize="medium")  # fmt: skip
+    return fig, (f"Difference from {baseline} per arm and metric, {conf} paired interval "
+                 "(green: better, red: worse, grey: inconclusive)")
 
 
 def _cost_quality(comparison: Mapping[str, Any]) -> tuple[MplFigure, str] | None:
@@ -240,12 +268,12 @@ def _categories(comparison: Mapping[str, Any]) -> tuple[MplFigure, str] | None:
     fig, ax = _new(max(6.0, min(12.0, 2.5 + 0.35 * len(cats) * len(arm_names))), 3.6)
     for n, arm in enumerate(arm_names):
         values = [as_map(means[c].get(arm)).get(metric) for c in cats]
-        ys = [float(v) if isinstance(v, int | float) else 0.0 for v in values]
+        ys = [float(v) if isinstance(v, int | float) else math.nan for v in values]  # no bar
         xs = [i + (n - (len(arm_names) - 1) / 2) * width for i in range(len(cats))]
         ax.bar(xs, ys, width=width, color=colors.get(arm), label=_label(arm))
     counts = as_map(comparison.get("categories"))
-    ticks = [_tick(c, counts.get(c)) for c in cats]
     slanted = len(cats) > 6 or max(len(c) for c in cats) > 12
+    ticks = [_tick(c, counts.get(c), " " if slanted else "\n") for c in cats]
     ax.set_xticks(range(len(cats)), ticks, rotation=30 if slanted else 0,
                   ha="right" if slanted else "center")  # fmt: skip
     ax.set_ylabel(f"{metric} (mean)")
@@ -257,7 +285,7 @@ def _categories(comparison: Mapping[str, Any]) -> tuple[MplFigure, str] | None:
     return fig, title
 
 
-def _tick(category: str, count: object) -> str:
+def _tick(category: str, count: object, sep: str) -> str:
     name = category if len(category) <= 30 else category[:29] + "…"
-    return f"{name}\n(n={count})" if isinstance(count, int) else name
+    return f"{name}{sep}(n={count})" if isinstance(count, int) else name
 
