@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from unified_kg_rag.evaluation.report import write_report
+from unified_kg_rag.evaluation.report import ReportFiles, write_report
 from unified_kg_rag.util.errors import UsageError
 
 pytestmark = pytest.mark.unit
@@ -82,7 +82,7 @@ COMPARISON: dict[str, Any] = {
         EVIL: {"naive": {"f1": 0.3}, ARM: {"f1": 0.5}, "closed_book": {"f1": 0.1}},
         "bridge": {"naive": {"f1": 0.5}, ARM: {"f1": 0.6}, "closed_book": {"f1": 0.15}},
     },
-    "abstention_precision": [],
+    "abstention_precision": [_delta(ARM, "abstention/precision", 0.1, -0.2, 0.4, None)],
     "pairwise": {ARM: {
         "pairs": 4, "failed": 0, "unjudged": 0,
         "criteria": {"correctness": {"wins": 2, "losses": 1, "ties": 0, "inconsistent": 1,
@@ -112,15 +112,21 @@ def _run_dir(tmp_path: Path, *, comparison: bool = True) -> Path:
     return run
 
 
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> ReportFiles:
+    """The report of the hand-written run (read-only: drawn once for the module)."""
+    return write_report(_run_dir(tmp_path_factory.mktemp("report")), title="Nightly <b>eval</b>")
+
+
 def _row(text: str, first_cell: str) -> str:
     """The Markdown table row whose first cell is ``first_cell``."""
     return next(line for line in text.splitlines() if line.startswith(f"| {first_cell} |"))
 
 
-def test_markdown_tables_hold_the_hand_set_values(tmp_path: Path) -> None:
-    files = write_report(_run_dir(tmp_path))
-    md = files.markdown.read_text(encoding="utf-8")
-    assert files.markdown == tmp_path / "run" / "report.md"
+def test_markdown_tables_hold_the_hand_set_values(report: ReportFiles) -> None:
+    md = report.markdown.read_text(encoding="utf-8")
+    assert report.markdown == report.markdown.parent / "report.md"
+    assert report.markdown.parent.name == "run"
     assert "| arm | questions | failed | recall@2 | recall@5 | f1 |" in md
     assert _row(md, "naive") == ("| naive | 4 | 0 | 0.500 [0.250, 0.750] | 0.625 [0.375, 0.875] "
                                  "| 0.400 [0.200, 0.600] |")  # fmt: skip
@@ -137,6 +143,8 @@ def test_markdown_tables_hold_the_hand_set_values(tmp_path: Path) -> None:
     # cost: totals and latency percentiles in ms
     assert "| naive | 8 | 8 | 1 | 4,000 | 40 | 120.0 | 240.0 | 5.0 | 9.0 |" in md
     # pairwise: win rate and position consistency, then the length buckets
+    assert ("| ppr&lt;script>alert(1)&lt;/script> | 3 | 1 | 1.000 | 0.500 |" in md)
+    assert "| naive | +0.100 [-0.200, +0.400] | 4 | · inconclusive |" in md
     assert "| correctness | 0.667 | 0.750 | 2 | 1 | 0 | 1 | 0 |" in md
     assert "| 1.1-1.5 | 3 | 0.667 |" in md
     assert "| naive.f1 &lt; 0.5 | FAIL | 0.400 | 0.500 |  |" in md
@@ -149,8 +157,8 @@ def test_markdown_tables_hold_the_hand_set_values(tmp_path: Path) -> None:
     assert "| index counts | documents: 12 |" in md
 
 
-def test_every_figure_is_written_linked_and_embedded(tmp_path: Path) -> None:
-    files = write_report(_run_dir(tmp_path))
+def test_every_figure_is_written_linked_and_embedded(report: ReportFiles) -> None:
+    files = report
     names = ["recall_at_k", "deltas", "cost_quality", "categories"]
     assert files.figures == [f"report-figures/{n}.png" for n in names]
     md = files.markdown.read_text(encoding="utf-8")
@@ -165,10 +173,14 @@ def test_every_figure_is_written_linked_and_embedded(tmp_path: Path) -> None:
     # text stays text, escaped by the SVG writer: the arm's name in the recall legend
     assert "ppr&lt;script&gt;" in svgs[0]
     assert len(page.encode()) < 300_000
+    # same run, same bytes (a report can be committed and diffed)
+    again = write_report(files.markdown.parent, out_dir=files.markdown.parent / "again",
+                         title="Nightly <b>eval</b>")  # fmt: skip
+    assert again.html.read_text(encoding="utf-8") == page
 
 
-def test_html_is_self_contained_and_escapes_the_data(tmp_path: Path) -> None:
-    page = write_report(_run_dir(tmp_path), title="Nightly <b>eval</b>").html.read_text("utf-8")
+def test_html_is_self_contained_and_escapes_the_data(report: ReportFiles) -> None:
+    page = report.html.read_text("utf-8")
     assert "http://" not in page and "https://" not in page
     assert not re.search(r"<(script|link|iframe)\b", page, re.IGNORECASE)
     assert not re.search(r"""(src|href)=["'](?!data:)""", page)
@@ -182,8 +194,9 @@ def test_html_is_self_contained_and_escapes_the_data(tmp_path: Path) -> None:
     assert "prefers-color-scheme:dark" in page
 
 
-def test_markdown_escapes_markup_and_cell_breaks(tmp_path: Path) -> None:
-    md = write_report(_run_dir(tmp_path)).markdown.read_text(encoding="utf-8")
+def test_markdown_escapes_markup_and_cell_breaks(report: ReportFiles) -> None:
+    md = report.markdown.read_text(encoding="utf-8")
+    assert md.startswith("# Nightly &lt;b>eval&lt;/b>\n")
     assert EVIL not in md
     assert "| ppr&lt;script>alert(1)&lt;/script> | 4 | 1 |" in md
 

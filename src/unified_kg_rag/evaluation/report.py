@@ -40,7 +40,7 @@ from unified_kg_rag.evaluation.report_tables import (
 )
 from unified_kg_rag.util.errors import UsageError
 
-__all__ = ["FIGURES_DIR", "ReportFiles", "load_run", "write_report"]
+__all__ = ["FIGURES_DIR", "ReportFiles", "build_sections", "load_run", "write_report"]
 
 logger = logging.getLogger(__name__)
 
@@ -165,10 +165,13 @@ def build_sections(
     note = (figures_note,) if figures_note else ()
     baseline = str(comparison.get("baseline") or manifest.get("baseline") or "")
     sections = [_header(manifest, comparison)]
+    main = main_table(comparison)
+    if main is None and note:  # no results table to put the note under
+        sections[0] = Section("Run", warnings=sections[0].warnings, text=note,
+                              tables=sections[0].tables)  # fmt: skip
     warned = _warnings(comparison)
     if warned:
         sections.append(Section("Warnings", warnings=warned))
-    main = main_table(comparison)
     if main is not None:
         sections.append(Section("Results", text=note, tables=(main,), figures=("recall_at_k",)))
     deltas = delta_tables(comparison)
@@ -229,7 +232,7 @@ def _header(manifest: Mapping[str, Any], comparison: Mapping[str, Any]) -> Secti
         warnings = (f"The judge model ({manifest.get('judge_model') or '—'}) is also the "
                     "answer model: a model tends to favour its own answers, so read the judge "
                     "metrics and the pairwise results with care.",)  # fmt: skip
-    table = Table("Run", ("field", "value"), tuple(rows), align="ll")
+    table = Table("What was run", ("field", "value"), tuple(rows), align="ll")
     return Section("Run", warnings=warnings, tables=(table,))
 
 

@@ -14,7 +14,7 @@ signed (``+0.120 [+0.010, +0.230]``), counts with thousands separators, a missin
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -22,11 +22,22 @@ __all__ = [
     "MARKERS",
     "Section",
     "Table",
+    "abstention_tables",
+    "arm_label",
+    "arms",
     "as_list",
     "as_map",
+    "category_table",
+    "cost_table",
+    "delta_tables",
     "fmt",
+    "gate_table",
+    "headline_metrics",
     "interval",
+    "join",
+    "main_table",
     "metric_order",
+    "pairwise_tables",
 ]
 
 MAIN_METRICS = (
@@ -83,7 +94,7 @@ class Section:
     warnings: tuple[str, ...] = ()
     text: tuple[str, ...] = ()
     tables: tuple[Table, ...] = ()
-    figures: tuple[str, ...] = field(default=())
+    figures: tuple[str, ...] = ()
 
 
 def as_map(value: object) -> Mapping[str, Any]:
