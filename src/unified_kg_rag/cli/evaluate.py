@@ -29,6 +29,7 @@ from unified_kg_rag.cli.common import (
     run,
 )
 from unified_kg_rag.cli.eval_prepare import register as register_prepare_commands
+from unified_kg_rag.cli.eval_report import report_command
 from unified_kg_rag.cli.help_format import UkrCommand, UkrGroup
 from unified_kg_rag.util.errors import UsageError
 
@@ -296,3 +297,4 @@ def prepare_hipporag_command(
 
 
 register_prepare_commands(eval_app, prepare_app)  # graphrag-bench, multihop-rag, jsonl, generate
+eval_app.command("report", cls=UkrCommand)(report_command)
