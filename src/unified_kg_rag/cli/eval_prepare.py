@@ -48,15 +48,17 @@ def _print_report(report: DatasetReport, *, json_out: bool) -> None:
     out_console.print(f"Categories: {cats}; answerable {report.answerable}, "
                       f"unanswerable {report.unanswerable}", soft_wrap=True)  # fmt: skip
     if report.skipped:
-        out_console.print(f"Left out {report.skipped} questions (--types / --limit)")
+        out_console.print(f"Left out {report.skipped} questions (--types / --limit / "
+                          "--located-only)")
     if report.unmatched_supporting:
         out_console.print(f"{report.unmatched_supporting} supporting references name no "
                           "document of the corpus", soft_wrap=True)  # fmt: skip
     if report.format == "graphrag-bench":
         out_console.print(
-            f"Evidence: {report.evidence_located} of {report.evidence_snippets} snippets found "
-            f"verbatim in their document ({report.questions_fully_located} questions fully); "
-            "the rest are restatements, kept as evidence all the same", soft_wrap=True,
+            f"Evidence: {report.evidence_located} of {report.evidence_snippets} sentences "
+            f"located in their document ({report.questions_fully_located} questions fully); "
+            "a sentence not located is left out of `evidence` (kept under "
+            "metadata.evidence_as_written)", soft_wrap=True,
         )
     corpus = report.corpus_dir or "CORPUS_DIR"
     out_console.print(f"Next: ukr index {corpus} && ukr eval {report.dataset}", soft_wrap=True)

@@ -46,9 +46,10 @@ class DatasetReport(BaseModel):
         unanswerable: rows with ``answerable`` false.
         skipped: source questions left out (by ``--types`` or ``--limit``).
         unmatched_supporting: supporting references that name no corpus document.
-        evidence_snippets: evidence snippets written.
-        evidence_located: of those, how many occur verbatim (whitespace and case
-            normalised) in their source document (GraphRAG-Bench only; others 0).
+        evidence_snippets: evidence sentences read.
+        evidence_located: of those, how many were located in their source document: by
+            content-word coverage, or verbatim (whitespace and case normalised) with
+            ``--min-coverage 0`` (GraphRAG-Bench only; others 0).
         questions_fully_located: questions all of whose evidence snippets were located.
     """
 
