@@ -37,13 +37,16 @@ from unified_kg_rag.evaluation.results import (
     JudgementRow,
     ResultRow,
     RunManifest,
+    SourceRecord,
     append_jsonl,
     read_jsonl,
     read_manifest,
+    retrieval_ms,
     write_manifest,
 )
 from unified_kg_rag.evaluation.scoring import ScoringSettings
 from unified_kg_rag.retrieval.catalog import strategy_catalog
+from unified_kg_rag.retrieval.chain import RAGChain
 from unified_kg_rag.retrieval.models import RetrievalOutput
 from unified_kg_rag.util.errors import UsageError
 
@@ -275,7 +278,7 @@ def _resume_check(run_dir: Path, manifest: RunManifest) -> None:
 
 
 async def _answer(
-    app: App, chain: Any, item: EvalItem, arm: str, repeat: int, manifest: RunManifest
+    app: App, chain: RAGChain, item: EvalItem, arm: str, repeat: int, manifest: RunManifest
 ) -> ResultRow:
     """Answer one question with one arm; an exception becomes a failed row."""
     strategy, mode = arm_parts(arm)
@@ -303,8 +306,6 @@ async def _answer(
 def _retrieval_row(
     item: EvalItem, arm: str, repeat: int, out: RetrievalOutput, latency_ms: float
 ) -> ResultRow:
-    from unified_kg_rag.evaluation.results import SourceRecord, retrieval_ms
-
     return ResultRow(
         question_id=item.id, arm=arm, repeat=repeat, strategy=out.strategy,
         abstained=bool(out.metadata.get("cannot_answer")),
