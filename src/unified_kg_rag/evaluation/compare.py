@@ -40,6 +40,7 @@ from unified_kg_rag.evaluation.results import (
     append_jsonl,
     read_jsonl,
     read_manifest,
+    repair_jsonl,
     write_manifest,
 )
 from unified_kg_rag.evaluation.scoring import ScoringSettings
@@ -224,6 +225,7 @@ async def run_comparison(
     )
     _resume_check(req.run_dir, manifest)
     write_manifest(req.run_dir, manifest)
+    repair_jsonl(req.run_dir / RESULTS, ResultRow)
     done = {r.key for r in read_jsonl(req.run_dir / RESULTS, ResultRow)}
     chain = app.chain(req.index)
     results = req.run_dir / RESULTS
@@ -273,6 +275,8 @@ async def _answer(
             if arm == CLOSED_BOOK:
                 assert app.chat_model is not None  # checked by _preflight
                 out = await answer_closed_book(app.chat_model, item.question)
+                # no chain meters this call: its usage is the scope's
+                out = out.model_copy(update={"usage": usage.model_copy()})
             elif manifest.retrieval_only:
                 got = await chain.retrieve(item.question, strategy=arm,
                                            search_mode=manifest.search_mode,
