@@ -243,6 +243,7 @@ def test_the_closed_book_arm_answers_without_retrieval(
         out = tmp_path / "run"
         result = evaluate(dataset, project, out, "--strategies", "naive", "--closed-book",
                           "--config", str(cfg), "--json")  # fmt: skip
+        model_id = f"openai:answerer@{server.base_url}"
     assert result.exit_code == 0, result.output
     comp = json.loads(result.stdout)
     book = [r for r in rows(out) if r["arm"] == "closed_book"]
@@ -261,4 +262,4 @@ def test_the_closed_book_arm_answers_without_retrieval(
     assert arm(comp, "naive")["metrics"]["recall@5"]["mean"] == 1.0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["arms"] == ["naive", "closed_book"]
-    assert manifest["answer_model"] == f"openai:answerer@{server.base_url}"
+    assert manifest["answer_model"] == model_id
