@@ -263,3 +263,70 @@ def test_the_closed_book_arm_answers_without_retrieval(
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["arms"] == ["naive", "closed_book"]
     assert manifest["answer_model"] == model_id
+
+
+# ------------------------------------------------------------------------------ judges
+
+
+def judge_reply(body: dict[str, Any]) -> str:
+    """A judge: grades q2's answers correct and q1's with prose (malformed); always prefers
+    the answer shown first (position bias)."""
+    from unified_kg_rag.evaluation.judges import CRITERIA
+
+    text = "\n".join(str(m.get("content", "")) for m in body["messages"])
+    if "You grade answers to questions" in text:
+        if Q1 in text:
+            return "The answer looks right to me."
+        return json.dumps({"label": "correct", "reason": "same river"})
+    if "You compare two answers" in text:
+        return json.dumps({c: {"winner": "1", "reason": "first"} for c in CRITERIA})
+    return "?"
+
+
+def test_judges_on_a_separate_model_score_fail_and_time_out_visibly(
+    setup: tuple[Path, Path], tmp_path: Path, answerer: FakeOpenAIServer
+) -> None:
+    from unified_kg_rag.evaluation.judges import CRITERIA
+
+    dataset, project = setup
+    with FakeOpenAIServer(reply=judge_reply) as judge:
+        # q2's pair is judged slowly, past evaluation.judge_timeout_s, in both orders
+        judge.script(Scripted(match=f"{Q2}\n\nAnswer 1:", delay_s=1.0, times=2))
+        cfg = config(tmp_path / "ukr.yaml", llm=openai_llm(answerer),
+                     query={"llm_router": False},
+                     evaluation={"judge": openai_llm(judge, model="judge"),
+                                 "judge_timeout_s": 0.5})  # fmt: skip
+        out = tmp_path / "run"
+        result = evaluate(dataset, project, out, "--strategies", "naive,ppr", "--judge",
+                          "correctness,pairwise", "--config", str(cfg), "--json")  # fmt: skip
+        judge_id = f"openai:judge@{judge.base_url}"
+        judge_calls = len(judge.requests)
+    assert result.exit_code == 0, result.output
+    comp = json.loads(result.stdout)
+    # correctness: 4 answers; pairwise: 1 candidate arm × 2 questions × 2 orders
+    assert judge_calls == 4 + 4
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["judge_model"] == judge_id
+    assert manifest["judge_is_answer_model"] is False
+    assert manifest["judges"] == ["correctness", "pairwise"]
+    assert not any("judge is the answer model" in w for w in comp["warnings"])
+    # correctness: q1's verdicts are malformed (counted, not scored), q2's are "correct"
+    for name in ("naive", "ppr"):
+        score = arm(comp, name)["metrics"]["judge/correctness"]
+        assert (score["mean"], score["n"]) == (1.0, 1)
+    assert comp["judge_failures"] == {"correctness": 2, "pairwise": 1}
+    saved = [json.loads(line) for line in (out / "judgements.jsonl").read_text().splitlines()]
+    assert len(saved) == 4 + 2
+    bad = [j for j in saved if j["judge"] == "correctness" and j["question_id"] == "q1"]
+    assert len(bad) == 2 and all("malformed reply" in j["error"] for j in bad)
+    assert all(j["scores"] == {"judge/correctness": None} for j in bad)
+    slow = next(j for j in saved if j["judge"] == "pairwise" and j["question_id"] == "q2")
+    assert slow["error"] == "first order: deadline; second order: deadline"
+    assert slow["scores"] == {f"pairwise/{c}": None for c in CRITERIA}
+    # pairwise: only ppr is judged against naive; the biased q1 pair is inconsistent
+    assert list(comp["pairwise"]) == ["ppr"]
+    for name in CRITERIA:
+        row = comp["pairwise"]["ppr"]["criteria"][name]
+        assert (row["judged"], row["inconsistent"], row["failed"]) == (1, 1, 1)
+        assert row["position_consistency"] == 0.0 and row["win_rate"] is None
+    assert "pairwise/comprehensiveness" not in arm(comp, "ppr")["metrics"]
