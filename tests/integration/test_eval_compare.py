@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import Result
-from typer.testing import CliRunner
-
 from tests.cli.test_eval import CORPUS, QUESTIONS
 from tests.support.openai_server import FakeOpenAIServer, Scripted
+from typer.testing import CliRunner
+
 from unified_kg_rag.cli.app import app
 
 pytestmark = pytest.mark.integration
@@ -143,6 +143,7 @@ def test_a_failed_answer_is_saved_and_scored_0_and_from_results_reproduces_it(
     assert failed["ok"] is False and failed["answer"] is None
     assert "bad prompt" in failed["error"]
     assert failed["latency_ms"] > 0
+    assert failed["usage"]["calls"] == 1 and failed["usage"]["input_tokens"] > 0
     assert all(r["ok"] for k, r in saved.items() if k != ("q1", "naive"))
     naive, ppr = arm(comp, "naive"), arm(comp, "ppr")
     assert (naive["rows"], naive["failed"], naive["questions"]) == (4 // 2, 1, 2)
@@ -153,7 +154,8 @@ def test_a_failed_answer_is_saved_and_scored_0_and_from_results_reproduces_it(
         assert naive["metrics"][metric]["n"] == 2
         assert ppr["metrics"][metric]["mean"] == 1.0, metric
     # its cost is kept: the failed row's latency is in the arm's cost, over both rows
-    assert naive["cost"]["rows"] == 2
+    assert (naive["cost"]["rows"], naive["cost"]["calls"]) == (2, 2)
+    assert naive["metrics"]["cost/calls"]["mean"] == 1.0
     assert naive["metrics"]["cost/latency_ms"]["n"] == 2
     deltas = {d["metric"]: d for d in comp["deltas"]}
     assert deltas["recall@5"]["n"] == 2 and deltas["recall@5"]["estimate"] == 0.5
@@ -169,6 +171,31 @@ def test_a_failed_answer_is_saved_and_scored_0_and_from_results_reproduces_it(
     assert (out / "results.jsonl").read_bytes() == saved_rows
     assert json.loads(again.stdout) == comp
     assert len(answerer.requests) == calls  # no model call
+    # re-judged from the saved answers: the failed one is not judged, and scores 0
+    grade = json.dumps({"label": "correct", "reason": "same"})
+    with FakeOpenAIServer(reply=lambda body: grade) as judge:
+        judged = tmp_path / "judged.yaml"
+        config(judged, llm=openai_llm(answerer), query={"llm_router": False},
+               evaluation={"judge": openai_llm(judge, model="judge")})  # fmt: skip
+        args = ["eval", "--from-results", str(out), "-C", str(project), "--config", str(judged),
+                "--judge", "correctness", "--json"]  # fmt: skip
+        first, second = invoke(args), invoke(args)
+        judge_calls = len(judge.requests)
+    assert first.exit_code == 0, first.output
+    assert second.exit_code == 0, second.output
+    assert len(answerer.requests) == calls
+    assert judge_calls == 2 * 3  # three answers, judged again on the second re-score
+    verdicts = (out / "judgements.jsonl").read_text().splitlines()
+    assert sorted((json.loads(v)["question_id"], json.loads(v)["arm"]) for v in verdicts) == [
+        ("q1", "ppr"), ("q2", "naive"), ("q2", "ppr")]  # replaced, not appended twice
+    rejudged = json.loads(second.stdout)
+    assert rejudged["judge_failures"] == {}
+    # naive: q1 failed (0, filled in), q2 judged correct (1)
+    assert arm(rejudged, "naive")["metrics"]["judge/correctness"]["mean"] == 0.5
+    assert arm(rejudged, "naive")["metrics"]["judge/correctness"]["n"] == 2
+    assert arm(rejudged, "ppr")["metrics"]["judge/correctness"]["mean"] == 1.0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["judges"] == ["correctness"] and manifest["judge_is_answer_model"] is False
 
 
 # ------------------------------------------------------------------------------ resume
