@@ -187,3 +187,43 @@ def test_the_answer_model_judging_its_own_answers_is_warned_about(
     comp = json.loads((out / "comparison.json").read_text())
     assert comp["arms"][0]["metrics"]["judge/correctness"]["mean"] == 1.0
     assert any("judge is the answer model" in w for w in comp["warnings"])
+
+
+# ------------------------------------------------------------------ --from-results inputs
+
+
+def test_from_results_reads_the_runs_dataset_from_any_folder(
+    setup: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dataset, project = setup
+    copy = tmp_path / "data" / "questions.jsonl"
+    copy.parent.mkdir()
+    copy.write_bytes(dataset.read_bytes())
+    cfg = tmp_path / "ukr.yaml"
+    cfg.write_text(yaml.safe_dump({"query": {"top_k": 20}}), "utf-8")
+    monkeypatch.chdir(copy.parent)
+    result = invoke(["eval", "questions.jsonl", "-C", str(project), "--out", "../run",
+                     "--config", str(cfg), "--strategies", "naive", "--retrieval-only"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    run_dir = tmp_path / "run"
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["dataset"] == str(copy)  # absolute, whatever the folder it ran in
+    assert manifest["top_k"] == 20  # query.top_k (at least 10)
+    saved = (run_dir / "comparison.json").read_bytes()
+    monkeypatch.chdir(tmp_path)
+    again = invoke(["eval", "--from-results", "run", "-C", str(project), "--config", str(cfg)])
+    assert again.exit_code == 0, again.output
+    assert "warning" not in again.stderr
+    assert (run_dir / "comparison.json").read_bytes() == saved
+    # the references changed since: re-scored with a warning (the river is now the Loire)
+    copy.write_text(copy.read_text().replace('"Seine"', '"Loire"'), "utf-8")
+    edited = invoke(["eval", "--from-results", "run", "-C", str(project), "--config", str(cfg),
+                     "--json"])  # fmt: skip
+    assert edited.exit_code == 0, edited.output
+    assert "SHA-256 differs" in " ".join(edited.stderr.split())
+    metrics = json.loads(edited.stdout)["arms"][0]["metrics"]
+    assert metrics["answer_in_context"]["mean"] == 0.5  # "Loire" is in no passage
+    copy.unlink()
+    gone = invoke(["eval", "--from-results", "run", "-C", str(project), "--config", str(cfg)])
+    assert gone.exit_code == 2
+    assert "ukr eval DATASET --from-results run" in " ".join(gone.stderr.split())

@@ -10,6 +10,7 @@ optionally judging the saved answers again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import platform
@@ -203,7 +204,7 @@ async def run_comparison(
     manifest = RunManifest(
         run_id=req.run_dir.name,
         created=datetime.now(UTC).isoformat(timespec="seconds"),
-        dataset=str(req.dataset),
+        dataset=str(req.dataset.resolve()),
         dataset_sha256=hashlib.sha256(req.dataset.read_bytes()).hexdigest(),
         questions=[i.id for i in req.items],
         arms=arms,
@@ -229,6 +230,8 @@ async def run_comparison(
     done = {r.key for r in read_jsonl(req.run_dir / RESULTS, ResultRow)}
     chain = app.chain(req.index)
     results = req.run_dir / RESULTS
+    if len(done) < len(req.items) * len(arms) * req.repeats:
+        await _warm_up(app)
     for repeat in range(req.repeats):
         for arm in arms:
             for n, item in enumerate(req.items, start=1):
@@ -243,6 +246,17 @@ async def run_comparison(
     manifest.finished = datetime.now(UTC).isoformat(timespec="seconds")
     write_manifest(req.run_dir, manifest)
     return _compare(app, manifest, req.items, req.gates, req.run_dir)
+
+
+async def _warm_up(app: App) -> None:
+    """Load the embedding model before the first timed answer.
+
+    A local model loads its weights on first use: without this, the first arm's first
+    answer pays for the load, and the baseline's latency looks worse than it is.
+    """
+    # a failing embedder fails each answer instead, saved as a failed row
+    with contextlib.suppress(Exception):
+        await app.embedder.embed_query("warm up")
 
 
 def _resume_check(run_dir: Path, manifest: RunManifest) -> None:

@@ -221,7 +221,8 @@ class RunManifest(BaseModel):
         run_id: the run directory's name.
         created: ISO 8601 UTC time the run started.
         finished: when it finished (None while running or when interrupted).
-        dataset: the dataset file as given.
+        dataset: the dataset file (absolute path: ``--from-results`` reads it from any
+            folder).
         dataset_sha256: SHA-256 of its bytes.
         questions: the question ids evaluated, in order.
         arms: the arms, in order (strategies, then ``closed_book``).
