@@ -357,3 +357,32 @@ def test_judges_on_a_separate_model_score_fail_and_time_out_visibly(
         assert (row["judged"], row["inconsistent"], row["failed"]) == (1, 1, 1)
         assert row["position_consistency"] == 0.0 and row["win_rate"] is None
     assert "pairwise/comprehensiveness" not in arm(comp, "ppr")["metrics"]
+
+
+def test_an_interrupted_judging_resumes_with_the_verdicts_it_lacks(
+    setup: tuple[Path, Path], tmp_path: Path
+) -> None:
+    dataset, project = setup
+    grade = json.dumps({"label": "correct", "reason": "same"})
+    with FakeOpenAIServer(reply=lambda body: grade) as judge:
+        # extractive answers (no llm); the judge is a model of its own
+        cfg = config(tmp_path / "ukr.yaml",
+                     evaluation={"judge": openai_llm(judge, model="judge")})  # fmt: skip
+        out = tmp_path / "run"
+        args = ("--strategies", "naive,ppr", "--judge", "correctness", "--config", str(cfg))
+        first = evaluate(dataset, project, out, *args)
+        assert first.exit_code == 0, first.output
+        assert len(judge.requests) == 4
+        verdicts = (out / "judgements.jsonl").read_text().splitlines(keepends=True)
+        # killed while saving the fourth verdict
+        (out / "judgements.jsonl").write_text("".join(verdicts[:3]) + verdicts[3][:40], "utf-8")
+        second = evaluate(dataset, project, out, *args, "--json")
+        assert second.exit_code == 0, second.output
+        assert len(judge.requests) == 5  # only the lost verdict is asked again
+    text = (out / "judgements.jsonl").read_text()
+    assert text.startswith("".join(verdicts[:3])) and len(text.splitlines()) == 4
+    comp = json.loads(second.stdout)
+    assert comp["judge_failures"] == {}
+    for name in ("naive", "ppr"):
+        assert arm(comp, name)["metrics"]["judge/correctness"]["mean"] == 1.0
+        assert arm(comp, name)["metrics"]["judge/correctness"]["n"] == 2
