@@ -4,6 +4,7 @@ embedder), answers from real OpenAI-compatible servers on 127.0.0.1, saved rows,
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -98,8 +99,6 @@ def test_two_strategies_two_repeats_save_every_row_and_compare(
         ["naive", "ppr"], "naive", 2)  # fmt: skip
     assert manifest["questions"] == ["q1", "q2"]
     assert len(manifest["config_hash"]) == 64
-    import hashlib
-
     assert manifest["dataset_sha256"] == hashlib.sha256(dataset.read_bytes()).hexdigest()
     assert manifest["versions"]["python"] and "numpy" in manifest["versions"]
     assert manifest["judge_is_answer_model"] is False and manifest["judges"] == []
