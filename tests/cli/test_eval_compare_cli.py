@@ -227,3 +227,28 @@ def test_from_results_reads_the_runs_dataset_from_any_folder(
     gone = invoke(["eval", "--from-results", "run", "-C", str(project), "--config", str(cfg)])
     assert gone.exit_code == 2
     assert "ukr eval DATASET --from-results run" in " ".join(gone.stderr.split())
+
+
+def test_options_of_a_new_run_are_refused_with_from_results(
+    setup: tuple[Path, Path], retrieval_run: Path
+) -> None:
+    _, project = setup
+    result = invoke(["eval", "--from-results", str(retrieval_run), "-C", str(project),
+                     "--baseline", "ppr", "--repeats", "2"])  # fmt: skip
+    assert result.exit_code == 2
+    assert "re-scores the saved run as it ran; drop --baseline, --repeats" in " ".join(
+        result.stderr.split())  # fmt: skip
+
+
+def test_the_closed_book_arm_with_retrieval_only_exits_2(
+    setup: tuple[Path, Path], tmp_path: Path, answerer: FakeOpenAIServer
+) -> None:
+    dataset, project = setup
+    cfg = tmp_path / "ukr.yaml"
+    cfg.write_text(yaml.safe_dump({"llm": llm(answerer)}), "utf-8")
+    out = tmp_path / "run"
+    result = invoke(["eval", str(dataset), "-C", str(project), "--out", str(out),
+                     "--config", str(cfg), "--retrieval-only", "--closed-book"])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "the closed-book arm only answers; drop --retrieval-only" in result.stderr
+    assert not out.exists() and answerer.requests == []

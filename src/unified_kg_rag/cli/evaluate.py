@@ -152,6 +152,14 @@ def eval_run_command(
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         async with build_app(config, project_dir) as app:
             if from_results is not None:
+                ignored = [name for name, value in (
+                    ("--strategies", arms), ("--baseline", baseline), ("--repeats", repeats != 1),
+                    ("--closed-book", closed_book), ("--out", out), ("--mode", mode),
+                    ("--index", index), ("--limit", limit), ("--retrieval-only", retrieval_only),
+                ) if value]  # fmt: skip
+                if ignored:
+                    raise UsageError(f"--from-results re-scores the saved run as it ran; drop "
+                                     f"{', '.join(ignored)}", field="--from-results")  # fmt: skip
                 manifest, items = _saved_run(from_results, dataset)
                 wanted = set(manifest.questions)
                 items = [i for i in items if i.id in wanted]

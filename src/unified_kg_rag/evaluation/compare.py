@@ -167,6 +167,9 @@ async def _preflight(app: App, req: RunRequest) -> dict[str, Any]:
     if unknown:
         raise UsageError(f"unknown judge {unknown[0]!r}; judges: {', '.join(JUDGES)}",
                          field="--judge")  # fmt: skip
+    if req.closed_book and req.retrieval_only:
+        raise UsageError("the closed-book arm only answers; drop --retrieval-only",
+                         field="--closed-book")  # fmt: skip
     if req.closed_book and app.chat_model is None:
         raise UsageError("the closed-book arm needs an answer model (llm.kind is none)",
                          field="--closed-book")  # fmt: skip
@@ -188,7 +191,8 @@ async def run_comparison(
 
     Raises:
         UsageError: an unknown or unserved strategy, an unknown judge, a judge or closed-book
-            arm without a model, or a ``run_dir`` that holds a different run.
+            arm without a model or with ``retrieval_only``, or a ``run_dir`` that holds a
+            different run.
         StoreError: the store failed. An answer that raises is saved as a failed row (scored
             0, never dropped), so one bad question does not stop the run.
     """
