@@ -163,7 +163,8 @@ def eval_run_command(
                 manifest, items = _saved_run(from_results, dataset)
                 wanted = set(manifest.questions)
                 items = [i for i in items if i.id in wanted]
-                check_gates(gates, manifest.arms, dict.fromkeys(manifest.arms, KNOWN_METRICS))
+                check_gates(gates, manifest.arms, dict.fromkeys(manifest.arms, KNOWN_METRICS),
+                            manifest.baseline)  # fmt: skip
                 comp = await rescore(app, from_results, items, judges=judges, gates=gates)
                 return comp, from_results
             if dataset is None:
@@ -171,7 +172,7 @@ def eval_run_command(
             items = load_dataset(dataset)[:limit]
             chosen = arms or [config.query.strategy]
             named = [*chosen, *(["closed_book"] if closed_book else [])]
-            check_gates(gates, named, dict.fromkeys(named, KNOWN_METRICS))
+            check_gates(gates, named, dict.fromkeys(named, KNOWN_METRICS), baseline or named[0])
             run_dir = out or _default_run_dir(project_dir, dataset)
             show = not (quiet or json_out) and err_console.is_terminal
 
