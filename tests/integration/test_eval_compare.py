@@ -385,3 +385,25 @@ def test_an_interrupted_judging_resumes_with_the_verdicts_it_lacks(
     for name in ("naive", "ppr"):
         assert arm(comp, name)["metrics"]["judge/correctness"]["mean"] == 1.0
         assert arm(comp, name)["metrics"]["judge/correctness"]["n"] == 2
+
+
+def test_a_question_every_arm_fails_is_scored_0_not_dropped(
+    setup: tuple[Path, Path], tmp_path: Path, answerer: FakeOpenAIServer
+) -> None:
+    dataset, project = setup
+    cfg = config(tmp_path / "ukr.yaml", llm=openai_llm(answerer),
+                 query={"llm_router": False})  # fmt: skip
+    answerer.script(Scripted(status=400, message="bad prompt", match=Q1, times=None))
+    out = tmp_path / "run"
+    result = evaluate(dataset, project, out, "--strategies", "naive,ppr", "--config", str(cfg),
+                      "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    comp = json.loads(result.stdout)
+    for name in ("naive", "ppr"):
+        a = arm(comp, name)
+        assert (a["failed"], a["questions"]) == (1, 2)
+        for metric in ("recall@5", "answer_in_context", "answer_contains", "em"):
+            assert (a["metrics"][metric]["n"], a["metrics"][metric]["mean"]) == (
+                2, 0.5 if metric != "em" else 0.0), (name, metric)  # fmt: skip
+    deltas = {d["metric"]: d for d in comp["deltas"]}
+    assert deltas["recall@5"]["n"] == 2 and deltas["recall@5"]["estimate"] == 0.0
