@@ -106,6 +106,7 @@ def test_a_violated_gate_exits_4_in_json_too(
         ("hipporag.recall@5 < 0.5", 'unknown arm "hipporag"'),
         ("ppr.recal@5 < 0.5", 'unknown metric "recal@5" of arm "ppr"'),
         ("ppr.recall@5 = 0.5", 'unsupported operator "="'),
+        ("ppr.judge/correctness < 0.5", 'unknown metric "judge/correctness" of arm "ppr"'),
         ("delta(naive,ppr).recall@5.low < 0",
          '"delta(naive,ppr).recall@5.low" in "delta(naive,ppr).recall@5.low < 0" is not '
          'computed: differences are ARM minus the baseline, "naive"'),
@@ -131,6 +132,10 @@ def test_a_gate_on_a_saved_run_names_its_arms(
     result = gate(retrieval_run, project, "local.recall@5 < 0.5")
     assert result.exit_code == 2
     assert 'unknown arm "local"' in result.stderr and "naive" in result.stderr
+    # a retrieval-only run reports no answer metric
+    answers = gate(retrieval_run, project, "naive.em < 0.5")
+    assert answers.exit_code == 2
+    assert 'unknown metric "em" of arm "naive"' in answers.stderr
     assert (retrieval_run / "comparison.json").read_bytes() == before
 
 
@@ -255,3 +260,23 @@ def test_the_closed_book_arm_with_retrieval_only_exits_2(
     assert result.exit_code == 2, result.output
     assert "the closed-book arm only answers; drop --retrieval-only" in result.stderr
     assert not out.exists() and answerer.requests == []
+
+
+def test_the_metrics_a_gate_may_name_follow_the_run() -> None:
+    from unified_kg_rag.evaluation.scoring import KNOWN_METRICS, arm_metrics
+
+    book = arm_metrics("closed_book", baseline="naive", retrieval_only=False,
+                       judges=["pairwise", "correctness"])  # fmt: skip
+    assert "recall@5" not in book and "cost/retrieval_ms" not in book
+    assert "pairwise/directness" not in book and {"em", "judge/correctness"} <= set(book)
+    ppr = arm_metrics("ppr", baseline="naive", retrieval_only=False, judges=["pairwise"])
+    assert "pairwise/directness" in ppr and "judge/correctness" not in ppr
+    assert "pairwise/directness" not in arm_metrics("naive", baseline="naive",
+                                                    retrieval_only=False, judges=["pairwise"])
+    retrieval = arm_metrics("naive", baseline="naive", retrieval_only=True, judges=[])
+    assert set(KNOWN_METRICS) - set(retrieval) == {
+        "em", "f1", "answer_contains", "abstained", "abstention/recall", "message_cited_recall",
+        "cited_documents", "cited_share", "judge/correctness", "assertion/recall",
+        "assertion/contradiction_rate", "assertion/negative_violation_rate",
+        "pairwise/comprehensiveness", "pairwise/diversity", "pairwise/empowerment",
+        "pairwise/directness"}  # fmt: skip

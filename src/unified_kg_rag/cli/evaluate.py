@@ -146,7 +146,7 @@ def eval_run_command(
         from unified_kg_rag.evaluation.compare import RunRequest, rescore, run_comparison
         from unified_kg_rag.evaluation.dataset import load_dataset
         from unified_kg_rag.evaluation.gates import check_gates, parse_gate
-        from unified_kg_rag.evaluation.scoring import KNOWN_METRICS
+        from unified_kg_rag.evaluation.scoring import arm_metrics
 
         gates = [parse_gate(g) for g in fail_if or []]
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
@@ -163,8 +163,11 @@ def eval_run_command(
                 manifest, items = _saved_run(from_results, dataset)
                 wanted = set(manifest.questions)
                 items = [i for i in items if i.id in wanted]
-                check_gates(gates, manifest.arms, dict.fromkeys(manifest.arms, KNOWN_METRICS),
-                            manifest.baseline)  # fmt: skip
+                check_gates(gates, manifest.arms, {
+                    a: arm_metrics(a, baseline=manifest.baseline,
+                                   retrieval_only=manifest.retrieval_only,
+                                   judges=[*manifest.judges, *judges])
+                    for a in manifest.arms}, manifest.baseline)  # fmt: skip
                 comp = await rescore(app, from_results, items, judges=judges, gates=gates)
                 return comp, from_results
             if dataset is None:
@@ -172,7 +175,10 @@ def eval_run_command(
             items = load_dataset(dataset)[:limit]
             chosen = arms or [config.query.strategy]
             named = [*chosen, *(["closed_book"] if closed_book else [])]
-            check_gates(gates, named, dict.fromkeys(named, KNOWN_METRICS), baseline or named[0])
+            base = baseline or named[0]
+            check_gates(gates, named, {
+                a: arm_metrics(a, baseline=base, retrieval_only=retrieval_only, judges=judges)
+                for a in named}, base)  # fmt: skip
             run_dir = out or _default_run_dir(project_dir, dataset)
             show = not (quiet or json_out) and err_console.is_terminal
 
