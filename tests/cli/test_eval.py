@@ -80,16 +80,24 @@ def test_eval_json_has_the_documented_keys_and_real_values(prepared: Path) -> No
     )
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    for key in ("recall@2", "recall@5", "recall@10", "answer_in_context",
-                "latency_ms_p50", "latency_ms_p95", "n_questions"):  # fmt: skip
-        assert key in report
-    assert report["n_questions"] == 2
+    run_dir = Path(report["run_dir"])
+    assert run_dir.parent == project / ".ukr" / "eval"  # the default run folder
+    assert report["baseline"] == "auto"  # query.strategy
+    (arm,) = report["arms"]
+    assert (arm["arm"], arm["questions"], arm["rows"], arm["failed"]) == ("auto", 2, 2, 0)
+    metrics = arm["metrics"]
+    for key in ("recall@2", "recall@5", "recall@10", "answer_in_context"):
+        assert key in metrics and metrics[key]["n"] == 2
     # five passages in all: every supporting passage is within the first 5 (and 10)
-    assert report["recall@5"] == 1.0 and report["recall@10"] == 1.0
-    assert 0.0 <= report["recall@2"] <= 1.0
-    assert report["answer_in_context"] == 1.0
-    assert report["latency_ms_p95"] >= report["latency_ms_p50"] > 0
-    assert report["strategy"] == "ppr"  # auto: the index holds the lazy concept graph
+    assert metrics["recall@5"]["mean"] == 1.0 and metrics["recall@10"]["mean"] == 1.0
+    assert 0.0 <= metrics["recall@2"]["mean"] <= 1.0
+    assert metrics["answer_in_context"]["mean"] == 1.0
+    assert arm["cost"]["latency_ms_p95"] >= arm["cost"]["latency_ms_p50"] > 0
+    assert report["deltas"] == []  # one arm: nothing to compare
+    saved = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert [r["question_id"] for r in saved] == ["q1", "q2"]
+    # auto: the index holds the lazy concept graph
+    assert {r["strategy"] for r in saved} == {"ppr"}
 
 
 def test_eval_retrieval_only_and_table_output(prepared: Path) -> None:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from datetime import UTC, datetime
@@ -35,6 +36,8 @@ from unified_kg_rag.util.errors import UsageError
 
 if TYPE_CHECKING:  # loaded when the command runs
     from unified_kg_rag.evaluation.comparison import Comparison
+    from unified_kg_rag.evaluation.dataset import EvalItem
+    from unified_kg_rag.evaluation.results import RunManifest
 
 __all__ = ["eval_app"]
 
@@ -145,18 +148,28 @@ def eval_run_command(
         from unified_kg_rag.evaluation.compare import RunRequest, rescore, run_comparison
         from unified_kg_rag.evaluation.dataset import load_dataset
         from unified_kg_rag.evaluation.gates import check_gates, parse_gate
-        from unified_kg_rag.evaluation.results import read_manifest
-        from unified_kg_rag.evaluation.scoring import KNOWN_METRICS
+        from unified_kg_rag.evaluation.scoring import arm_metrics
 
         gates = [parse_gate(g) for g in fail_if or []]
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         async with build_app(config, project_dir) as app:
             if from_results is not None:
-                manifest = read_manifest(from_results)
-                items = load_dataset(dataset or Path(manifest.dataset))
+                ignored = [name for name, value in (
+                    ("--strategies", arms), ("--baseline", baseline), ("--repeats", repeats != 1),
+                    ("--closed-book", closed_book), ("--out", out), ("--mode", mode),
+                    ("--index", index), ("--limit", limit), ("--retrieval-only", retrieval_only),
+                ) if value]  # fmt: skip
+                if ignored:
+                    raise UsageError(f"--from-results re-scores the saved run as it ran; drop "
+                                     f"{', '.join(ignored)}", field="--from-results")  # fmt: skip
+                manifest, items = _saved_run(from_results, dataset)
                 wanted = set(manifest.questions)
                 items = [i for i in items if i.id in wanted]
-                check_gates(gates, manifest.arms, dict.fromkeys(manifest.arms, KNOWN_METRICS))
+                check_gates(gates, manifest.arms, {
+                    a: arm_metrics(a, baseline=manifest.baseline,
+                                   retrieval_only=manifest.retrieval_only,
+                                   judges=[*manifest.judges, *judges])
+                    for a in manifest.arms}, manifest.baseline)  # fmt: skip
                 comp = await rescore(app, from_results, items, judges=judges, gates=gates)
                 return comp, from_results
             if dataset is None:
@@ -164,7 +177,10 @@ def eval_run_command(
             items = load_dataset(dataset)[:limit]
             chosen = arms or [config.query.strategy]
             named = [*chosen, *(["closed_book"] if closed_book else [])]
-            check_gates(gates, named, dict.fromkeys(named, KNOWN_METRICS))
+            base = baseline or named[0]
+            check_gates(gates, named, {
+                a: arm_metrics(a, baseline=base, retrieval_only=retrieval_only, judges=judges)
+                for a in named}, base)  # fmt: skip
             run_dir = out or _default_run_dir(project_dir, dataset)
             show = not (quiet or json_out) and err_console.is_terminal
 
@@ -175,7 +191,8 @@ def eval_run_command(
             req = RunRequest(
                 dataset=dataset, items=items, arms=chosen, run_dir=run_dir, repeats=repeats,
                 baseline=baseline, closed_book=closed_book, retrieval_only=retrieval_only,
-                search_mode=mode or config.query.search_mode, index=index, judges=judges,
+                search_mode=mode or config.query.search_mode, top_k=config.query.top_k,
+                index=index, judges=judges,
                 gates=gates,
             )  # fmt: skip
             comp = await run_comparison(app, req, on_progress=progress)
@@ -191,6 +208,30 @@ def eval_run_command(
         print_comparison(comp, run_dir)
     if any(g.violated for g in comp.gates):
         raise typer.Exit(4)
+
+
+def _saved_run(run_dir: Path, dataset: Path | None) -> tuple[RunManifest, list[EvalItem]]:
+    """The manifest of a saved run and the questions of its dataset (``--from-results``).
+
+    Warns when ``dataset`` is not the file the run answered (its SHA-256 differs).
+
+    Raises:
+        UsageError: ``run_dir`` holds no run, or the run's dataset is gone and none is named.
+    """
+    from unified_kg_rag.evaluation.dataset import load_dataset
+    from unified_kg_rag.evaluation.results import read_manifest
+
+    manifest = read_manifest(run_dir)
+    if dataset is None and not Path(manifest.dataset).is_file():
+        raise UsageError(f"the run's dataset {manifest.dataset} is not there; name it: "
+                         f"ukr eval DATASET --from-results {run_dir}", field="DATASET")  # fmt: skip
+    source = dataset or Path(manifest.dataset)
+    items = load_dataset(source)
+    if hashlib.sha256(source.read_bytes()).hexdigest() != manifest.dataset_sha256:
+        err_console.print(f"warning: {escape(str(source))} is not the dataset the run answered "
+                          "(its SHA-256 differs): scores use its questions and references as "
+                          "they are now", soft_wrap=True)  # fmt: skip
+    return manifest, items
 
 
 def _split(values: list[str] | None) -> list[str]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from unified_kg_rag.config.models import UkrConfig
     from unified_kg_rag.ingestion.status import StatusReport
-    from unified_kg_rag.ports import ChatModel, IndexStores
+    from unified_kg_rag.ports import ChatModel, Embedder, IndexStores
     from unified_kg_rag.retrieval.chain import RAGChain
 
 __all__ = ["EvalApp"]
@@ -28,6 +28,11 @@ class EvalApp(Protocol):
     @property
     def chat_model(self) -> ChatModel | None:
         """The answer model, or None (extractive answers)."""
+        ...
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedding model (loaded before the first timed answer)."""
         ...
 
     def index(self, name: str | None = None) -> IndexStores:

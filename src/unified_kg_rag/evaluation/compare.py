@@ -10,6 +10,7 @@ optionally judging the saved answers again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import platform
@@ -41,6 +42,7 @@ from unified_kg_rag.evaluation.results import (
     append_jsonl,
     read_jsonl,
     read_manifest,
+    repair_jsonl,
     retrieval_ms,
     write_manifest,
 )
@@ -179,6 +181,9 @@ async def _preflight(app: App, req: RunRequest) -> dict[str, Any]:
     if unknown:
         raise UsageError(f"unknown judge {unknown[0]!r}; judges: {', '.join(JUDGES)}",
                          field="--judge")  # fmt: skip
+    if req.closed_book and req.retrieval_only:
+        raise UsageError("the closed-book arm only answers; drop --retrieval-only",
+                         field="--closed-book")  # fmt: skip
     if req.closed_book and app.chat_model is None:
         raise UsageError("the closed-book arm needs an answer model (llm.kind is none)",
                          field="--closed-book")  # fmt: skip
@@ -200,7 +205,8 @@ async def run_comparison(
 
     Raises:
         UsageError: an unknown or unserved strategy, an unknown judge, a judge or closed-book
-            arm without a model, or a ``run_dir`` that holds a different run.
+            arm without a model or with ``retrieval_only``, or a ``run_dir`` that holds a
+            different run.
         StoreError: the store failed. An answer that raises is saved as a failed row (scored
             0, never dropped), so one bad question does not stop the run.
     """
@@ -216,7 +222,7 @@ async def run_comparison(
     manifest = RunManifest(
         run_id=req.run_dir.name,
         created=datetime.now(UTC).isoformat(timespec="seconds"),
-        dataset=str(req.dataset),
+        dataset=str(req.dataset.resolve()),
         dataset_sha256=hashlib.sha256(req.dataset.read_bytes()).hexdigest(),
         questions=[i.id for i in req.items],
         arms=arms,
@@ -238,9 +244,12 @@ async def run_comparison(
     )
     _resume_check(req.run_dir, manifest)
     write_manifest(req.run_dir, manifest)
+    repair_jsonl(req.run_dir / RESULTS, ResultRow)
     done = {r.key for r in read_jsonl(req.run_dir / RESULTS, ResultRow)}
     chain = app.chain(req.index)
     results = req.run_dir / RESULTS
+    if len(done) < len(req.items) * len(arms) * req.repeats:
+        await _warm_up(app)
     for repeat in range(req.repeats):
         for arm in arms:
             for n, item in enumerate(req.items, start=1):
@@ -255,6 +264,17 @@ async def run_comparison(
     manifest.finished = datetime.now(UTC).isoformat(timespec="seconds")
     write_manifest(req.run_dir, manifest)
     return _compare(app, manifest, req.items, req.gates, req.run_dir)
+
+
+async def _warm_up(app: App) -> None:
+    """Load the embedding model before the first timed answer.
+
+    A local model loads its weights on first use: without this, the first arm's first
+    answer pays for the load, and the baseline's latency looks worse than it is.
+    """
+    # a failing embedder fails each answer instead, saved as a failed row
+    with contextlib.suppress(Exception):
+        await app.embedder.embed_query("warm up")
 
 
 def _resume_check(run_dir: Path, manifest: RunManifest) -> None:
@@ -289,6 +309,8 @@ async def _answer(
             if arm == CLOSED_BOOK:
                 assert app.chat_model is not None  # checked by _preflight
                 out = await answer_closed_book(app.chat_model, item.question)
+                # no chain meters this call: its usage is the scope's
+                out = out.model_copy(update={"usage": usage.model_copy()})
             elif manifest.retrieval_only:
                 got = await chain.retrieve(item.question, strategy=strategy,
                                            search_mode=mode, top_k=manifest.top_k)  # fmt: skip

@@ -2,9 +2,9 @@
 
 1. Every row is scored (`scoring.score_row`) and its judges' scores are added.
 2. A failed answer is never dropped: it scores 0 on every metric another row of the same
-   question scored and its own arm scores somewhere (a metric the arm never produces is no
-   loss to invent); lower-is-better metrics are left unpaired instead (0 would be a
-   perfect score).
+   question scored, or any row could score on it, that its own arm scores somewhere (a
+   metric the arm never produces is no loss to invent); lower-is-better metrics are left
+   unpaired instead (0 would be a perfect score).
 3. Repeats are averaged per query before anything else (pooled means would mix query
    difficulty and noise into a difference).
 4. Each arm's mean gets a bootstrap interval; each arm's difference from the baseline, per
@@ -167,7 +167,10 @@ def per_query_scores(
     sums: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row, s in scored:
         if not row.ok:
-            for name in by_question[row.question_id] & by_arm[row.arm]:
+            # what another arm scored on the question, or any arm could (a question every
+            # arm failed on still counts), of what this arm scores elsewhere
+            could = _applicable(items[row.question_id], row.arm, settings)
+            for name in (by_question[row.question_id] | could) & by_arm[row.arm]:
                 if s.get(name) is None and not lower_is_better(name):
                     s[name] = 0.0
         bucket = sums[(row.arm, row.question_id)]
@@ -178,6 +181,12 @@ def per_query_scores(
         key: {name: float(np.mean(values)) for name, values in metrics.items()}
         for key, metrics in sums.items()
     }
+
+
+def _applicable(item: EvalItem, arm: str, settings: ScoringSettings) -> set[str]:
+    """The metrics an answered row of ``arm`` would score on ``item`` (an empty answer)."""
+    probe = ResultRow(question_id=item.id, arm=arm, answer="")
+    return {k for k, v in score_row(item, probe, settings).items() if v is not None}
 
 
 def build_comparison(

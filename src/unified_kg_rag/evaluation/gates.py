@@ -306,7 +306,10 @@ def _listed(names: Iterable[str]) -> str:
 
 
 def check_gates(
-    gates: Sequence[Gate], arms: Collection[str], metrics: Mapping[str, Collection[str]]
+    gates: Sequence[Gate],
+    arms: Collection[str],
+    metrics: Mapping[str, Collection[str]],
+    baseline: str | None = None,
 ) -> None:
     """Check that every gate names known arms and metrics, before a run starts.
 
@@ -314,13 +317,22 @@ def check_gates(
         gates: the parsed gates.
         arms: the arms (strategies) the run compares.
         metrics: arm → the metric names that arm will report.
+        baseline: the arm differences are taken against; with it, a ``delta(ARM,BASE)``
+            term must compare another arm with it (no other difference is computed).
 
     Raises:
         UsageError: (field ``--fail-if``) a gate names an arm not in ``arms`` or a metric its
-            arm does not report; the message lists the known names (at most 10, then a
-            count).
+            arm does not report (the message lists the known names, at most 10, then a
+            count), or a difference the run does not compute.
     """
     for gate in gates:
+        if baseline is not None:
+            for _, term in (*gate.left.terms, *gate.right.terms):
+                if isinstance(term, DeltaRef) and (term.base != baseline
+                                                   or term.arm == baseline):  # fmt: skip
+                    raise _error(f'"{term}" in "{gate.expression}" is not computed: '
+                                 f'differences are ARM minus the baseline, "{baseline}" '
+                                 f"(delta(ARM,{baseline}); see --baseline)")  # fmt: skip
         for arm, metric in sorted(gate.references()):
             if arm not in arms:
                 raise _error(

@@ -37,6 +37,7 @@ from unified_kg_rag.evaluation.results import (
     RunManifest,
     append_jsonl,
     read_jsonl,
+    repair_jsonl,
 )
 from unified_kg_rag.ports import ChatModel
 
@@ -63,6 +64,7 @@ async def run_judges(
     """
     path = run_dir / JUDGEMENTS
     wanted = list(only if only is not None else manifest.judges)
+    repair_jsonl(path, JudgementRow)
     saved = list(read_jsonl(path, JudgementRow))
     if replace:
         kept = [j for j in saved if j.judge not in wanted]

@@ -35,6 +35,7 @@ __all__ = [
     "append_jsonl",
     "read_jsonl",
     "read_manifest",
+    "repair_jsonl",
     "write_manifest",
 ]
 
@@ -220,7 +221,8 @@ class RunManifest(BaseModel):
         run_id: the run directory's name.
         created: ISO 8601 UTC time the run started.
         finished: when it finished (None while running or when interrupted).
-        dataset: the dataset file as given.
+        dataset: the dataset file (absolute path: ``--from-results`` reads it from any
+            folder).
         dataset_sha256: SHA-256 of its bytes.
         questions: the question ids evaluated, in order.
         arms: the arms, in order (strategies, then ``closed_book``).
@@ -325,3 +327,31 @@ def read_jsonl(path: Path, model: type[M]) -> Iterator[M]:
                 return
             raise UsageError(f"not a saved row ({exc.errors()[0]['msg']})",
                              field=f"{path}:{number}") from exc  # fmt: skip
+
+
+def repair_jsonl(path: Path, model: type[BaseModel]) -> bool:
+    """Make ``path`` safe to append to: drop a torn last line, end the file with a newline.
+
+    A run killed mid-write leaves half a row without its newline; appending to it would glue
+    the next row onto it, and that line (no longer the last) would then fail every read.
+    Returns True when the file was changed. A missing file is left alone.
+    """
+    if not path.exists():
+        return False
+    data = path.read_bytes()
+    if not data:
+        return False
+    body, newline, last = data.rstrip(b"\n").rpartition(b"\n")
+    start = len(body) + len(newline)
+    try:
+        model.model_validate_json(last)
+    except ValidationError:
+        logger.warning("%s: torn last line dropped before resuming", path)
+        with path.open("r+b") as fh:
+            fh.truncate(start)
+        return True
+    if data.endswith(b"\n"):
+        return False
+    with path.open("ab") as fh:
+        fh.write(b"\n")
+    return True

@@ -51,6 +51,7 @@ __all__ = [
     "LOWER_IS_BETTER",
     "RETRIEVAL_KS",
     "ScoringSettings",
+    "arm_metrics",
     "lower_is_better",
     "record_names",
     "score_row",
@@ -69,6 +70,42 @@ KNOWN_METRICS = (
     "pairwise/empowerment", "pairwise/directness",
 )  # fmt: skip
 """Every metric a run can report (what ``--fail-if`` may name)."""
+
+_NEEDS_RETRIEVAL = (
+    *(f"recall@{k}" for k in RETRIEVAL_KS), "recall_in_context", "mrr", "ndcg@10",
+    "graph_recall", "answer_in_context", "message_recall", "message_cited_recall",
+    "cited_documents", "cited_share", "cost/retrieval_ms", "cost/context_tokens",
+)  # fmt: skip
+_NEEDS_ANSWER = (
+    "em", "f1", "answer_contains", "abstained", "abstention/recall", "message_cited_recall",
+    "cited_documents", "cited_share",
+)  # fmt: skip
+_JUDGED = {"correctness": "judge/", "assertions": "assertion/", "pairwise": "pairwise/"}
+
+
+def arm_metrics(
+    arm: str, *, baseline: str, retrieval_only: bool, judges: Iterable[str]
+) -> tuple[str, ...]:
+    """The metrics (of `KNOWN_METRICS`) ``arm`` can report in a run (what a gate may name).
+
+    The closed-book arm reports no retrieval metric; a ``retrieval_only`` run no answer
+    metric; judge metrics need their judge, and ``pairwise/*`` an arm other than the
+    baseline and the closed-book arm.
+    """
+    judged = set(judges)
+    out: list[str] = []
+    for name in KNOWN_METRICS:
+        if arm == CLOSED_BOOK and name in _NEEDS_RETRIEVAL:
+            continue
+        if retrieval_only and arm != CLOSED_BOOK and name in _NEEDS_ANSWER:
+            continue
+        judge = next((j for j, prefix in _JUDGED.items() if name.startswith(prefix)), None)
+        if judge is not None and (judge not in judged or (
+                judge == "pairwise" and arm in (baseline, CLOSED_BOOK))):  # fmt: skip
+            continue
+        out.append(name)
+    return tuple(out)
+
 
 LOWER_IS_BETTER = (
     "cost/", "assertion/contradiction_rate", "assertion/negative_violation_rate",
