@@ -148,3 +148,14 @@ def test_judge_scores_join_their_rows_and_failures_are_counted() -> None:
     m = comp.arms[0].metrics["judge/correctness"]
     assert m.mean == 0.5 and m.n == 1  # the failed verdict is not a 0 ...
     assert comp.judge_failures == {"correctness": 1}  # ... it is counted
+
+
+def test_a_price_is_found_by_full_id_provider_id_or_bare_name() -> None:
+    from unified_kg_rag.evaluation.scoring import price_for
+
+    price = ModelPrice(input_per_1m=1.0, output_per_1m=2.0)
+    full = "openai:gpt-4o-mini@https://api.openai.com/v1"
+    assert price_for({full: price}, full) is price
+    assert price_for({"openai:gpt-4o-mini": price}, full) is price
+    assert price_for({"gpt-4o-mini": price}, full) is price
+    assert price_for({"gpt-4o": price}, full) is None and price_for({"x": price}, None) is None

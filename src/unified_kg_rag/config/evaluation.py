@@ -37,8 +37,10 @@ class EvaluationConfig(_Section):
     )
     prices: dict[str, ModelPrice] = Field(
         default_factory=dict,
-        description="Prices per model id as runs report it (`openai:gpt-4o-mini`, "
-        "`bedrock:<model id>`); with them the comparison reports money per query.",
+        description="Prices per model: the model id a run reports "
+        "(`openai:gpt-4o-mini@https://api.openai.com/v1`), that id without `@…` "
+        "(`openai:gpt-4o-mini`, `bedrock:<model id>`) or the bare model name; with them "
+        "the comparison reports money per query.",
     )
     bootstrap_resamples: int = Field(
         default=10_000, ge=100, description="Resamples of the paired bootstrap intervals."

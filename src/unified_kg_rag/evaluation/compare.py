@@ -207,8 +207,9 @@ async def run_comparison(
         UsageError: an unknown or unserved strategy, an unknown judge, a judge or closed-book
             arm without a model or with ``retrieval_only``, or a ``run_dir`` that holds a
             different run.
-        StoreError: the store failed. An answer that raises is saved as a failed row (scored
-            0, never dropped), so one bad question does not stop the run.
+        StoreError: the store failed before the first answer (the checks). An answer that
+            raises, for any reason, is saved as a failed row (scored 0, never dropped), so one
+            bad question does not stop the run; its error is in the row and the summary.
     """
     if not req.arms:
         raise UsageError("name at least one strategy", field="--strategies")

@@ -29,7 +29,12 @@ from unified_kg_rag.evaluation.judges.pairwise import PairwiseVerdict
 from unified_kg_rag.evaluation.judges.pairwise_summary import summarize_pairwise
 from unified_kg_rag.evaluation.metrics import AbstentionCase, abstention_stats, percentile
 from unified_kg_rag.evaluation.results import CLOSED_BOOK, JudgementRow, ResultRow, RunManifest
-from unified_kg_rag.evaluation.scoring import ScoringSettings, lower_is_better, score_row
+from unified_kg_rag.evaluation.scoring import (
+    ScoringSettings,
+    lower_is_better,
+    price_for,
+    score_row,
+)
 from unified_kg_rag.evaluation.statistics import (
     Interval,
     bootstrap_mean,
@@ -311,7 +316,7 @@ def _cost(rows: Sequence[ResultRow], scoring: ScoringSettings) -> CostSummary:
         cost.input_tokens += r.usage.input_tokens
         cost.output_tokens += r.usage.output_tokens
         cost.embedded_texts += r.usage.embedded_texts
-    price = scoring.prices.get(scoring.answer_model or "")
+    price = price_for(scoring.prices, scoring.answer_model)
     if price is not None:
         cost.money = (cost.input_tokens * price.input_per_1m
                       + cost.output_tokens * price.output_per_1m) / 1e6  # fmt: skip

@@ -53,6 +53,7 @@ __all__ = [
     "ScoringSettings",
     "arm_metrics",
     "lower_is_better",
+    "price_for",
     "record_names",
     "score_row",
 ]
@@ -134,6 +135,21 @@ class ScoringSettings:
     prices: Mapping[str, ModelPrice] = field(default_factory=dict)
     answer_model: str | None = None
     corpus_documents: int | None = None
+
+
+def price_for(prices: Mapping[str, ModelPrice], model_id: str | None) -> ModelPrice | None:
+    """Return the price of ``model_id`` (``openai:gpt-4o-mini@https://…/v1``), or None.
+
+    Looked up by the full id, then without the ``@base_url`` part (``openai:gpt-4o-mini``),
+    then by the bare model name (``gpt-4o-mini``).
+    """
+    if not model_id:
+        return None
+    short = model_id.split("@", 1)[0]
+    for key in (model_id, short, short.split(":", 1)[-1]):
+        if key in prices:
+            return prices[key]
+    return None
 
 
 def record_names(source: SourceRecord) -> set[str]:
@@ -280,7 +296,7 @@ def _cost(row: ResultRow, settings: ScoringSettings) -> dict[str, float | None]:
     if row.arm != CLOSED_BOOK:
         out["cost/retrieval_ms"] = row.retrieval_ms
         out["cost/context_tokens"] = float(row.context_tokens)
-    price = settings.prices.get(settings.answer_model or "")
+    price = price_for(settings.prices, settings.answer_model)
     if price is not None:
         out["cost/money"] = (
             u.input_tokens * price.input_per_1m + u.output_tokens * price.output_per_1m
