@@ -212,10 +212,27 @@ def _deltas(comparison: Mapping[str, Any]) -> tuple[MplFigure, str] | None:
                  "(green: better, red: worse, grey: inconclusive)")
 
 
+def _quality_metric(summaries: list[Mapping[str, Any]], present: set[str]) -> str | None:
+    """Return the quality axis's metric, or None.
+
+    The judge's correctness; else F1, unless every arm is near 0 on it (long RAG answers);
+    else whether the answer holds a gold answer; else recall@5.
+    """
+
+    def top(metric: str) -> float:
+        means = [as_map(as_map(a.get("metrics")).get(metric)).get("mean") for a in summaries]
+        return max((float(m) for m in means if isinstance(m, int | float)), default=0.0)
+
+    for metric in ("judge/correctness", "f1", "answer_contains", "recall@5"):
+        if metric in present and (metric != "f1" or top(metric) > 0.05):
+            return metric
+    return None
+
+
 def _cost_quality(comparison: Mapping[str, Any]) -> tuple[MplFigure, str] | None:
     summaries = arms(comparison)
     present = {m for a in summaries for m in as_map(a.get("metrics"))}
-    quality = "f1" if "f1" in present else "recall@5" if "recall@5" in present else None
+    quality = _quality_metric(summaries, present)
     if quality is None:
         return None
     tokens = any(_per_row(a, "input_tokens") for a in summaries)

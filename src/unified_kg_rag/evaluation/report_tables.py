@@ -155,19 +155,25 @@ def arms(comparison: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def main_table(comparison: Mapping[str, Any]) -> Table | None:
-    """One row per arm: questions, failed rows and each main metric's mean with interval."""
+    """One column per arm, one row per main metric (mean with interval), questions, failures.
+
+    Arms are columns (a run compares a few arms on many metrics), so the table stays as wide
+    as the arms, not as the metrics.
+    """
     summaries = arms(comparison)
     present = {m for a in summaries for m in as_map(a.get("metrics"))}
     metrics = [m for m in MAIN_METRICS if m in present]
     if not summaries or not metrics:
         return None
     conf = _confidence(comparison)
-    rows = tuple(
-        (arm_label(a), fmt(a.get("questions")), fmt(a.get("failed")),
-         *(interval(as_map(as_map(a.get("metrics")).get(m))) for m in metrics))
-        for a in summaries
+    rows = (
+        ("questions", *(fmt(a.get("questions")) for a in summaries)),
+        ("failed", *(fmt(a.get("failed")) for a in summaries)),
+        *((m, *(interval(as_map(as_map(a.get("metrics")).get(m))) for a in summaries))
+          for m in metrics),
     )  # fmt: skip
-    return Table(f"Mean per arm [{conf} interval]", ("arm", "questions", "failed", *metrics), rows)
+    return Table(f"Mean per arm [{conf} interval]",
+                 ("metric", *(arm_label(a) for a in summaries)), rows)  # fmt: skip
 
 
 def delta_tables(comparison: Mapping[str, Any]) -> list[Table]:
