@@ -261,7 +261,7 @@ def print_comparison(comp: Comparison, run_dir: Path) -> None:
     present = [m for m in _MAIN if any(m in a.metrics for a in comp.arms)]
     n = max((a.questions for a in comp.arms), default=0)
     table = Table(title=f"{n} questions (means; run folder {escape(run_dir.name)})", box=None)
-    table.add_column("metric")
+    table.add_column("metric", no_wrap=True)
     for a in comp.arms:
         table.add_column(escape(a.arm + (" (no retrieval)" if a.closed_book else "")),
                          justify="right")  # fmt: skip
