@@ -11,8 +11,8 @@ report``) as subprocesses and prints each comparison's table from its ``comparis
   recall is passage-level, by located evidence.
 - **replay** (``--replay DIR``): the MuSiQue graph index ``bench_strategies.py`` builds from
   GPT-3.5's recorded extraction (``graphrag`` and ``lightrag``); arms ``naive``, ``local``,
-  ``global``, ``drift``, ``hybrid``, ``mix``, ``ppr``, retrieval only and no LLM at query time
-  (query entities are the indexed names the question contains).
+  ``global``, ``drift``, ``hybrid``, ``mix`` (it holds no graph ``ppr`` reads), retrieval
+  only and no LLM at query time (query entities are the indexed names the question contains).
 
 Every run is ``--retrieval-only`` (no answer model: the answer metrics of extractive answers
 say little), so the figures are retrieval quality, context size and latency. The wall time
@@ -38,7 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 ARMS = "naive,naive:vector,naive:lexical,ppr,lazy"
-GRAPH_ARMS = "naive,local,global,drift,hybrid,mix,ppr"
+GRAPH_ARMS = "naive,local,global,drift,hybrid,mix"
 SHOWN = ("recall@2", "recall@5", "recall@10", "mrr", "ndcg@10", "cost/context_tokens")
 
 
