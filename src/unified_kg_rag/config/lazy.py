@@ -129,6 +129,12 @@ class PPRConfig(_Section):
         "the k-th with this weight / k (the best vector hit weighs 1). 0 by default: on MuSiQue "
         "0.1 cost 0.019 recall@5; raise it on keyword-heavy corpora.",
     )
+    lexical_seed_sharpness: float = Field(
+        default=0.0,
+        ge=0,
+        description="BM25 seed weight exp(sharpness * (score / best score - 1)) on the BM25 "
+        "scores (0: 1 / rank).",
+    )
     lexical_fusion_weight: float = Field(
         default=0.0,
         ge=0,

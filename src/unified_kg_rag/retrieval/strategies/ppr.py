@@ -50,6 +50,7 @@ from unified_kg_rag.domain.ranking.fusion import weighted_rrf
 from unified_kg_rag.domain.ranking.ppr import (
     build_passage_graph,
     hipporag_reset,
+    lexical_seed_weights,
     personalized_pagerank,
 )
 from unified_kg_rag.ports import IndexStores
@@ -175,8 +176,10 @@ class PPRStrategy:
         sharpness = cfg.entity_passage_sharpness if use_entities else cfg.passage_seed_sharpness
         weights = _seed_weights(seeds, sharpness, vector=bool(vector_hits))
         if vector_hits and lexical_hits and cfg.lexical_seed_weight > 0:
-            for rank, hit in enumerate(lexical_hits, start=1):
-                weights[hit.id] = weights.get(hit.id, 0.0) + cfg.lexical_seed_weight / rank
+            lexical = lexical_seed_weights([h.score for h in lexical_hits],
+                                           cfg.lexical_seed_sharpness)  # fmt: skip
+            for hit, weight in zip(lexical_hits, lexical, strict=True):
+                weights[hit.id] = weights.get(hit.id, 0.0) + cfg.lexical_seed_weight * weight
         if use_entities:
             ranked = await self._entity_ppr(ctx, weights)
         else:
