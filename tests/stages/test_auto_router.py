@@ -177,9 +177,13 @@ def test_auto_keeps_the_passages_holding_rare_question_terms(tmp_path: Path) -> 
         out: dict[str, dict[str, list[str]]] = {}
         async with build_app(UkrConfig(), tmp_path / "p") as app:
             await _index(app, [corpus])
+            # ppr seeded by the embedding search alone (no BM25 seeds, which would find the
+            # rare terms themselves), so the guarantee has passages to keep
+            ppr = app.config.query.ppr.model_copy(update={"lexical_seed_weight": 0.0})
             chain = RAGChain(app.index(), embedder=app.embedder, chat_model=None,
                              budget_tokenizer=app.budget_tokenizer,
-                             config=app.config.query.model_copy(update={"top_k": 4}))  # fmt: skip
+                             config=app.config.query.model_copy(update={"top_k": 4,
+                                                                        "ppr": ppr}))  # fmt: skip
             for kind, (question, _) in RARE.items():
                 runs: dict[str, dict[str, Any]] = {"auto": {}, "ppr": {"strategy": "ppr"}}
                 out[kind] = {}

@@ -323,3 +323,34 @@ def test_a_stopped_concept_build_stops_between_batches(tmp_path: Path) -> None:
     waited, stored = asyncio.run(main())
     assert waited < 0.5  # the await returns at once; the batch in flight ends on its own
     assert stored is None  # nothing half-written
+
+
+def test_bm25_seeds_bring_a_code_lookup_to_the_top_of_ppr(tmp_path: Path) -> None:
+    notes = {f"note{i:02}.txt": f"Maintenance note {i}: part QX-{8600 + i}H must be inspected "
+             f"every {i + 2} weeks by the hangar crew." for i in range(25)}  # fmt: skip
+    corpus = write_docs(tmp_path / "corpus", notes)
+    question = "How often must part QX-8617H be inspected?"
+
+    async def main() -> dict[str, RetrievalOutput]:
+        async with build_app(UkrConfig(), tmp_path / "p") as app:
+            await _index(app, [corpus])
+            ppr = app.config.query.ppr
+            out = {}
+            for name, update in (("off", {"lexical_seed_weight": 0.0}),
+                                 ("rank", {"lexical_seed_weight": 2.0,
+                                           "lexical_seed_sharpness": 0.0}),
+                                 ("sharp", {"lexical_seed_weight": 2.0,
+                                              "lexical_seed_sharpness": 20.0})):  # fmt: skip
+                out[name] = await _ask(app, question, strategy="ppr",
+                                       ppr=ppr.model_copy(update=update))  # fmt: skip
+            out["bm25"] = await _ask(app, question, strategy="naive", search_mode="lexical")
+            return out
+
+    out = asyncio.run(main())
+    paths = {name: _paths(o)[:3] for name, o in out.items()}
+    assert paths["bm25"][0] == "note17.txt"  # the code token is in note17 alone
+    assert paths["off"][0] != "note17.txt"  # the notes are near-duplicates to the embedder
+    # seeded relative to the best BM25 score, note17 stands out alone and the vector hits
+    # keep their order behind it; seeded by 1 / rank, BM25's weak hits displace them too
+    assert paths["sharp"] == ["note17.txt", *paths["off"][:2]]
+    assert paths["rank"][0] == "note17.txt" and paths["rank"][1:] != paths["off"][:2]

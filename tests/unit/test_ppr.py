@@ -12,6 +12,7 @@ from unified_kg_rag.domain.ranking.ppr import (
     PassageGraph,
     build_passage_graph,
     hipporag_reset,
+    lexical_seed_weights,
     personalized_pagerank,
     rank_nodes,
     truncation_bound,
@@ -345,3 +346,19 @@ def test_hipporag_reset_without_usable_facts_seeds_no_entity() -> None:
         hipporag_reset(
             graph, fact_scores=[], entity_frequency={}, passage_scores={}, passage_node_weight=-1
         )
+
+
+def test_lexical_seed_weights_are_relative_to_the_best_bm25_score() -> None:
+    # sharpness 10, best 8: 8 -> e^0 = 1; 6 -> e^(10 * (0.75 - 1)) = e^-2.5; 4 -> e^-5.
+    weights = lexical_seed_weights([8.0, 6.0, 4.0], 10.0)
+    assert weights == pytest.approx([1.0, math.exp(-2.5), math.exp(-5.0)])
+    # a negative score counts as 0: e^(10 * (0 - 1)) = e^-10
+    assert lexical_seed_weights([2.0, -1.0], 10.0) == pytest.approx([1.0, math.exp(-10.0)])
+
+
+def test_lexical_seed_weights_fall_back_to_reciprocal_rank() -> None:
+    assert lexical_seed_weights([8.0, 6.0, 4.0], 0.0) == pytest.approx([1.0, 0.5, 1 / 3])
+    assert lexical_seed_weights([0.0, -1.0], 5.0) == pytest.approx([1.0, 0.5])  # no positive best
+    assert lexical_seed_weights([], 5.0) == []
+    with pytest.raises(ValueError):
+        lexical_seed_weights([1.0], -1.0)

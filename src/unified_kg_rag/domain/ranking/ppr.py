@@ -36,6 +36,7 @@ __all__ = [
     "PassageGraph",
     "build_passage_graph",
     "hipporag_reset",
+    "lexical_seed_weights",
     "personalized_pagerank",
     "rank_nodes",
     "truncation_bound",
@@ -328,6 +329,35 @@ def hipporag_reset(
             scaled = (value - low) / (high - low) if high > low else 1.0
             reset[i] += passage_node_weight * scaled
     return reset
+
+
+def lexical_seed_weights(scores: Sequence[float], sharpness: float) -> list[float]:
+    """Return the seed weights of BM25 hits, best first (the best weighs 1).
+
+    Args:
+        scores: the hits' BM25 scores (higher is better), in rank order.
+        sharpness: ``a`` >= 0. With ``a`` > 0 and a positive best score ``b``, the hit scoring
+            ``s`` weighs ``exp(a * (max(s, 0) / b - 1))``: a hit far behind the best (the one
+            passage holding a question's rare name) seeds little, near-ties seed alike. With
+            ``a`` = 0, or no positive score, the k-th hit weighs ``1 / k``.
+
+    Returns:
+        One weight per score, in (0, 1].
+
+    Raises:
+        ValueError: ``sharpness`` negative.
+
+    Source: this project (issue 19). HippoRAG 2 seeds passages by min-max scaled dense
+    scores; the score-relative exponential mirrors the concept graph's dense seeding,
+    ``exp(sharpness * (cosine - best))``, on BM25's scale, which has no fixed range, hence
+    the ratio to the best score.
+    """
+    if sharpness < 0:
+        raise ValueError("sharpness must be non-negative")
+    best = max(scores, default=0.0)
+    if sharpness == 0 or best <= 0:
+        return [1.0 / rank for rank in range(1, len(scores) + 1)]
+    return [math.exp(sharpness * (max(s, 0.0) / best - 1.0)) for s in scores]
 
 
 def truncation_bound(damping: float, hops: int) -> float:

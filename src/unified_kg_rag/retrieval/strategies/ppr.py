@@ -4,9 +4,12 @@ Two graphs can serve it (``query.ppr.graph``):
 
 - **concepts** (the LLM-free `lazy` graph): the whole passage-concept graph is walked. The
   reset vector is the top passage hits of a dense search weighted
-  ``exp(sharpness * (s - s_max))`` plus the question's n-grams that are concepts, weighted
-  ``concept_weight * n / log(1 + df)``; passages are ranked by PPR mass (issue #5, the
-  prototype's recipe, defaults chosen by the sweep in ``benchmarks/bench_lazy.py``).
+  ``exp(sharpness * (s - s_max))``, in hybrid mode the top BM25 hits weighted
+  ``lexical_seed_weight * exp(lexical_seed_sharpness * (s / s_max - 1))``
+  (`domain.ranking.ppr.lexical_seed_weights`), plus the question's n-grams that are
+  concepts, weighted ``concept_weight * n / log(1 + df)``; passages are ranked by PPR mass
+  (issue #5, the prototype's recipe; defaults chosen by leave-one-dataset-out over MuSiQue
+  and the GraphRAG-Bench novels in ``benchmarks/bench_defaults.py``, issue 19).
 - **entities** (the LLM graph, `hipporag`/`lightrag` artefacts): seed 000 §6.4. Facts (the
   relationships most similar to the question) and passage hits seed; the graph is the
   facts' endpoints expanded ``max_hops`` deep (at most ``max_entities``), their
@@ -50,6 +53,7 @@ from unified_kg_rag.domain.ranking.fusion import weighted_rrf
 from unified_kg_rag.domain.ranking.ppr import (
     build_passage_graph,
     hipporag_reset,
+    lexical_seed_weights,
     personalized_pagerank,
 )
 from unified_kg_rag.ports import IndexStores
@@ -158,9 +162,10 @@ class PPRStrategy:
         """Return the ``top_k`` text units by PPR mass, best first.
 
         ``query.search_mode`` decides the passage seeds: ``vector`` seeds by embedding
-        similarity (the measured recipe); ``lexical`` by BM25 rank; ``hybrid`` (default) seeds
-        by similarity and fuses the BM25 hits into the PageRank order (``lexical_fusion_weight``),
-        so an exact keyword (a part number, a rare name) is not lost.
+        similarity; ``lexical`` by BM25 rank; ``hybrid`` (default) by both, the BM25 hits
+        weighted relative to the best BM25 score (``lexical_seed_weight``,
+        ``lexical_seed_sharpness``), so an exact keyword (a part number, a rare name) seeds
+        its passage; ``lexical_fusion_weight`` can also fuse the BM25 hits into the order.
 
         Raises:
             MethodologyNotIndexedError: ``query.ppr.graph`` names a graph the index lacks.
@@ -175,8 +180,10 @@ class PPRStrategy:
         sharpness = cfg.entity_passage_sharpness if use_entities else cfg.passage_seed_sharpness
         weights = _seed_weights(seeds, sharpness, vector=bool(vector_hits))
         if vector_hits and lexical_hits and cfg.lexical_seed_weight > 0:
-            for rank, hit in enumerate(lexical_hits, start=1):
-                weights[hit.id] = weights.get(hit.id, 0.0) + cfg.lexical_seed_weight / rank
+            lexical = lexical_seed_weights([h.score for h in lexical_hits],
+                                           cfg.lexical_seed_sharpness)  # fmt: skip
+            for hit, weight in zip(lexical_hits, lexical, strict=True):
+                weights[hit.id] = weights.get(hit.id, 0.0) + cfg.lexical_seed_weight * weight
         if use_entities:
             ranked = await self._entity_ppr(ctx, weights)
         else:
