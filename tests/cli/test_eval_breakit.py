@@ -3,10 +3,15 @@ gates and saved files. Each test pins one defect found by trying to break the fr
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
+from click.testing import Result
+from typer.testing import CliRunner
 
+from unified_kg_rag.cli.app import app
 from unified_kg_rag.evaluation.dataset import load_dataset
 from unified_kg_rag.util.errors import UsageError
 
@@ -40,3 +45,46 @@ def test_a_line_that_is_not_an_object_says_so(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as exc:
         load_dataset(path)
     assert str(exc.value) == f"{path}:1: not a JSON object (a list); expected {{\"question\": ...}}"
+
+
+# ------------------------------------------------------------------------ saved runs
+
+
+def _saved_run(tmp_path: Path, rows: list[dict[str, object]], *, repeats: int = 1) -> Path:
+    """A run folder of arms naive and ppr over q1 and q2 (``answers: ["yes"]``), by hand."""
+    dataset = _write(tmp_path / "qa.jsonl", '{"id": "q1", "question": "One?", "answers": ["yes"]}',
+                     '{"id": "q2", "question": "Two?", "answers": ["yes"]}')  # fmt: skip
+    run = tmp_path / "run"
+    run.mkdir()
+    manifest = {"run_id": "run", "created": "2026-12-02T07:00:00+00:00",
+                "dataset": str(dataset), "questions": ["q1", "q2"], "arms": ["naive", "ppr"],
+                "baseline": "naive", "repeats": repeats}  # fmt: skip
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    _write(run / "results.jsonl", *(json.dumps(r) for r in rows))
+    return run
+
+
+def _invoke(args: list[str]) -> Result:
+    env: dict[str, str | None] = {k: None for k in os.environ if k.upper().startswith("UKR_")}
+    return CliRunner().invoke(app, args, env=env)
+
+
+def test_rescoring_an_interrupted_run_says_which_answers_are_missing(tmp_path: Path) -> None:
+    # killed while ppr answered: every question has a row (naive's), so nothing warned, and
+    # the table set naive's mean over 2 questions beside ppr's over 1 (and repeat 1 of q2)
+    rows: list[dict[str, object]] = [
+        {"question_id": q, "arm": "naive", "repeat": r, "answer": "yes"}
+        for r in (0, 1) for q in ("q1", "q2")
+    ]  # fmt: skip
+    rows += [{"question_id": "q1", "arm": "ppr", "repeat": 0, "answer": "no"}]
+    run = _saved_run(tmp_path, rows, repeats=2)
+    (tmp_path / "p").mkdir()
+    result = _invoke(["eval", "--from-results", str(run), "-C", str(tmp_path / "p"), "--json"])
+    assert result.exit_code == 0, result.output
+    comp = json.loads(result.stdout)
+    assert comp["warnings"] == [
+        "ppr: 3 of 4 answers are not saved (an interrupted run: run the same command with the "
+        "same --out to finish it)"
+    ]
+    saved = json.loads((run / "comparison.json").read_text("utf-8"))
+    assert saved["warnings"] == comp["warnings"]

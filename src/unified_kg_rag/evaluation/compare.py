@@ -350,13 +350,29 @@ def _compare(
     if manifest.judge_is_answer_model:
         comp.warnings.append(f"the judge is the answer model ({manifest.judge_model}): a judge "
                              "favours its own answers; set evaluation.judge to another model")
-    missing = {q for q in manifest.questions} - {r.question_id for r in rows}
-    if missing:
-        comp.warnings.append(f"{len(missing)} questions have no saved answer (interrupted run)")
+    comp.warnings += _missing_rows(manifest, rows)
     tmp = run_dir / f".{COMPARISON}.tmp"
     tmp.write_text(comp.model_dump_json(indent=2) + "\n", encoding="utf-8")
     tmp.replace(run_dir / COMPARISON)
     return comp
+
+
+def _missing_rows(manifest: RunManifest, rows: Sequence[ResultRow]) -> list[str]:
+    """One warning per arm that lacks rows the manifest expects (an interrupted run).
+
+    An arm's means are then over fewer questions than the others', which a side-by-side
+    table does not show.
+    """
+    saved = {r.key for r in rows}
+    expected = len(manifest.questions) * manifest.repeats
+    out: list[str] = []
+    for arm in manifest.arms:
+        lacking = sum(1 for q in manifest.questions for k in range(manifest.repeats)
+                      if (q, arm, k) not in saved)  # fmt: skip
+        if lacking:
+            out.append(f"{arm}: {lacking} of {expected} answers are not saved (an interrupted "
+                       "run: run the same command with the same --out to finish it)")
+    return out
 
 
 async def rescore(
