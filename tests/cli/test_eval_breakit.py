@@ -88,3 +88,23 @@ def test_rescoring_an_interrupted_run_says_which_answers_are_missing(tmp_path: P
     ]
     saved = json.loads((run / "comparison.json").read_text("utf-8"))
     assert saved["warnings"] == comp["warnings"]
+
+
+def test_a_run_whose_answers_all_failed_says_why_not_that_recall_lacks_supporting(
+    tmp_path: Path,
+) -> None:
+    # the answer model answered HTTP 500: the table said "failed answers 2" and then blamed
+    # the dataset ("no question ... names its `supporting` passages"), which names them
+    error = "ModelError: http://127.0.0.1:1/v1 answered HTTP 500: scripted error"
+    rows: list[dict[str, object]] = [
+        {"question_id": q, "arm": a, "ok": False, "error": error}
+        for a in ("naive", "ppr") for q in ("q1", "q2")
+    ]  # fmt: skip
+    run = _saved_run(tmp_path, rows)
+    (tmp_path / "p").mkdir()
+    result = _invoke(["eval", "--from-results", str(run), "-C", str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.stdout.split())
+    assert "no question of the dataset" not in out
+    assert f"naive: 2 of 2 answers failed, e.g. {error}" in out
+    assert f"ppr: 2 of 2 answers failed, e.g. {error}" in out

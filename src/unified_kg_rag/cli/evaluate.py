@@ -291,13 +291,20 @@ def print_comparison(comp: Comparison, run_dir: Path) -> None:
             deltas.add_row(escape(d.arm), d.metric, f"{d.estimate:+.3f}",
                            f"{d.low:+.3f} to {d.high:+.3f}", str(d.n), mark)  # fmt: skip
         out_console.print(deltas)
+    for a in comp.arms:
+        if a.failed:
+            out_console.print(f"{escape(a.arm)}: {a.failed} of {a.rows} answers failed"
+                              + (f", e.g. {escape(a.errors[0])}" if a.errors else ""),
+                              soft_wrap=True)  # fmt: skip
     for w in comp.warnings:
         err_console.print(f"warning: {escape(w)}", soft_wrap=True)
     for g in comp.gates:
         status = "FAILED" if g.violated else "ok"
         out_console.print(f"gate {status}: {escape(g.expression)}"
                           + (f" ({escape(g.reason)})" if g.reason else ""), soft_wrap=True)
-    if not any(m.startswith("recall@") for m in present):
+    if comp.arms and all(a.failed == a.rows for a in comp.arms):
+        out_console.print("scores: n/a, every answer failed", soft_wrap=True)
+    elif not any(m.startswith("recall@") for m in present):
         out_console.print("recall: n/a, no question of the dataset names its `supporting` "
                           "passages or `evidence`", soft_wrap=True)
     out_console.print(f"Saved to {escape(str(run_dir))}; report: ukr eval report "
