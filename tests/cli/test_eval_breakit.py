@@ -50,7 +50,10 @@ def test_a_line_that_is_not_an_object_says_so(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------ saved runs
 
 
-def _saved_run(tmp_path: Path, rows: list[dict[str, object]], *, repeats: int = 1) -> Path:
+def _saved_run(
+    tmp_path: Path, rows: list[dict[str, object]], *, repeats: int = 1,
+    answer_model: str | None = None,
+) -> Path:
     """A run folder of arms naive and ppr over q1 and q2 (``answers: ["yes"]``), by hand."""
     dataset = _write(tmp_path / "qa.jsonl", '{"id": "q1", "question": "One?", "answers": ["yes"]}',
                      '{"id": "q2", "question": "Two?", "answers": ["yes"]}')  # fmt: skip
@@ -58,7 +61,8 @@ def _saved_run(tmp_path: Path, rows: list[dict[str, object]], *, repeats: int = 
     run.mkdir()
     manifest = {"run_id": "run", "created": "2026-12-02T07:00:00+00:00",
                 "dataset": str(dataset), "questions": ["q1", "q2"], "arms": ["naive", "ppr"],
-                "baseline": "naive", "repeats": repeats}  # fmt: skip
+                "baseline": "naive", "repeats": repeats,
+                "answer_model": answer_model}  # fmt: skip
     (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     _write(run / "results.jsonl", *(json.dumps(r) for r in rows))
     return run
@@ -108,3 +112,44 @@ def test_a_run_whose_answers_all_failed_says_why_not_that_recall_lacks_supportin
     assert "no question of the dataset" not in out
     assert f"naive: 2 of 2 answers failed, e.g. {error}" in out
     assert f"ppr: 2 of 2 answers failed, e.g. {error}" in out
+
+
+@pytest.mark.parametrize("prices", [None, {"other-model": {"input_per_1m": 1, "output_per_1m": 1}}])
+def test_a_money_gate_without_a_price_for_the_answer_model_exits_2_up_front(
+    tmp_path: Path, prices: dict[str, object] | None
+) -> None:
+    # cost/money has no value without a price: the gate failed closed (exit 4) after the run
+    rows: list[dict[str, object]] = [
+        {"question_id": q, "arm": a, "answer": "yes",
+         "usage": {"calls": 1, "input_tokens": 1000, "output_tokens": 10}}
+        for a in ("naive", "ppr") for q in ("q1", "q2")
+    ]  # fmt: skip
+    run = _saved_run(tmp_path, rows, answer_model="openai:m@http://127.0.0.1:1/v1")
+    project = tmp_path / "p"
+    project.mkdir()
+    if prices is not None:
+        (project / "ukr.yaml").write_text(json.dumps({"evaluation": {"prices": prices}}), "utf-8")
+    result = _invoke(["eval", "--from-results", str(run), "-C", str(project), "--json",
+                      "--fail-if", "ppr.cost/money > 0.01"])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert ('--fail-if: "ppr.cost/money > 0.01" reads cost/money, but evaluation.prices has no '
+            "price for the answer model openai:m@http://127.0.0.1:1/v1") in result.stderr
+
+
+def test_a_money_gate_reads_the_price_of_the_answer_model(tmp_path: Path) -> None:
+    rows: list[dict[str, object]] = [
+        {"question_id": q, "arm": a, "answer": "yes",
+         "usage": {"calls": 1, "input_tokens": 1000, "output_tokens": 10}}
+        for a in ("naive", "ppr") for q in ("q1", "q2")
+    ]  # fmt: skip
+    run = _saved_run(tmp_path, rows, answer_model="openai:m@http://127.0.0.1:1/v1")
+    project = tmp_path / "p"
+    project.mkdir()
+    prices = {"m": {"input_per_1m": 10, "output_per_1m": 100}}
+    (project / "ukr.yaml").write_text(json.dumps({"evaluation": {"prices": prices}}), "utf-8")
+    result = _invoke(["eval", "--from-results", str(run), "-C", str(project), "--json",
+                      "--fail-if", "ppr.cost/money > 0.01"])  # fmt: skip
+    # 1000 tokens in at 10 per million + 10 out at 100 per million = 0.011 per answer
+    assert result.exit_code == 4, result.output
+    assert json.loads(result.stdout)["gates"][0]["reason"] == "0.011 > 0.01"

@@ -35,8 +35,12 @@ from unified_kg_rag.cli.help_format import UkrCommand, UkrGroup
 from unified_kg_rag.util.errors import UsageError
 
 if TYPE_CHECKING:  # loaded when the command runs
+    from collections.abc import Mapping
+
+    from unified_kg_rag.config.evaluation import ModelPrice
     from unified_kg_rag.evaluation.comparison import Comparison
     from unified_kg_rag.evaluation.dataset import EvalItem
+    from unified_kg_rag.evaluation.gates import Gate
     from unified_kg_rag.evaluation.results import RunManifest
 
 __all__ = ["eval_app"]
@@ -170,6 +174,7 @@ def eval_run_command(
                                    retrieval_only=manifest.retrieval_only,
                                    judges=[*manifest.judges, *judges])
                     for a in manifest.arms}, manifest.baseline)  # fmt: skip
+                _check_money(gates, manifest.answer_model, config.evaluation.prices)
                 comp = await rescore(app, from_results, items, judges=judges, gates=gates)
                 return comp, from_results
             if dataset is None:
@@ -181,6 +186,8 @@ def eval_run_command(
             check_gates(gates, named, {
                 a: arm_metrics(a, baseline=base, retrieval_only=retrieval_only, judges=judges)
                 for a in named}, base)  # fmt: skip
+            _check_money(gates, app.chat_model.model_id if app.chat_model is not None else None,
+                         config.evaluation.prices)  # fmt: skip
             run_dir = out or _default_run_dir(project_dir, dataset)
             show = not (quiet or json_out) and err_console.is_terminal
 
@@ -232,6 +239,27 @@ def _saved_run(run_dir: Path, dataset: Path | None) -> tuple[RunManifest, list[E
                           "(its SHA-256 differs): scores use its questions and references as "
                           "they are now", soft_wrap=True)  # fmt: skip
     return manifest, items
+
+
+def _check_money(gates: list[Gate], answer_model: str | None,
+                 prices: Mapping[str, ModelPrice]) -> None:  # fmt: skip
+    """Refuse a gate reading ``cost/money`` when no price applies to the answer model.
+
+    Without a price the metric has no value, and the gate would fail closed after the run.
+
+    Raises:
+        UsageError: (field ``--fail-if``) such a gate.
+    """
+    from unified_kg_rag.evaluation.scoring import price_for
+
+    if price_for(prices, answer_model) is not None:
+        return
+    for g in gates:
+        if any(metric == "cost/money" for _, metric in g.references()):
+            model = answer_model or "(none: llm.kind is none)"
+            raise UsageError(f'"{g.expression}" reads cost/money, but evaluation.prices has '
+                             f"no price for the answer model {model}",
+                             field="--fail-if")  # fmt: skip
 
 
 def _split(values: list[str] | None) -> list[str]:
