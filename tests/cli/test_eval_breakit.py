@@ -153,3 +153,20 @@ def test_a_money_gate_reads_the_price_of_the_answer_model(tmp_path: Path) -> Non
     # 1000 tokens in at 10 per million + 10 out at 100 per million = 0.011 per answer
     assert result.exit_code == 4, result.output
     assert json.loads(result.stdout)["gates"][0]["reason"] == "0.011 > 0.01"
+
+
+def test_failed_judge_verdicts_are_reported_in_the_printed_comparison(tmp_path: Path) -> None:
+    # a judge whose every call failed left no judge row in the table and no line at all:
+    # the count was in --json's judge_failures only
+    rows: list[dict[str, object]] = [
+        {"question_id": q, "arm": a, "answer": "yes"} for a in ("naive", "ppr") for q in ("q1", "q2")
+    ]  # fmt: skip
+    run = _saved_run(tmp_path, rows)
+    _write(run / "judgements.jsonl", *(json.dumps(
+        {"judge": "correctness", "question_id": q, "arm": a, "error": "deadline",
+         "scores": {"judge/correctness": None}}) for a in ("naive", "ppr") for q in ("q1", "q2")))
+    (tmp_path / "p").mkdir()
+    result = _invoke(["eval", "--from-results", str(run), "-C", str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.stdout.split())
+    assert f"judge correctness: 4 verdicts failed (reasons in {run / 'judgements.jsonl'})" in out

@@ -324,6 +324,10 @@ def print_comparison(comp: Comparison, run_dir: Path) -> None:
             out_console.print(f"{escape(a.arm)}: {a.failed} of {a.rows} answers failed"
                               + (f", e.g. {escape(a.errors[0])}" if a.errors else ""),
                               soft_wrap=True)  # fmt: skip
+    for judge, n in sorted(comp.judge_failures.items()):
+        out_console.print(f"judge {escape(judge)}: {n} verdict{'' if n == 1 else 's'} failed "
+                          f"(reasons in {escape(str(run_dir / 'judgements.jsonl'))})",
+                          soft_wrap=True)  # fmt: skip
     for w in comp.warnings:
         err_console.print(f"warning: {escape(w)}", soft_wrap=True)
     for g in comp.gates:
