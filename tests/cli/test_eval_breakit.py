@@ -52,7 +52,8 @@ def test_a_line_that_is_not_an_object_says_so(tmp_path: Path) -> None:
 
 def _saved_run(
     tmp_path: Path, rows: list[dict[str, object]], *, repeats: int = 1,
-    answer_model: str | None = None,
+    answer_model: str | None = None, arms: tuple[str, ...] = ("naive", "ppr"),
+    retrieval_only: bool = False,
 ) -> Path:
     """A run folder of arms naive and ppr over q1 and q2 (``answers: ["yes"]``), by hand."""
     dataset = _write(tmp_path / "qa.jsonl", '{"id": "q1", "question": "One?", "answers": ["yes"]}',
@@ -60,8 +61,8 @@ def _saved_run(
     run = tmp_path / "run"
     run.mkdir()
     manifest = {"run_id": "run", "created": "2026-12-02T07:00:00+00:00",
-                "dataset": str(dataset), "questions": ["q1", "q2"], "arms": ["naive", "ppr"],
-                "baseline": "naive", "repeats": repeats,
+                "dataset": str(dataset), "questions": ["q1", "q2"], "arms": list(arms),
+                "baseline": "naive", "repeats": repeats, "retrieval_only": retrieval_only,
                 "answer_model": answer_model}  # fmt: skip
     (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     _write(run / "results.jsonl", *(json.dumps(r) for r in rows))
@@ -170,3 +171,29 @@ def test_failed_judge_verdicts_are_reported_in_the_printed_comparison(tmp_path: 
     assert result.exit_code == 0, result.output
     out = " ".join(result.stdout.split())
     assert f"judge correctness: 4 verdicts failed (reasons in {run / 'judgements.jsonl'})" in out
+
+
+@pytest.mark.parametrize(("judge", "arms", "retrieval_only", "message"), [
+    ("correctness", ("naive", "ppr"), True,
+     "--judge: judges read answers and the run is retrieval-only"),
+    ("pairwise", ("naive",), False,
+     "--judge: pairwise compares an arm with the baseline (naive): the run has no other arm"),
+])  # fmt: skip
+def test_re_judging_a_run_the_judge_cannot_read_exits_2_and_keeps_the_manifest(
+    tmp_path: Path, judge: str, arms: tuple[str, ...], retrieval_only: bool, message: str
+) -> None:
+    # it exited 0 having judged nothing, and recorded the judge in the manifest
+    rows: list[dict[str, object]] = [
+        {"question_id": q, "arm": a} if retrieval_only else
+        {"question_id": q, "arm": a, "answer": "yes"} for a in arms for q in ("q1", "q2")
+    ]  # fmt: skip
+    run = _saved_run(tmp_path, rows, arms=arms, retrieval_only=retrieval_only)
+    before = (run / "manifest.json").read_bytes()
+    (tmp_path / "p").mkdir()
+    result = _invoke(["eval", "--from-results", str(run), "-C", str(tmp_path / "p"),
+                      "--judge", judge, "--json"])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert message in " ".join(result.stderr.split())
+    assert (run / "manifest.json").read_bytes() == before
+    assert not (run / "judgements.jsonl").exists()
