@@ -197,3 +197,16 @@ def test_re_judging_a_run_the_judge_cannot_read_exits_2_and_keeps_the_manifest(
     assert message in " ".join(result.stderr.split())
     assert (run / "manifest.json").read_bytes() == before
     assert not (run / "judgements.jsonl").exists()
+
+
+def test_an_unknown_search_mode_exits_2_before_any_answer(tmp_path: Path) -> None:
+    # every answer failed with "query.search_mode: Input should be ..." and the run exited 0
+    dataset = _write(tmp_path / "qa.jsonl", '{"id": "q1", "question": "One?"}')
+    (tmp_path / "p").mkdir()
+    result = _invoke(["eval", str(dataset), "-C", str(tmp_path / "p"), "--mode", "semantic",
+                      "--out", str(tmp_path / "run"), "--json"])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert "--mode: unknown search mode 'semantic'; modes: hybrid, vector, lexical" in " ".join(
+        result.stderr.split())
+    assert not (tmp_path / "run").exists()

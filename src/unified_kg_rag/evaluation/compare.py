@@ -158,7 +158,10 @@ def stats_settings(app: App) -> StatsSettings:
 
 
 async def _preflight(app: App, req: RunRequest) -> dict[str, Any]:
-    """Refuse unknown or unserved strategies and unknown judges before any answer."""
+    """Refuse unknown or unserved strategies, search modes and judges before any answer."""
+    if req.search_mode is not None and req.search_mode not in _MODES:
+        raise UsageError(f"unknown search mode {req.search_mode!r}; modes: {', '.join(_MODES)}",
+                         field="--mode")  # fmt: skip
     stores = app.index(req.index)
     catalog = await strategy_catalog(stores)
     if catalog.text_units == 0:
