@@ -210,3 +210,20 @@ def test_an_unknown_search_mode_exits_2_before_any_answer(tmp_path: Path) -> Non
     assert "--mode: unknown search mode 'semantic'; modes: hybrid, vector, lexical" in " ".join(
         result.stderr.split())
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("strategies", "message"), [
+    ("", "--strategies: names no strategy"),
+    (" , ", "--strategies: names no strategy"),
+    ("naive,closed_book", "--strategies: closed_book is not a strategy; add that arm with "
+                          "--closed-book"),
+])  # fmt: skip
+def test_odd_strategy_lists_exit_2(tmp_path: Path, strategies: str, message: str) -> None:
+    # an empty list (a CI variable left unset) silently ran query.strategy instead
+    dataset = _write(tmp_path / "qa.jsonl", '{"id": "q1", "question": "One?"}')
+    (tmp_path / "p").mkdir()
+    result = _invoke(["eval", str(dataset), "-C", str(tmp_path / "p"), "-s", strategies,
+                      "--out", str(tmp_path / "run"), "--json"])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert message in " ".join(result.stderr.split())

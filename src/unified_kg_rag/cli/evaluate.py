@@ -179,6 +179,11 @@ def eval_run_command(
                 return comp, from_results
             if dataset is None:
                 raise UsageError("name a DATASET (or --from-results RUN_DIR)", field="DATASET")
+            if strategies is not None and not arms:
+                raise UsageError("names no strategy", field="--strategies")
+            if "closed_book" in arms:
+                raise UsageError("closed_book is not a strategy; add that arm with "
+                                 "--closed-book", field="--strategies")  # fmt: skip
             items = load_dataset(dataset)[:limit]
             chosen = arms or [config.query.strategy]
             named = [*chosen, *(["closed_book"] if closed_book else [])]
