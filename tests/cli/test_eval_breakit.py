@@ -227,3 +227,13 @@ def test_odd_strategy_lists_exit_2(tmp_path: Path, strategies: str, message: str
     assert result.exit_code == 2, result.output
     assert result.stdout == ""
     assert message in " ".join(result.stderr.split())
+
+
+def test_a_manifest_that_is_not_json_says_so_plainly(tmp_path: Path) -> None:
+    from unified_kg_rag.evaluation.results import read_manifest
+
+    (tmp_path / "manifest.json").write_text('{"run_id": 5', encoding="utf-8")
+    with pytest.raises(UsageError) as exc:
+        read_manifest(tmp_path)
+    assert str(exc.value).startswith(f"{tmp_path / 'manifest.json'}: not a run manifest (Invalid "
+                                     "JSON: ")  # fmt: skip
