@@ -237,3 +237,16 @@ def test_a_manifest_that_is_not_json_says_so_plainly(tmp_path: Path) -> None:
         read_manifest(tmp_path)
     assert str(exc.value).startswith(f"{tmp_path / 'manifest.json'}: not a run manifest (Invalid "
                                      "JSON: ")  # fmt: skip
+
+
+def test_prepare_jsonl_refuses_a_repeated_id(tmp_path: Path) -> None:
+    # it wrote a dataset that `ukr eval` then refused (or, before that, merged)
+    source = _write(tmp_path / "mine.jsonl", '{"id": "a", "question": "One?"}',
+                    '{"id": "a", "question": "Two?"}')  # fmt: skip
+    result = _invoke(["eval", "prepare", "jsonl", str(source), "--out", str(tmp_path / "d.jsonl"),
+                      "--json"])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert f"{source}:2: id: 'a' is also the id of line 1; ids must be unique" in " ".join(
+        result.stderr.split())
+    assert not (tmp_path / "d.jsonl").exists()
