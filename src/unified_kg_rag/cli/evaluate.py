@@ -35,8 +35,12 @@ from unified_kg_rag.cli.help_format import UkrCommand, UkrGroup
 from unified_kg_rag.util.errors import UsageError
 
 if TYPE_CHECKING:  # loaded when the command runs
+    from collections.abc import Mapping
+
+    from unified_kg_rag.config.evaluation import ModelPrice
     from unified_kg_rag.evaluation.comparison import Comparison
     from unified_kg_rag.evaluation.dataset import EvalItem
+    from unified_kg_rag.evaluation.gates import Gate
     from unified_kg_rag.evaluation.results import RunManifest
 
 __all__ = ["eval_app"]
@@ -170,10 +174,16 @@ def eval_run_command(
                                    retrieval_only=manifest.retrieval_only,
                                    judges=[*manifest.judges, *judges])
                     for a in manifest.arms}, manifest.baseline)  # fmt: skip
+                _check_money(gates, manifest.answer_model, config.evaluation.prices)
                 comp = await rescore(app, from_results, items, judges=judges, gates=gates)
                 return comp, from_results
             if dataset is None:
                 raise UsageError("name a DATASET (or --from-results RUN_DIR)", field="DATASET")
+            if strategies is not None and not arms:
+                raise UsageError("names no strategy", field="--strategies")
+            if "closed_book" in arms:
+                raise UsageError("closed_book is not a strategy; add that arm with "
+                                 "--closed-book", field="--strategies")  # fmt: skip
             items = load_dataset(dataset)[:limit]
             chosen = arms or [config.query.strategy]
             named = [*chosen, *(["closed_book"] if closed_book else [])]
@@ -181,6 +191,8 @@ def eval_run_command(
             check_gates(gates, named, {
                 a: arm_metrics(a, baseline=base, retrieval_only=retrieval_only, judges=judges)
                 for a in named}, base)  # fmt: skip
+            _check_money(gates, app.chat_model.model_id if app.chat_model is not None else None,
+                         config.evaluation.prices)  # fmt: skip
             run_dir = out or _default_run_dir(project_dir, dataset)
             show = not (quiet or json_out) and err_console.is_terminal
 
@@ -232,6 +244,27 @@ def _saved_run(run_dir: Path, dataset: Path | None) -> tuple[RunManifest, list[E
                           "(its SHA-256 differs): scores use its questions and references as "
                           "they are now", soft_wrap=True)  # fmt: skip
     return manifest, items
+
+
+def _check_money(gates: list[Gate], answer_model: str | None,
+                 prices: Mapping[str, ModelPrice]) -> None:  # fmt: skip
+    """Refuse a gate reading ``cost/money`` when no price applies to the answer model.
+
+    Without a price the metric has no value, and the gate would fail closed after the run.
+
+    Raises:
+        UsageError: (field ``--fail-if``) such a gate.
+    """
+    from unified_kg_rag.evaluation.scoring import price_for
+
+    if price_for(prices, answer_model) is not None:
+        return
+    for g in gates:
+        if any(metric == "cost/money" for _, metric in g.references()):
+            model = answer_model or "(none: llm.kind is none)"
+            raise UsageError(f'"{g.expression}" reads cost/money, but evaluation.prices has '
+                             f"no price for the answer model {model}",
+                             field="--fail-if")  # fmt: skip
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -291,13 +324,24 @@ def print_comparison(comp: Comparison, run_dir: Path) -> None:
             deltas.add_row(escape(d.arm), d.metric, f"{d.estimate:+.3f}",
                            f"{d.low:+.3f} to {d.high:+.3f}", str(d.n), mark)  # fmt: skip
         out_console.print(deltas)
+    for a in comp.arms:
+        if a.failed:
+            out_console.print(f"{escape(a.arm)}: {a.failed} of {a.rows} answers failed"
+                              + (f", e.g. {escape(a.errors[0])}" if a.errors else ""),
+                              soft_wrap=True)  # fmt: skip
+    for judge, n in sorted(comp.judge_failures.items()):
+        out_console.print(f"judge {escape(judge)}: {n} verdict{'' if n == 1 else 's'} failed "
+                          f"(reasons in {escape(str(run_dir / 'judgements.jsonl'))})",
+                          soft_wrap=True)  # fmt: skip
     for w in comp.warnings:
         err_console.print(f"warning: {escape(w)}", soft_wrap=True)
     for g in comp.gates:
         status = "FAILED" if g.violated else "ok"
         out_console.print(f"gate {status}: {escape(g.expression)}"
                           + (f" ({escape(g.reason)})" if g.reason else ""), soft_wrap=True)
-    if not any(m.startswith("recall@") for m in present):
+    if comp.arms and all(a.failed == a.rows for a in comp.arms):
+        out_console.print("scores: n/a, every answer failed", soft_wrap=True)
+    elif not any(m.startswith("recall@") for m in present):
         out_console.print("recall: n/a, no question of the dataset names its `supporting` "
                           "passages or `evidence`", soft_wrap=True)
     out_console.print(f"Saved to {escape(str(run_dir))}; report: ukr eval report "

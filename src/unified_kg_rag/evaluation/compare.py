@@ -158,7 +158,10 @@ def stats_settings(app: App) -> StatsSettings:
 
 
 async def _preflight(app: App, req: RunRequest) -> dict[str, Any]:
-    """Refuse unknown or unserved strategies and unknown judges before any answer."""
+    """Refuse unknown or unserved strategies, search modes and judges before any answer."""
+    if req.search_mode is not None and req.search_mode not in _MODES:
+        raise UsageError(f"unknown search mode {req.search_mode!r}; modes: {', '.join(_MODES)}",
+                         field="--mode")  # fmt: skip
     stores = app.index(req.index)
     catalog = await strategy_catalog(stores)
     if catalog.text_units == 0:
@@ -191,11 +194,20 @@ async def _preflight(app: App, req: RunRequest) -> dict[str, Any]:
         raise UsageError("judges need a model: set evaluation.judge (or llm)", field="--judge")
     if req.judges and req.retrieval_only:
         raise UsageError("judges read answers; drop --retrieval-only", field="--judge")
+    arms = [*dict.fromkeys(req.arms), *([CLOSED_BOOK] if req.closed_book else [])]
+    _check_pairwise(req.judges, arms, req.baseline or arms[0])
     status = await app.status()
     record = next((i for i in status.indexes if i.name == stores.name), None)
     return {} if record is None else record.model_dump(
         mode="json", include={"methodologies", "embedding_model", "embedding_dimension",
                               "counts", "documents"})  # fmt: skip
+
+
+def _check_pairwise(judges: Sequence[str], arms: Sequence[str], baseline: str) -> None:
+    """Refuse ``pairwise`` when no arm but the baseline (and closed_book) would be judged."""
+    if "pairwise" in judges and not any(a not in (baseline, CLOSED_BOOK) for a in arms):
+        raise UsageError(f"pairwise compares an arm with the baseline ({baseline}): the run "
+                         "has no other arm", field="--judge")  # fmt: skip
 
 
 async def run_comparison(
@@ -205,8 +217,8 @@ async def run_comparison(
 
     Raises:
         UsageError: an unknown or unserved strategy, an unknown judge, a judge or closed-book
-            arm without a model or with ``retrieval_only``, or a ``run_dir`` that holds a
-            different run.
+            arm without a model or with ``retrieval_only``, ``pairwise`` without an arm
+            besides the baseline, or a ``run_dir`` that holds a different run.
         StoreError: the store failed before the first answer (the checks). An answer that
             raises, for any reason, is saved as a failed row (scored 0, never dropped), so one
             bad question does not stop the run; its error is in the row and the summary.
@@ -350,13 +362,29 @@ def _compare(
     if manifest.judge_is_answer_model:
         comp.warnings.append(f"the judge is the answer model ({manifest.judge_model}): a judge "
                              "favours its own answers; set evaluation.judge to another model")
-    missing = {q for q in manifest.questions} - {r.question_id for r in rows}
-    if missing:
-        comp.warnings.append(f"{len(missing)} questions have no saved answer (interrupted run)")
+    comp.warnings += _missing_rows(manifest, rows)
     tmp = run_dir / f".{COMPARISON}.tmp"
     tmp.write_text(comp.model_dump_json(indent=2) + "\n", encoding="utf-8")
     tmp.replace(run_dir / COMPARISON)
     return comp
+
+
+def _missing_rows(manifest: RunManifest, rows: Sequence[ResultRow]) -> list[str]:
+    """One warning per arm that lacks rows the manifest expects (an interrupted run).
+
+    An arm's means are then over fewer questions than the others', which a side-by-side
+    table does not show.
+    """
+    saved = {r.key for r in rows}
+    expected = len(manifest.questions) * manifest.repeats
+    out: list[str] = []
+    for arm in manifest.arms:
+        lacking = sum(1 for q in manifest.questions for k in range(manifest.repeats)
+                      if (q, arm, k) not in saved)  # fmt: skip
+        if lacking:
+            out.append(f"{arm}: {lacking} of {expected} answers are not saved (an interrupted "
+                       "run: run the same command with the same --out to finish it)")
+    return out
 
 
 async def rescore(
@@ -374,13 +402,17 @@ async def rescore(
     (their earlier verdicts replaced).
 
     Raises:
-        UsageError: ``run_dir`` holds no run, or a judge is unknown or has no model.
+        UsageError: ``run_dir`` holds no run, a judge is unknown or has no model, the run
+            is retrieval-only, or ``pairwise`` has no arm besides the baseline.
     """
     manifest = read_manifest(run_dir)
     unknown = [j for j in judges if j not in JUDGES]
     if unknown:
         raise UsageError(f"unknown judge {unknown[0]!r}; judges: {', '.join(JUDGES)}",
                          field="--judge")  # fmt: skip
+    if judges and manifest.retrieval_only:
+        raise UsageError("judges read answers and the run is retrieval-only", field="--judge")
+    _check_pairwise(judges, manifest.arms, manifest.baseline)
     if judges:
         judge, same = app.judge_model()
         if judge is None:

@@ -75,8 +75,9 @@ def load_dataset(path: Path) -> list[EvalItem]:
     """Read a JSONL dataset.
 
     Raises:
-        UsageError: the file is missing, a line is not JSON, or a line lacks a non-empty
-            ``question``; the message names the file and line number.
+        UsageError: the file is missing, a line is not a JSON object, a line lacks a
+            non-empty ``question``, or two lines have the same ``id`` (a line without one
+            takes its line number); the message names the file and line number.
     """
     try:
         raw = path.read_text(encoding="utf-8-sig")
@@ -85,6 +86,7 @@ def load_dataset(path: Path) -> list[EvalItem]:
     except UnicodeDecodeError as exc:
         raise UsageError("not UTF-8 text", field=str(path)) from exc
     items: list[EvalItem] = []
+    seen: dict[str, int] = {}  # id -> line: saved rows are keyed by question id
     for number, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
@@ -93,6 +95,11 @@ def load_dataset(path: Path) -> list[EvalItem]:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             raise UsageError(f"not JSON ({exc.msg})", field=where) from exc
+        if not isinstance(data, dict):
+            kind = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+                type(data), "a number")
+            raise UsageError(f'not a JSON object ({kind}); expected {{"question": ...}}',
+                             field=where)  # fmt: skip
         try:
             item = EvalItem.model_validate(data)
         except ValidationError as exc:
@@ -101,7 +108,13 @@ def load_dataset(path: Path) -> list[EvalItem]:
             raise UsageError(f"{loc}: {first['msg']}", field=where) from exc
         if not item.question.strip():
             raise UsageError("question: must not be empty", field=where)
-        items.append(item if item.id else item.model_copy(update={"id": str(number)}))
+        if not item.id:
+            item = item.model_copy(update={"id": str(number)})
+        if item.id in seen:
+            raise UsageError(f"id: {item.id!r} is also the id of line {seen[item.id]}; ids "
+                             "must be unique", field=where)  # fmt: skip
+        seen[item.id] = number
+        items.append(item)
     if not items:
         raise UsageError("no questions in the dataset", field=str(path))
     return items

@@ -293,7 +293,8 @@ def read_manifest(run_dir: Path) -> RunManifest:
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
-        raise UsageError(f"not a run manifest ({loc}: {first['msg']})", field=str(path)) from exc
+        what = f"{loc}: {first['msg']}" if loc else first["msg"]
+        raise UsageError(f"not a run manifest ({what})", field=str(path)) from exc
 
 
 def append_jsonl(path: Path, row: BaseModel) -> None:

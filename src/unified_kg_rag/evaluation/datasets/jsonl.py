@@ -88,8 +88,9 @@ def prepare_jsonl(
     Raises:
         UsageError: the input cannot be read, a line is not a JSON object, or a line fails
             `EvalItem` validation (``field`` is ``FILE:LINE``, the message names the dataset
-            field and, when mapped, the input field); ``out_path`` exists without ``force``
-            or cannot be written; the input holds no question.
+            field and, when mapped, the input field), or repeats an earlier line's id;
+            ``out_path`` exists without ``force`` or cannot be written; the input holds no
+            question.
     """
     mapping = mapping or {}
     if out_path.exists() and not force:
@@ -105,6 +106,7 @@ def prepare_jsonl(
     except UnicodeDecodeError as exc:
         raise UsageError("not UTF-8 text", field=str(in_path)) from exc
     items: list[EvalItem] = []
+    seen: dict[str, int] = {}  # id -> line (`ukr eval` keys its rows by question id)
     for number, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
@@ -128,7 +130,13 @@ def prepare_jsonl(
             raise UsageError(f"{loc}{source}: {first['msg']}{hint}", field=where) from exc
         if not item.question.strip():
             raise UsageError("question: must not be empty", field=where)
-        items.append(item if item.id else item.model_copy(update={"id": str(number)}))
+        if not item.id:
+            item = item.model_copy(update={"id": str(number)})
+        if item.id in seen:
+            raise UsageError(f"id: {item.id!r} is also the id of line {seen[item.id]}; ids "
+                             "must be unique", field=where)  # fmt: skip
+        seen[item.id] = number
+        items.append(item)
     if not items:
         raise UsageError("no questions in the file", field=str(in_path))
     try:
