@@ -195,6 +195,16 @@ def test_a_failed_answer_is_saved_and_scored_0_and_from_results_reproduces_it(
     assert arm(rejudged, "ppr")["metrics"]["judge/correctness"]["mean"] == 1.0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["judges"] == ["correctness"] and manifest["judge_is_answer_model"] is False
+    # the same command again resumes: the failed answer (an outage) is asked again, the
+    # others are not; the new row is appended and counts, and the arm is whole
+    before = len(answerer.requests)
+    resumed = evaluate(dataset, project, out, "--strategies", "naive,ppr", "--config", str(cfg),
+                       "--json")  # fmt: skip
+    assert resumed.exit_code == 0, resumed.output
+    assert len(answerer.requests) == before + 1
+    assert len(rows(out)) == 5  # 4 rows, then the retried one
+    naive = arm(json.loads(resumed.stdout), "naive")
+    assert naive["failed"] == 0 and naive["metrics"]["recall@5"]["mean"] == 1.0
 
 
 # ------------------------------------------------------------------------------ resume

@@ -35,15 +35,15 @@ from unified_kg_rag.evaluation.results import (
     COMPARISON,
     JUDGEMENTS,
     RESULTS,
-    JudgementRow,
     ResultRow,
     RunManifest,
     SourceRecord,
     append_jsonl,
-    read_jsonl,
     read_manifest,
     repair_jsonl,
     retrieval_ms,
+    saved_judgements,
+    saved_rows,
     write_manifest,
 )
 from unified_kg_rag.evaluation.scoring import ScoringSettings
@@ -258,7 +258,8 @@ async def run_comparison(
     _resume_check(req.run_dir, manifest)
     write_manifest(req.run_dir, manifest)
     repair_jsonl(req.run_dir / RESULTS, ResultRow)
-    done = {r.key for r in read_jsonl(req.run_dir / RESULTS, ResultRow)}
+    # a failed answer is asked again on resume (an outage should not stick to the run)
+    done = {r.key for r in saved_rows(req.run_dir / RESULTS) if r.ok}
     chain = app.chain(req.index)
     results = req.run_dir / RESULTS
     if len(done) < len(req.items) * len(arms) * req.repeats:
@@ -271,7 +272,7 @@ async def run_comparison(
                     append_jsonl(results, row)
                 if on_progress is not None:
                     on_progress(arm, n + repeat * len(req.items), len(req.items) * req.repeats)
-    rows = list(read_jsonl(results, ResultRow))
+    rows = saved_rows(results)
     if judge is not None:
         await run_judges(app, judge, manifest, req.items, rows, req.run_dir, replace=False)
     manifest.finished = datetime.now(UTC).isoformat(timespec="seconds")
@@ -354,8 +355,8 @@ def _compare(
     app: App, manifest: RunManifest, items: Sequence[EvalItem], gates: Sequence[Gate],
     run_dir: Path,
 ) -> Comparison:  # fmt: skip
-    rows = list(read_jsonl(run_dir / RESULTS, ResultRow))
-    judgements = list(read_jsonl(run_dir / JUDGEMENTS, JudgementRow))
+    rows = saved_rows(run_dir / RESULTS)
+    judgements = saved_judgements(run_dir / JUDGEMENTS)
     comp = build_comparison(manifest, items, rows, judgements,
                             scoring=scoring_settings(app, manifest), stats=stats_settings(app),
                             gates=gates)  # fmt: skip
@@ -418,7 +419,7 @@ async def rescore(
         if judge is None:
             raise UsageError("judges need a model: set evaluation.judge (or llm)",
                              field="--judge")  # fmt: skip
-        rows = list(read_jsonl(run_dir / RESULTS, ResultRow))
+        rows = saved_rows(run_dir / RESULTS)
         answer_models = {manifest.answer_model}
         manifest.judge_model = judge.model_id
         manifest.judge_is_answer_model = same or judge.model_id in answer_models

@@ -36,8 +36,8 @@ from unified_kg_rag.evaluation.results import (
     ResultRow,
     RunManifest,
     append_jsonl,
-    read_jsonl,
     repair_jsonl,
+    saved_judgements,
 )
 from unified_kg_rag.ports import ChatModel
 
@@ -65,14 +65,15 @@ async def run_judges(
     path = run_dir / JUDGEMENTS
     wanted = list(only if only is not None else manifest.judges)
     repair_jsonl(path, JudgementRow)
-    saved = list(read_jsonl(path, JudgementRow))
+    saved = saved_judgements(path)
     if replace:
         kept = [j for j in saved if j.judge not in wanted]
         tmp = run_dir / f".{JUDGEMENTS}.tmp"
         tmp.write_text("".join(j.model_dump_json() + "\n" for j in kept), encoding="utf-8")
         tmp.replace(path)
         saved = kept
-    done = {(j.judge, j.question_id, j.arm, j.repeat) for j in saved}
+    # a failed verdict is asked again (its new row, appended, is the one that counts)
+    done = {(j.judge, j.question_id, j.arm, j.repeat) for j in saved if j.error is None}
     cfg = app.config.evaluation
     # one bound for every call, taken before each call's deadline starts (a call queued
     # behind others must not time out while it waits)

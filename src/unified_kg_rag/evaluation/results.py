@@ -36,6 +36,8 @@ __all__ = [
     "read_jsonl",
     "read_manifest",
     "repair_jsonl",
+    "saved_judgements",
+    "saved_rows",
     "write_manifest",
 ]
 
@@ -295,6 +297,33 @@ def read_manifest(run_dir: Path) -> RunManifest:
         loc = ".".join(str(p) for p in first["loc"])
         what = f"{loc}: {first['msg']}" if loc else first["msg"]
         raise UsageError(f"not a run manifest ({what})", field=str(path)) from exc
+
+
+def saved_rows(path: Path) -> list[ResultRow]:
+    """Return a run's answers, the last saved row of each question, arm and repeat.
+
+    A failed answer is asked again when its run resumes; the new row is appended, so the
+    latest row of a key is the one that counts (in the position of the key's first row).
+
+    Raises:
+        UsageError: as `read_jsonl`.
+    """
+    latest: dict[tuple[str, str, int], ResultRow] = {}
+    for row in read_jsonl(path, ResultRow):
+        latest[row.key] = row
+    return list(latest.values())
+
+
+def saved_judgements(path: Path) -> list[JudgementRow]:
+    """Return a run's judge verdicts, the last saved one per judge, question, arm and repeat.
+
+    Raises:
+        UsageError: as `read_jsonl`.
+    """
+    latest: dict[tuple[str, str, str, int], JudgementRow] = {}
+    for j in read_jsonl(path, JudgementRow):
+        latest[(j.judge, j.question_id, j.arm, j.repeat)] = j
+    return list(latest.values())
 
 
 def append_jsonl(path: Path, row: BaseModel) -> None:
