@@ -28,6 +28,8 @@ QUESTIONS = [
         "question": "In which city was the husband of Marie Curie born?",
         "answer": "Paris",
         "answer_aliases": ["Paris, France"],
+        "question_decomposition": [{"id": 1, "question": "husband of Marie Curie"},
+                                   {"id": 2, "question": "#1 born in"}],
         "paragraphs": [
             {"idx": 0, "title": "Pierre Curie", "paragraph_text": CORPUS[1]["text"], "is_supporting": True},
             {"idx": 1, "title": "Marie Curie", "paragraph_text": CORPUS[0]["text"], "is_supporting": True},
@@ -39,6 +41,7 @@ QUESTIONS = [
         "question": "Which river flows through the city that hosted the 1924 Olympics?",
         "answer": "Seine",
         "supporting_facts": [["Seine", 0], ["Paris", 0]],
+        "type": "compositional",
     },
 ]
 
@@ -68,6 +71,7 @@ def test_prepare_writes_one_file_per_passage_and_the_dataset(prepared: Path) -> 
     assert items[0].supporting == ["00001", "00000"]
     assert items[0].answers == ["Paris", "Paris, France"]
     assert items[1].supporting == ["00003"]
+    assert [i.category for i in items] == ["2-hop", "compositional"]  # hops, or 2Wiki's type
 
 
 def test_eval_json_has_the_documented_keys_and_real_values(prepared: Path) -> None:

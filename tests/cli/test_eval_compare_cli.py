@@ -279,4 +279,6 @@ def test_the_metrics_a_gate_may_name_follow_the_run() -> None:
         "cited_documents", "cited_share", "judge/correctness", "assertion/recall",
         "assertion/contradiction_rate", "assertion/negative_violation_rate",
         "pairwise/comprehensiveness", "pairwise/diversity", "pairwise/empowerment",
-        "pairwise/directness"}  # fmt: skip
+        "pairwise/directness", "abstention/precision", "abstention/f1", "abstention/coverage",
+        "abstention/accuracy", "abstention/selective_accuracy",
+        "abstention/overall_accuracy"}  # fmt: skip

@@ -159,3 +159,20 @@ def test_a_price_is_found_by_full_id_provider_id_or_bare_name() -> None:
     assert price_for({"openai:gpt-4o-mini": price}, full) is price
     assert price_for({"gpt-4o-mini": price}, full) is price
     assert price_for({"gpt-4o": price}, full) is None and price_for({"x": price}, None) is None
+
+
+def test_gates_read_an_arms_abstention_statistics() -> None:
+    items = [EvalItem(id="a", question="?", answers=["Paris"], supporting=["a"]),
+             EvalItem(id="u", question="?", answerable=False)]
+    rows = [ResultRow(question_id="a", arm="naive", answer="Paris"),
+            ResultRow(question_id="u", arm="naive", answer="no idea", abstained=True)]
+    gates = [parse_gate("naive.abstention/precision < 1"),
+             parse_gate("naive.abstention/coverage < 1"),
+             parse_gate("naive.abstention/recall < 1")]
+    comp = build_comparison(manifest(["naive"]), items, rows, [], scoring=ScoringSettings(),
+                            stats=STATS, gates=gates)  # fmt: skip
+    # one decline, on the unanswerable item: precision 1; the answerable one answered
+    assert comp.arms[0].abstention is not None
+    assert comp.arms[0].abstention["precision"] == 1.0
+    assert comp.means()["naive"]["abstention/coverage"] == 1.0
+    assert [g.violated for g in comp.gates] == [False, False, False]

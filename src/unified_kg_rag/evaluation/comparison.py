@@ -30,6 +30,7 @@ from unified_kg_rag.evaluation.judges.pairwise_summary import summarize_pairwise
 from unified_kg_rag.evaluation.metrics import AbstentionCase, abstention_stats, percentile
 from unified_kg_rag.evaluation.results import CLOSED_BOOK, JudgementRow, ResultRow, RunManifest
 from unified_kg_rag.evaluation.scoring import (
+    ABSTENTION_AGGREGATES,
     ScoringSettings,
     lower_is_better,
     price_for,
@@ -140,8 +141,20 @@ class Comparison(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
     def means(self) -> dict[str, dict[str, float | None]]:
-        """Return ``{arm: {metric: mean}}`` (what gates read)."""
-        return {a.arm: {m: s.mean for m, s in a.metrics.items()} for a in self.arms}
+        """Return ``{arm: {metric: mean}}`` (what gates read).
+
+        Besides the per-query metrics' means, an arm's abstention statistics are there as
+        ``abstention/precision``, ``abstention/coverage`` ... (`ABSTENTION_AGGREGATES`).
+        """
+        out: dict[str, dict[str, float | None]] = {}
+        for a in self.arms:
+            means: dict[str, float | None] = {m: s.mean for m, s in a.metrics.items()}
+            for name in ABSTENTION_AGGREGATES:
+                value = (a.abstention or {}).get(name)
+                if isinstance(value, int | float):
+                    means[f"abstention/{name}"] = float(value)
+            out[a.arm] = means
+        return out
 
 
 def per_query_scores(

@@ -68,6 +68,15 @@ def _supporting(q: Mapping[str, object]) -> list[tuple[str, str | None]]:
     return found
 
 
+def _category(q: Mapping[str, object]) -> str | None:
+    """``2-hop``, ``3-hop`` ... from MuSiQue's ``question_decomposition``; 2Wiki's ``type``."""
+    steps = q.get("question_decomposition")
+    if isinstance(steps, list) and steps:
+        return f"{len(steps)}-hop"
+    kind = q.get("type")
+    return kind if isinstance(kind, str) and kind.strip() else None
+
+
 def prepare_hipporag(
     questions_path: Path, corpus_path: Path, out_dir: Path, *, force: bool = False
 ) -> PrepareReport:
@@ -145,6 +154,7 @@ def _prepare(
                 question=str(q["question"]),
                 answers=_answers(q),
                 supporting=list(dict.fromkeys(stems)),
+                category=_category(q),
             )
         )
     dataset = out_dir / "dataset.jsonl"

@@ -60,10 +60,17 @@ __all__ = [
 
 RETRIEVAL_KS = (2, 5, 10)
 
+ABSTENTION_AGGREGATES = (
+    "precision", "f1", "coverage", "accuracy", "selective_accuracy", "overall_accuracy",
+)  # fmt: skip
+"""An arm's abstention statistics (seed 000 §9.2) that gates read as ``abstention/<name>``:
+ratios over the whole run, not per-query means (``abstention/recall`` is one)."""
+
 KNOWN_METRICS = (
     *(f"recall@{k}" for k in RETRIEVAL_KS), "recall_in_context", "mrr", "ndcg@10",
     "graph_recall", "answer_in_context", "em", "f1", "answer_contains", "abstained",
-    "abstention/recall", "message_recall", "message_cited_recall", "cited_documents",
+    "abstention/recall", *(f"abstention/{k}" for k in ABSTENTION_AGGREGATES),
+    "message_recall", "message_cited_recall", "cited_documents",
     "cited_share", "cost/calls", "cost/cache_hits", "cost/input_tokens", "cost/output_tokens",
     "cost/latency_ms", "cost/retrieval_ms", "cost/context_tokens", "cost/money",
     "judge/correctness", "assertion/recall", "assertion/contradiction_rate",
@@ -79,7 +86,7 @@ _NEEDS_RETRIEVAL = (
 )  # fmt: skip
 _NEEDS_ANSWER = (
     "em", "f1", "answer_contains", "abstained", "abstention/recall", "message_cited_recall",
-    "cited_documents", "cited_share",
+    "cited_documents", "cited_share", *(f"abstention/{k}" for k in ABSTENTION_AGGREGATES),
 )  # fmt: skip
 _JUDGED = {"correctness": "judge/", "assertions": "assertion/", "pairwise": "pairwise/"}
 
