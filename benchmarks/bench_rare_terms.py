@@ -185,7 +185,9 @@ def report(name: str, rows: dict[str, Any]) -> None:
         if not isinstance(r, dict):
             continue
         nat = f"{r['natural']['in_context']:.3f}" if "natural" in r else "n/a"
-        line = (f"  {label:<30} {r['recall@2']:.3f}  {r['recall@5']:.3f}  {r['recall@10']:.3f}"
+        rec = ["  n/a" if r[k] is None else f"{r[k]:.3f}" for k in ("recall@2", "recall@5",
+                                                                     "recall@10")]
+        line = (f"  {label:<30} {rec[0]}  {rec[1]}  {rec[2]}"
                 f"  {r['answer_in_context']:.3f}    {nat:>6}  {r['synthetic']['in_context']:.3f}"
                 f"  {r['synthetic']['mean_rank']:.1f}")  # fmt: skip
         if label == "after":
