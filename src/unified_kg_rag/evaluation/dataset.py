@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from unified_kg_rag.util.errors import UsageError
 
-__all__ = ["Assertion", "EvalItem", "load_dataset"]
+__all__ = ["Assertion", "EvalItem", "checked_item", "load_dataset"]
 
 
 class Assertion(BaseModel):
@@ -106,15 +106,27 @@ def load_dataset(path: Path) -> list[EvalItem]:
             first = exc.errors()[0]
             loc = ".".join(str(p) for p in first["loc"])
             raise UsageError(f"{loc}: {first['msg']}", field=where) from exc
-        if not item.question.strip():
-            raise UsageError("question: must not be empty", field=where)
-        if not item.id:
-            item = item.model_copy(update={"id": str(number)})
-        if item.id in seen:
-            raise UsageError(f"id: {item.id!r} is also the id of line {seen[item.id]}; ids "
-                             "must be unique", field=where)  # fmt: skip
-        seen[item.id] = number
-        items.append(item)
+        items.append(checked_item(item, number, where, seen))
     if not items:
         raise UsageError("no questions in the dataset", field=str(path))
     return items
+
+
+def checked_item(item: EvalItem, number: int, where: str, seen: dict[str, int]) -> EvalItem:
+    """Return ``item`` of line ``number`` with its default id, after the file-level checks.
+
+    Records its id in ``seen`` (id → line number).
+
+    Raises:
+        UsageError: (field ``where``) a blank question, or an id an earlier line has (rows
+            are keyed by id, so two questions with one id would merge).
+    """
+    if not item.question.strip():
+        raise UsageError("question: must not be empty", field=where)
+    if not item.id:
+        item = item.model_copy(update={"id": str(number)})
+    if item.id in seen:
+        raise UsageError(f"id: {item.id!r} is also the id of line {seen[item.id]}; ids "
+                         "must be unique", field=where)  # fmt: skip
+    seen[item.id] = number
+    return item

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from pathlib import PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,6 +19,7 @@ from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.models import Source, TokenUsage
 from unified_kg_rag.evaluation.dataset import EvalItem
 from unified_kg_rag.evaluation.metrics import answer_in_text, percentile, recall_at_k
+from unified_kg_rag.evaluation.scoring import document_names
 from unified_kg_rag.retrieval.chain import RAGChain
 
 __all__ = ["EvalReport", "QuestionResult", "evaluate", "source_names"]
@@ -77,15 +77,7 @@ class EvalReport(BaseModel):
 
 def source_names(source: Source) -> set[str]:
     """Return the names a supporting item may use for a source's document (casefolded)."""
-    names: set[str] = set()
-    if source.path:
-        p = PurePosixPath(source.path)
-        names.update({source.path, p.name, p.stem, str(p.with_suffix(""))})
-    if source.title:
-        names.add(source.title)
-    if source.document_id:
-        names.add(source.document_id)
-    return {n.casefold() for n in names}
+    return document_names(source.path, source.title, source.document_id)
 
 
 async def evaluate(

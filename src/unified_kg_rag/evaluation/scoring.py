@@ -52,6 +52,7 @@ __all__ = [
     "RETRIEVAL_KS",
     "ScoringSettings",
     "arm_metrics",
+    "document_names",
     "lower_is_better",
     "price_for",
     "record_names",
@@ -159,17 +160,25 @@ def price_for(prices: Mapping[str, ModelPrice], model_id: str | None) -> ModelPr
     return None
 
 
-def record_names(source: SourceRecord) -> set[str]:
-    """Return the names a supporting item may use for a source's document (casefolded)."""
+def document_names(path: str | None, title: str | None, document_id: str | None) -> set[str]:
+    """Return the names a supporting item may use for a document (casefolded).
+
+    Its path with and without the extension, its file name and stem, its title and its id.
+    """
     names: set[str] = set()
-    if source.path:
-        p = PurePosixPath(source.path)
-        names.update({source.path, p.name, p.stem, str(p.with_suffix(""))})
-    if source.title:
-        names.add(source.title)
-    if source.document_id:
-        names.add(source.document_id)
+    if path:
+        p = PurePosixPath(path)
+        names.update({path, p.name, p.stem, str(p.with_suffix(""))})
+    if title:
+        names.add(title)
+    if document_id:
+        names.add(document_id)
     return {n.casefold() for n in names}
+
+
+def record_names(source: SourceRecord) -> set[str]:
+    """Return the names a supporting item may use for a saved source's document."""
+    return document_names(source.path, source.title, source.document_id)
 
 
 def score_row(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from unified_kg_rag.evaluation.dataset import EvalItem
+from unified_kg_rag.evaluation.dataset import EvalItem, checked_item
 from unified_kg_rag.evaluation.datasets.common import DatasetReport, summarise, write_dataset
 from unified_kg_rag.util.errors import UsageError
 
@@ -128,15 +128,7 @@ def prepare_jsonl(
             if first["type"] == "missing" and target not in mapping:
                 hint = f"; map it with --map {target}=INPUT_FIELD"
             raise UsageError(f"{loc}{source}: {first['msg']}{hint}", field=where) from exc
-        if not item.question.strip():
-            raise UsageError("question: must not be empty", field=where)
-        if not item.id:
-            item = item.model_copy(update={"id": str(number)})
-        if item.id in seen:
-            raise UsageError(f"id: {item.id!r} is also the id of line {seen[item.id]}; ids "
-                             "must be unique", field=where)  # fmt: skip
-        seen[item.id] = number
-        items.append(item)
+        items.append(checked_item(item, number, where, seen))
     if not items:
         raise UsageError("no questions in the file", field=str(in_path))
     try:
