@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,11 +13,8 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import Result
-from tests.cli.test_eval import CORPUS, QUESTIONS
+from tests.support.eval_runs import invoke, prepare_and_index
 from tests.support.openai_server import FakeOpenAIServer, Scripted
-from typer.testing import CliRunner
-
-from unified_kg_rag.cli.app import app
 
 pytestmark = pytest.mark.integration
 
@@ -29,21 +25,7 @@ Q2 = "Which river flows through the city that hosted the 1924 Olympics?"
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """``(dataset.jsonl, project)``: the MuSiQue-shaped set prepared and indexed (no LLM)."""
-    tmp = tmp_path_factory.mktemp("eval_compare")
-    (tmp / "q.json").write_text(json.dumps(QUESTIONS), "utf-8")
-    (tmp / "c.json").write_text(json.dumps(CORPUS), "utf-8")
-    prep = invoke(["eval", "prepare", "hipporag", str(tmp / "q.json"), str(tmp / "c.json"),
-                   "--out", str(tmp / "data")])  # fmt: skip
-    assert prep.exit_code == 0, prep.output
-    index = invoke(["index", str(tmp / "data" / "corpus"), "-C", str(tmp / "proj"), "-q"])
-    assert index.exit_code == 0, index.output
-    return tmp / "data" / "dataset.jsonl", tmp / "proj"
-
-
-def invoke(args: list[str]) -> Result:
-    """Run ``ukr ARGS`` without the caller's ``UKR_`` variables."""
-    env: dict[str, str | None] = {k: None for k in os.environ if k.upper().startswith("UKR_")}
-    return CliRunner().invoke(app, args, env=env)
+    return prepare_and_index(tmp_path_factory.mktemp("eval_compare"))
 
 
 def config(path: Path, **sections: Any) -> Path:

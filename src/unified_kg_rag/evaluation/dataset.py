@@ -13,6 +13,7 @@ text unit holding one is a supporting passage, for corpora of long documents), `
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from unified_kg_rag.util.errors import UsageError
 
-__all__ = ["Assertion", "EvalItem", "checked_item", "load_dataset"]
+__all__ = ["Assertion", "EvalItem", "checked_item", "load_dataset", "read_json_objects"]
 
 
 class Assertion(BaseModel):
@@ -79,14 +80,34 @@ def load_dataset(path: Path) -> list[EvalItem]:
             non-empty ``question``, or two lines have the same ``id`` (a line without one
             takes its line number); the message names the file and line number.
     """
+    items: list[EvalItem] = []
+    seen: dict[str, int] = {}  # id -> line: saved rows are keyed by question id
+    for number, where, data in read_json_objects(path):
+        try:
+            item = EvalItem.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"])
+            raise UsageError(f"{loc}: {first['msg']}", field=where) from exc
+        items.append(checked_item(item, number, where, seen))
+    if not items:
+        raise UsageError("no questions in the dataset", field=str(path))
+    return items
+
+
+def read_json_objects(path: Path) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """Yield ``(line number, "FILE:LINE", object)`` for each non-blank line of a JSONL file.
+
+    Raises:
+        UsageError: the file cannot be read or is not UTF-8 (field: the file), or a line is
+            not JSON or not a JSON object (field ``FILE:LINE``).
+    """
     try:
         raw = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise UsageError(f"cannot read: {exc.strerror or exc}", field=str(path)) from exc
     except UnicodeDecodeError as exc:
         raise UsageError("not UTF-8 text", field=str(path)) from exc
-    items: list[EvalItem] = []
-    seen: dict[str, int] = {}  # id -> line: saved rows are keyed by question id
     for number, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
@@ -100,16 +121,7 @@ def load_dataset(path: Path) -> list[EvalItem]:
                 type(data), "a number")
             raise UsageError(f'not a JSON object ({kind}); expected {{"question": ...}}',
                              field=where)  # fmt: skip
-        try:
-            item = EvalItem.model_validate(data)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            loc = ".".join(str(p) for p in first["loc"])
-            raise UsageError(f"{loc}: {first['msg']}", field=where) from exc
-        items.append(checked_item(item, number, where, seen))
-    if not items:
-        raise UsageError("no questions in the dataset", field=str(path))
-    return items
+        yield number, where, data
 
 
 def checked_item(item: EvalItem, number: int, where: str, seen: dict[str, int]) -> EvalItem:

@@ -9,12 +9,11 @@ fields go to ``metadata`` (unless the line has a ``metadata`` of its own), so no
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from unified_kg_rag.evaluation.dataset import EvalItem, checked_item
+from unified_kg_rag.evaluation.dataset import EvalItem, checked_item, read_json_objects
 from unified_kg_rag.evaluation.datasets.common import DatasetReport, summarise, write_dataset
 from unified_kg_rag.util.errors import UsageError
 
@@ -99,24 +98,9 @@ def prepare_jsonl(
         )
     if out_path.resolve() == in_path.resolve():
         raise UsageError("is the input file; choose another --out", field=str(out_path))
-    try:
-        raw = in_path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise UsageError(f"cannot read: {exc.strerror or exc}", field=str(in_path)) from exc
-    except UnicodeDecodeError as exc:
-        raise UsageError("not UTF-8 text", field=str(in_path)) from exc
     items: list[EvalItem] = []
     seen: dict[str, int] = {}  # id -> line (`ukr eval` keys its rows by question id)
-    for number, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{in_path}:{number}"
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"not JSON ({exc.msg})", field=where) from exc
-        if not isinstance(data, dict):
-            raise UsageError("not a JSON object", field=where)
+    for number, where, data in read_json_objects(in_path):
         try:
             item = EvalItem.model_validate(_row(data, mapping))
         except ValidationError as exc:
