@@ -31,5 +31,6 @@ Module map (new code goes in the room of its concept):
   `meta` (facts an index records about itself), `attempts` (consecutive failures,
   quarantine), `paths` (the one form of a document path, from the forms users type),
   `methodologies` (how an index comes to hold one).
+- `tree/` — `nodes` (the RAPTOR summary tree: `SummaryNode`, `SummaryTree`).
 - `prompts/` — the prompt templates (Markdown files, versioned by name).
 """

@@ -4,7 +4,9 @@
 artefacts the index holds; strategies that need one are refused on an index without it.
 ``LAZY_NAMESPACE`` holds the `lazy` concept graph (`encode_concept_graph`) and its
 communities; ``INDEX_NAMESPACE`` / ``LAZY_BUILD_KEY`` the digest of the inputs it was built
-from, which readers use to tell a stale in-memory copy from the stored one.
+from, which readers use to tell a stale in-memory copy from the stored one. ``RAPTOR_NAMESPACE`` /
+``SUMMARY_TREE_KEY`` hold the `raptor` summary tree (`domain.tree.nodes.SummaryTree`), and
+``INDEX_NAMESPACE`` / ``RAPTOR_BUILD_KEY`` the digest of its build's inputs.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ __all__ = [
     "LAZY_BUILD_KEY",
     "LAZY_NAMESPACE",
     "METHODOLOGIES_KEY",
+    "RAPTOR_BUILD_KEY",
+    "RAPTOR_NAMESPACE",
+    "SUMMARY_TREE_KEY",
     "decode_concept_graph",
     "encode_concept_graph",
     "parse_methodologies",
@@ -32,6 +37,9 @@ LAZY_NAMESPACE = "lazy"
 CONCEPT_GRAPH_KEY = "concept_graph"
 CONCEPT_COMMUNITIES_KEY = "communities"
 LAZY_BUILD_KEY = "lazy_build"
+RAPTOR_NAMESPACE = "raptor"
+SUMMARY_TREE_KEY = "tree"
+RAPTOR_BUILD_KEY = "raptor_build"
 
 
 def encode_concept_graph(graph: ConceptGraph) -> str:
