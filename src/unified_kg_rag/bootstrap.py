@@ -254,7 +254,8 @@ class App:
         Raises:
             StoreError: a store failed.
         """
-        from unified_kg_rag.ingestion.graph.build import graph_extractor, needs_llm
+        from unified_kg_rag.domain.index.methodologies import needs_llm
+        from unified_kg_rag.ingestion.graph.build import graph_extractor
         from unified_kg_rag.ingestion.status import StatusReport, describe_index
 
         indexes = []

@@ -27,6 +27,7 @@ from unified_kg_rag.config.messages import MessagesConfig
 from unified_kg_rag.config.query import QueryConfig
 from unified_kg_rag.config.service import ServiceConfig
 from unified_kg_rag.config.stores import PostgresConfig, SqliteConfig, StoresConfig
+from unified_kg_rag.domain.index.methodologies import methodology_names
 
 __all__ = [
     "BUNDLED_MINILM_SHA256",
@@ -185,8 +186,9 @@ class ChunkingConfig(_Section):
         return self
 
 
-MethodologyName = Literal["graphrag", "lightrag", "hipporag", "lazy"]
-"""A methodology an index can be built for (DESIGN.md §1)."""
+MethodologyName = str
+"""A methodology an index can be built for (DESIGN.md §1): a name registered in
+`domain.index.methodologies.METHODOLOGIES` (checked by `IndexingConfig`)."""
 
 
 class IndexingConfig(_Section):
@@ -221,8 +223,9 @@ class IndexingConfig(_Section):
         description="What the index is built for: `graphrag` (entities, relationships, "
         "communities, reports), `lightrag` (entities and relationships with vectors), "
         "`hipporag` (what lightrag builds), all three with an LLM (`llm.kind`); `lazy` (an "
-        "LLM-free concept graph). Unset: `[lazy]` without an LLM, `[graphrag, lightrag]` with "
-        "one. Empty: text units only.",
+        "LLM-free concept graph); `raptor` (a RAPTOR summary tree: LLM summaries, or "
+        "extractive ones without an LLM). Unset: `[lazy]` without an LLM, `[graphrag, "
+        "lightrag]` with one. Empty: text units only.",
     )
     max_delete_share: float = Field(
         default=0.5,
@@ -251,6 +254,17 @@ class IndexingConfig(_Section):
         "communities without a report, or of documents `failed`, `pending` or `deleting`, "
         "passes this value.",
     )
+
+    @field_validator("methodologies")
+    @classmethod
+    def _known_methodologies(cls, value: list[str] | None) -> list[str] | None:
+        names = methodology_names()
+        for name in value or ():
+            if name not in names:
+                raise ValueError(
+                    f"unknown methodology {name!r}; registered: {', '.join(names)}"
+                )
+        return value
 
 
 # --------------------------------------------------------------------------- query

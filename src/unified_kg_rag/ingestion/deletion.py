@@ -46,6 +46,7 @@ from unified_kg_rag.ingestion.report import (
     FailedDocument,
     IndexReport,
 )
+from unified_kg_rag.ingestion.stages import selected_stages
 from unified_kg_rag.ports import IndexStores
 from unified_kg_rag.util.errors import ConfigurationError, ConfirmationRequiredError
 
@@ -431,7 +432,9 @@ async def delete_documents(
     # them (each build skips itself when its inputs match its last complete build).
     derived_report = IndexReport(index=report.index)
     await derived.run(stores, derived_report)
-    report.graph, report.lazy = derived_report.graph, derived_report.lazy
+    for stage in selected_stages(derived.context.methodologies):
+        field = stage.report_field
+        setattr(report, field, getattr(derived_report, field))
     report.records_removed = derived_report.records_removed
     return report
 

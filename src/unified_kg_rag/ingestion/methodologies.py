@@ -3,39 +3,32 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from unified_kg_rag.domain.index.meta import (
     INDEX_NAMESPACE,
     METHODOLOGIES_KEY,
     parse_methodologies,
 )
-from unified_kg_rag.ingestion.report import IndexReport
 from unified_kg_rag.ports import RecordStore
 
 __all__ = ["record_methodologies"]
 
 
 async def record_methodologies(
-    records: RecordStore, configured: Sequence[str], report: IndexReport
+    records: RecordStore, configured: Sequence[str], built: Iterable[str]
 ) -> list[str]:
-    """Record and return what the index holds after ``report``'s run.
+    """Record and return what the index holds after a run that built ``built``.
 
     The selected (``configured``) methodologies that this run built or an earlier run had
     recorded. A methodology no longer selected is dropped, so its strategies are refused;
-    one whose build stopped (``report.graph.error``) keeps what an earlier run recorded.
+    one whose build stopped (its stage returned none) keeps what an earlier run recorded.
 
     Raises:
         StoreError: the record store failed.
     """
     held_before = set(parse_methodologies(await records.get(INDEX_NAMESPACE, METHODOLOGIES_KEY)))
-    built: set[str] = set()
-    graph = report.graph
-    if graph is not None and not graph.error:  # a build skipped for want of an LLM lists none
-        built.update(graph.methodologies)
-    if report.lazy is not None:
-        built.add("lazy")
-    held = sorted((held_before | built) & set(configured))
+    held = sorted((held_before | set(built)) & set(configured))
     if held != sorted(held_before):
         await records.put(INDEX_NAMESPACE, METHODOLOGIES_KEY, json.dumps(held))
     return held

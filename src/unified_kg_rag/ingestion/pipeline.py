@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.index.methodologies import builds_artifact, needs_llm
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.messages.transcripts import TranscriptDoc
 from unified_kg_rag.domain.models import (
@@ -59,7 +60,6 @@ from unified_kg_rag.ingestion.document_failures import (
     write_isolating,
 )
 from unified_kg_rag.ingestion.embed_steps import EMBED_TASK, KeptWork, UnitSteps
-from unified_kg_rag.ingestion.graph.build import needs_llm
 from unified_kg_rag.ingestion.graph.estimate import CostEstimate, estimate_graph_cost
 from unified_kg_rag.ingestion.lease import fenced, held_lease
 from unified_kg_rag.ingestion.messages import (
@@ -354,7 +354,7 @@ class IndexPipeline:
             counter=self._budget_tokenizer,
             extraction_template=graph.extraction_template,
             gleaning_template=graph.gleaning_template,
-            reports_needed="graphrag" in graph.methodologies,
+            reports_needed=builds_artifact(graph.methodologies, "community_reports"),
         )
 
     # ----------------------------------------------------------------- stages

@@ -16,6 +16,7 @@ from unified_kg_rag.domain.index.meta import (
     METHODOLOGIES_KEY,
     parse_methodologies,
 )
+from unified_kg_rag.domain.index.methodologies import builds_artifact
 from unified_kg_rag.domain.models import Collection, DocStatus, IndexInfo
 from unified_kg_rag.ports import IndexStores
 
@@ -189,7 +190,7 @@ async def index_drift(
     )
     entities = counts.get("entities", 0)
     unclustered = 0
-    if "graphrag" in methodologies:
+    if builds_artifact(methodologies, "community_reports"):
         clustered = {m for c in communities for m in c.member_ids}
         unclustered = max(entities - len(clustered), 0)
     failed = documents.get(DocStatus.FAILED.value, 0)
@@ -199,7 +200,7 @@ async def index_drift(
     # documents failed/pending/deleting are repaired by running `ukr index` again (or fixing
     # the file), not by a reset: they are shown but do not count toward the reset share
     share = without / len(ids) if ids else 0.0
-    entity_graph = any(m in methodologies for m in ("graphrag", "lightrag", "hipporag"))
+    entity_graph = builds_artifact(methodologies, "entity_graph")
     return IndexDrift(
         graph="entities" if entity_graph else None,
         communities=len(ids),

@@ -116,6 +116,11 @@ class _Prepared:
     timings: dict[str, float]
     memory: ConversationMemory | None
 
+    @property
+    def map_reduce(self) -> bool:
+        """True when the strategy's answer is map-reduced over its sources (`lazy`)."""
+        return STRATEGIES.get(self.strategy).answer == "map_reduce"
+
 
 class RAGChain:
     """Answers questions over one index with any registered strategy.
@@ -260,7 +265,7 @@ class RAGChain:
             prep = await self._prepare(inp, asked, cfg, deadline)
             retrieval = await self._pack(prep)
             t0 = time.perf_counter()
-            if self._chat is None or not retrieval.sources or prep.strategy == "lazy" or (
+            if self._chat is None or not retrieval.sources or prep.map_reduce or (
                 prep.result.cannot_answer
             ):
                 answer, kind = await self._answer(prep, retrieval)
@@ -390,7 +395,7 @@ class RAGChain:
         if self._chat is None:
             return await self._extractive(prep, retrieval)
         try:
-            if prep.strategy == "lazy":
+            if prep.map_reduce:
                 written = await map_reduce_answer(
                     self._chat, prep.ctx.question, sources, max_tokens=cfg.answer_max_tokens
                 )

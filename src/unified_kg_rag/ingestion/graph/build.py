@@ -26,6 +26,7 @@ from unified_kg_rag.domain.graph.communities import detect_communities
 from unified_kg_rag.domain.graph.resolution import resolve_graph
 from unified_kg_rag.domain.index.attempts import UnitAttempts, is_quarantined
 from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE
+from unified_kg_rag.domain.index.methodologies import METHODOLOGIES, builds_artifact
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.models import CommunityReport, Entity, Relationship
 from unified_kg_rag.domain.prompts import load_prompt
@@ -50,19 +51,20 @@ from .summarize import DescriptionSummarizer, summary_tasks
 from .unit_attempts import UnitLedger
 from .write import GraphItems, GraphWriter
 
-__all__ = ["BUILD_KEY", "GraphIndexer", "graph_extractor", "load_template", "needs_llm"]
+__all__ = ["BUILD_KEY", "GraphIndexer", "graph_extractor", "graph_methodologies", "load_template"]
 
 logger = logging.getLogger(__name__)
 
 BUILD_KEY = "graph_build"
 """RecordStore ``index`` key of the last graph build's input digest and completeness."""
 
-GRAPH_METHODOLOGIES = ("graphrag", "lightrag", "hipporag")
 
 
-def needs_llm(methodologies: Sequence[str]) -> bool:
-    """True when any of ``methodologies`` is built by the LLM graph stages."""
-    return any(m in GRAPH_METHODOLOGIES for m in methodologies)
+def graph_methodologies(methodologies: Sequence[str]) -> list[str]:
+    """Return those of ``methodologies`` the ``graph`` stage builds, sorted (their profiles)."""
+    return sorted(
+        m for m in methodologies if (p := METHODOLOGIES.get(m)) is not None and p.stage == "graph"
+    )
 
 
 def load_template(
@@ -159,9 +161,7 @@ class GraphIndexer:
         self._embedder = embedder
         self._config = config
         self._progress = progress
-        self.methodologies = sorted(
-            m for m in config.methodologies() if m in GRAPH_METHODOLOGIES
-        )
+        self.methodologies = graph_methodologies(config.methodologies())
         fanout = graph.unit_concurrency
         self.extractor = graph_extractor(config, chat, stores.records, project_dir)
         self.extraction_template = self.extractor.extraction_template
@@ -257,10 +257,10 @@ class GraphIndexer:
         items = GraphItems(
             entities=entities,
             relationships=relationships,
-            relationship_vectors=any(m in ("lightrag", "hipporag") for m in self.methodologies),
+            relationship_vectors=builds_artifact(self.methodologies, "relationship_vectors"),
         )
         contexts: dict[str, str] | None = None
-        if "graphrag" in self.methodologies:
+        if builds_artifact(self.methodologies, "community_reports"):
             contexts = await self._communities_and_reports(
                 items, report, delta=not (force or rebuild)
             )

@@ -29,6 +29,7 @@ from unified_kg_rag.domain.index.meta import (
     METHODOLOGIES_KEY,
     parse_methodologies,
 )
+from unified_kg_rag.domain.index.methodologies import builds_artifact
 from unified_kg_rag.domain.models import Collection, Community, CommunityReport
 from unified_kg_rag.ports import IndexStores
 from unified_kg_rag.retrieval.graph_view.models import CommunityInfo, GraphKind
@@ -37,10 +38,8 @@ from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph, load_con
 from unified_kg_rag.util.errors import MethodologyNotIndexedError
 from unified_kg_rag.util.hashing import sha256_text
 
-__all__ = ["ENTITY_GRAPH_METHODOLOGIES", "GraphView", "Link", "load_view", "resolve_graph"]
+__all__ = ["GraphView", "Link", "load_view", "resolve_graph"]
 
-ENTITY_GRAPH_METHODOLOGIES = ("graphrag", "lightrag", "hipporag")
-"""Methodologies whose index holds the LLM-built entity graph."""
 
 _GRAPH_BUILD_KEY = "graph_build"  # `ingestion.graph.build.BUILD_KEY` (retrieval cannot import it)
 _BATCH = 2000
@@ -118,7 +117,7 @@ async def resolve_graph(stores: IndexStores, graph: GraphKind | None) -> GraphKi
         StoreError: a store failed.
     """
     held = parse_methodologies(await stores.records.get(INDEX_NAMESPACE, METHODOLOGIES_KEY))
-    has_entities = any(m in held for m in ENTITY_GRAPH_METHODOLOGIES)
+    has_entities = builds_artifact(held, "entity_graph")
     if graph is None:
         graph = "entities" if has_entities or "lazy" not in held else "concepts"
     holds = ", ".join(held) or "text units only"

@@ -365,12 +365,15 @@ class StrategySpec:
             None for text units only.
         factory: builds the strategy.
         description: one line for help texts.
+        answer: ``generative`` (one answer call over the packed context) or ``map_reduce``
+            (`lazy`: an answer per batch of sources, then one that joins them).
     """
 
     name: str
     methodology: str | tuple[str, ...] | None
     factory: Callable[[], Strategy]
     description: str
+    answer: Literal["generative", "map_reduce"] = "generative"
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -412,12 +415,16 @@ STRATEGIES: Registry[StrategySpec] = Registry("strategy", field="query.strategy"
 
 
 def register_strategy(
-    name: str, *, methodology: str | tuple[str, ...] | None, description: str
+    name: str,
+    *,
+    methodology: str | tuple[str, ...] | None,
+    description: str,
+    answer: Literal["generative", "map_reduce"] = "generative",
 ) -> Callable[[type[Strategy]], type[Strategy]]:
-    """Class decorator registering a strategy under ``name``."""
+    """Class decorator registering a strategy under ``name`` (see `StrategySpec`)."""
 
     def wrap(cls: type[Strategy]) -> type[Strategy]:
-        STRATEGIES.register(name, StrategySpec(name, methodology, cls, description))
+        STRATEGIES.register(name, StrategySpec(name, methodology, cls, description, answer))
         return cls
 
     return wrap

@@ -53,6 +53,7 @@ _RELEVANCE_PROMPT = (
     methodology="lazy",
     description="LazyGraphRAG-style: relevance tests community by community over the "
     "LLM-free concept graph, within a relevance budget.",
+    answer="map_reduce",
 )
 class LazyStrategy:
     """Query-time relevance testing over concept communities (see the module docstring)."""
