@@ -369,3 +369,42 @@ def test_ids_lists_one_collection_of_one_index(backend: StoreBackend) -> None:
         assert await idx.ids(TU) == ["b"]
 
     asyncio.run(body())
+
+
+def test_vectors_returns_the_stored_vectors_in_request_order(backend: StoreBackend) -> None:
+    async def body() -> None:
+        idx = backend.search_index("default")
+        unbound = await backend.search_index("unbound").vectors(TU, ["a"])
+        assert unbound[0] == [] and unbound[1].shape == (0, 0)
+        await idx.bind_embedding("m", 3)
+        vecs = np.asarray([[3, 4, 0], [0, 0, 2], [1, 1, 1]], dtype=np.float32)
+        await idx.upsert(TU, [rec("a", "apple"), rec("b", "banana"), rec("c", "cherry")], vecs)
+        await idx.upsert(TU, [rec("n", "no vector")])
+        await idx.upsert(Collection.ENTITIES, [rec("e", "entity")], vecs[:1])
+        ids, got = await idx.vectors(TU, ["c", "zz", "n", "a", "e", "a"])
+        assert ids == ["c", "a", "a"]  # order of the request; missing, vectorless, other skipped
+        assert got.dtype == np.float32 and got.shape == (3, 3)
+        third = 1 / np.sqrt(3)  # stored as upserted, L2-normalised
+        assert np.allclose(got, [[third, third, third], [0.6, 0.8, 0], [0.6, 0.8, 0]])
+        empty_ids, empty = await idx.vectors(TU, [])
+        assert empty_ids == [] and empty.dtype == np.float32 and empty.shape == (0, 3)
+        none_ids, none = await idx.vectors(TU, ["n", "zz"])
+        assert none_ids == [] and none.shape == (0, 3)
+        assert (await idx.vectors(Collection.ENTITIES, ["a", "e"]))[0] == ["e"]
+
+    asyncio.run(body())
+
+
+def test_vectors_of_many_ids(backend: StoreBackend) -> None:
+    async def body() -> None:
+        idx = backend.search_index("default")
+        stored = [f"t{i:04d}" for i in range(0, 5000, 2)]  # every other id of the request
+        vecs = np.random.default_rng(7).normal(size=(len(stored), 8)).astype(np.float32)
+        await idx.upsert(TU, [rec(id_, f"unit {id_}") for id_ in stored], vecs)
+        wanted = [f"t{i:04d}" for i in range(4999, -1, -1)]
+        ids, got = await idx.vectors(TU, wanted)
+        assert ids == stored[::-1]
+        expected = vecs[::-1] / np.linalg.norm(vecs[::-1], axis=1, keepdims=True)
+        assert got.shape == (2500, 8) and np.allclose(got, expected, atol=1e-6)
+
+    asyncio.run(body())

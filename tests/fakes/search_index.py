@@ -75,6 +75,17 @@ class FakeSearchIndex:
         stored = self.items[collection]
         return {i for i in ids if i in stored and stored[i][1] is not None}
 
+    async def vectors(
+        self, collection: Collection, ids: Sequence[str]
+    ) -> tuple[list[str], NDArray[np.float32]]:
+        stored = self.items[collection]
+        found = [i for i in ids if i in stored and stored[i][1] is not None]
+        if not found:
+            dim = self.model[1] if self.model else next(iter(self._dims()), 0)
+            return [], np.zeros((0, dim), dtype=np.float32)
+        rows = [stored[i][1] for i in found]
+        return found, np.stack([r for r in rows if r is not None]).astype(np.float32)
+
     async def ids(self, collection: Collection) -> list[str]:
         return sorted(self.items[collection])
 

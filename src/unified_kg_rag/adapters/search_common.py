@@ -7,7 +7,7 @@ kept here so the backends cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,8 +15,12 @@ from numpy.typing import NDArray
 
 from unified_kg_rag.domain.models import IndexRecord, SearchHit, SearchMode
 from unified_kg_rag.domain.ranking.fusion import weighted_rrf
+from unified_kg_rag.util.errors import StoreError
 
-__all__ = ["SearchPlan", "checked_vectors", "fuse", "normalised", "plan_search", "ranked_hits"]
+__all__ = [
+    "SearchPlan", "checked_vectors", "fuse", "normalised", "plan_search", "ranked_hits",
+    "stacked_vectors",
+]
 
 Ranked = list[tuple[str, float]]
 """``(id, score)`` pairs, best first."""
@@ -114,3 +118,32 @@ def ranked_hits(
                   lexical_rank=lex_rank.get(id_), vector_rank=vec_rank.get(id_))
         for id_, score in ranked if id_ in records
     ]
+
+
+def stacked_vectors(
+    ids: Sequence[str], found: Mapping[str, NDArray[np.float32]], dimension: int
+) -> tuple[list[str], NDArray[np.float32]]:
+    """Return what `SearchIndex.vectors` returns from the vectors a store read.
+
+    Args:
+        ids: the requested ids.
+        found: ``id -> ndarray[d] float32``, the stored vectors among ``ids``.
+        dimension: ``d``, the bound (or stored) dimension; 0 when there is none.
+
+    Returns:
+        The ids of ``ids`` in ``found``, in the order of ``ids`` (a repeated id repeats), and
+        their vectors as ``ndarray[m, d] float32`` (``[0, d]`` when none is found).
+
+    Raises:
+        StoreError: a stored vector is not of dimension ``d``.
+    """
+    kept = [i for i in ids if i in found]
+    matrix: NDArray[np.float32] = np.zeros((len(kept), dimension), dtype=np.float32)
+    for row, id_ in enumerate(kept):
+        if found[id_].shape != (dimension,):
+            raise StoreError(
+                f"record {id_!r} holds a vector of shape {list(found[id_].shape)}; the index's "
+                f"dimension is {dimension}. Index into a new index (`ukr index PATH --index NAME`)"
+            )
+        matrix[row] = found[id_]
+    return kept, matrix

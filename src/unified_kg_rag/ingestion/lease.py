@@ -198,6 +198,11 @@ class _FencedSearchIndex:
     async def existing_ids(self, collection: Collection, ids: Sequence[str]) -> set[str]:
         return await self._port.existing_ids(collection, ids)
 
+    async def vectors(
+        self, collection: Collection, ids: Sequence[str]
+    ) -> tuple[list[str], NDArray[np.float32]]:
+        return await self._port.vectors(collection, ids)
+
     async def ids(self, collection: Collection) -> list[str]:
         return await self._port.ids(collection)
 

@@ -81,6 +81,21 @@ class SearchIndex(Protocol):
         """Return the subset of ``ids`` stored with a vector."""
         ...
 
+    async def vectors(
+        self, collection: Collection, ids: Sequence[str]
+    ) -> tuple[list[str], NDArray[np.float32]]:
+        """Return the stored vectors of ``ids`` (to reuse them without embedding again).
+
+        Returns:
+            ``(found, matrix)``: ``found`` the ids among ``ids`` stored with a vector, in the
+            order of ``ids`` (a repeated id repeats); ``matrix`` their vectors,
+            ``ndarray[len(found), d] float32``, as stored (L2-normalised by `upsert`), row ``i``
+            the vector of ``found[i]``. Missing ids and records without a vector are skipped;
+            an empty result is ``([], ndarray[0, d])``, ``d`` the bound dimension (else that
+            of the stored vectors, 0 when there are none).
+        """
+        ...
+
     async def ids(self, collection: Collection) -> list[str]:
         """Return the id of every record of ``collection``, sorted (for orphan sweeps)."""
         ...

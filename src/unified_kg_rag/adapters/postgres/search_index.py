@@ -48,6 +48,7 @@ from unified_kg_rag.adapters.search_common import (
     normalised,
     plan_search,
     ranked_hits,
+    stacked_vectors,
 )
 from unified_kg_rag.domain.models import (
     Collection,
@@ -305,6 +306,24 @@ class PgSearchIndex:
             return {str(r[0]) for r in rows}
 
         return await self._db.read_index(self._index, job, set())
+
+    async def vectors(
+        self, collection: Collection, ids: Sequence[str]
+    ) -> tuple[list[str], NDArray[np.float32]]:
+        """Return the stored vectors of ``ids`` (see `SearchIndex.vectors`); a binary read."""
+
+        async def job(conn: Conn) -> tuple[dict[str, NDArray[np.float32]], int]:
+            rows = await (await conn.execute(
+                "SELECT id, embedding FROM search_records WHERE collection = %s AND id = ANY(%s)"
+                " AND embedding IS NOT NULL", (collection.value, list({pg_text(i) for i in ids})),
+                binary=True)).fetchall()
+            bound = await self._binding(conn)
+            dim = bound[1] if bound is not None else await self._stored_dimension(conn)
+            return {str(r[0]): r[1].to_numpy() for r in rows}, dim or 0
+
+        none: dict[str, NDArray[np.float32]] = {}
+        got, dim = await self._db.read_index(self._index, job, (none, 0))
+        return stacked_vectors(ids, {i: got[pg_text(i)] for i in ids if pg_text(i) in got}, dim)
 
     async def ids(self, collection: Collection) -> list[str]:
         """Return the id of every record of ``collection``, sorted (for orphan sweeps)."""

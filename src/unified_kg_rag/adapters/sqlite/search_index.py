@@ -24,6 +24,7 @@ from unified_kg_rag.adapters.search_common import (
     normalised,
     plan_search,
     ranked_hits,
+    stacked_vectors,
 )
 from unified_kg_rag.adapters.sqlite.database import SqliteDatabase
 from unified_kg_rag.adapters.sqlite.filters import filter_clause
@@ -203,6 +204,33 @@ class SqliteSearchIndex:
             )}
 
         return await self._db.read(job)
+
+    async def vectors(
+        self, collection: Collection, ids: Sequence[str]
+    ) -> tuple[list[str], NDArray[np.float32]]:
+        """Return the stored vectors of ``ids`` (see `SearchIndex.vectors`).
+
+        One query however many ids (they travel as one JSON array, so SQLite's bound-variable
+        limit does not apply); the float32 BLOBs are decoded as `VectorCache` does.
+
+        Raises:
+            StoreError: a stored vector has another dimension than the index's.
+        """
+
+        def job(conn: sqlite3.Connection) -> tuple[dict[str, NDArray[np.float32]], int]:
+            found = {row[0]: np.frombuffer(row[1], dtype=np.float32) for row in conn.execute(
+                f"SELECT id, vector FROM search_records WHERE index_name = ? AND collection = ? "
+                f"AND vector IS NOT NULL AND id IN {_IDS}",
+                (self._index, collection.value, json.dumps(list(dict.fromkeys(ids)))),
+            )}
+            bound = conn.execute(
+                "SELECT dimension FROM index_embeddings WHERE index_name = ?", (self._index,),
+            ).fetchone()
+            dim = int(bound[0]) if bound is not None else self._stored_dimension(conn)
+            return found, dim or 0
+
+        found, dim = await self._db.read(job)
+        return stacked_vectors(ids, found, dim)
 
     async def ids(self, collection: Collection) -> list[str]:
         """Return the id of every record of ``collection``, sorted (for orphan sweeps)."""
