@@ -43,6 +43,8 @@ __all__ = [
 ]
 
 _DECIMALS = 6  # coordinates are rounded to 1e-6 (seed 000 §6.5)
+_TWO_STEP_WORK = 4_000_000  # n * k above which k-means runs in two steps (seed 000 §6.5)
+_BLOCK_ELEMENTS = 1 << 22  # most float64s of one block of point-centre differences
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,8 @@ def reduce_dimensions(vectors: NDArray[np.floating[Any]], dims: int) -> NDArray[
 
     L2-normalises each row (a zero row stays zero), centres the rows, and projects them on
     the top ``min(dims, n - 1, d)`` right singular vectors of the centred matrix (numpy
-    SVD). Each axis is signed so that its largest-magnitude loading is positive, and the
-    coordinates are rounded to 1e-6.
+    SVD; of its ``d x d`` Gram matrix when ``n > d``). Each axis is signed so that its
+    largest-magnitude loading is positive, and the coordinates are rounded to 1e-6.
 
     Args:
         vectors: float32 (or float64) ``[n, d]`` embeddings (any scale).
@@ -114,7 +116,9 @@ def reduce_dimensions(vectors: NDArray[np.floating[Any]], dims: int) -> NDArray[
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     x = x / np.where(norms > 0.0, norms, 1.0)
     x = x - x.mean(axis=0, keepdims=True)
-    _, _, vt = np.linalg.svd(x, full_matrices=False)
+    # the right singular vectors of x are those of the d x d matrix x^T x, far cheaper to
+    # decompose when n > d (no n x d left factor is formed)
+    _, _, vt = np.linalg.svd(x.T @ x if n > d else x, full_matrices=False)
     axes = vt[:m]
     signs = np.sign(axes[np.arange(m), np.argmax(np.abs(axes), axis=1)])
     axes = axes * np.where(signs == 0.0, 1.0, signs)[:, None]
@@ -137,7 +141,9 @@ def kmeans_partition(
     Lloyd's iterations (squared Euclidean distance, hard assignment, centre = member mean)
     until no assignment changes or ``max_iter``; a cluster left empty is re-seeded at the
     point farthest from its centre. Ties are broken by key. ``k`` is capped by the number of
-    distinct points, so identical points give one cluster.
+    distinct points, so identical points give one cluster. When ``n * k`` passes 4 million,
+    two steps bound the cost (about ``2 n sqrt(k)`` distances an iteration): about
+    ``sqrt(k)`` coarse clusters, then each clustered again into its share of ``k``.
 
     Args:
         keys: ``n`` distinct ids, one per point (their order does not matter).
@@ -167,9 +173,34 @@ def kmeans_partition(
         raise ValueError("keys must be distinct")
     # row r is the r-th key in key order, so a tie broken by row is a tie broken by key
     x = np.asarray(points, dtype=np.float64).reshape(n, -1)[order]
+    sorted_keys = [keys[i] for i in order]
+    if n * k > _TWO_STEP_WORK:
+        groups = _two_step(sorted_keys, x, k, seed, max_iter)
+    else:
+        groups = _lloyd(sorted_keys, x, k, seed, max_iter)
+    return sorted(([order[r] for r in g] for g in groups), key=lambda g: keys[g[0]])
+
+
+def _two_step(
+    keys: list[str], x: NDArray[np.float64], k: int, seed: int, max_iter: int
+) -> list[list[int]]:
+    """About ``sqrt(k)`` coarse clusters, then each split into its share of ``k``."""
+    coarse = _lloyd(keys, x, max(2, round(math.sqrt(k))), seed, max_iter)
+    groups: list[list[int]] = []
+    for rows in coarse:
+        share = max(1, round(k * len(rows) / len(keys)))
+        sub = _lloyd([keys[r] for r in rows], x[rows], share, seed, max_iter)
+        groups.extend([rows[i] for i in part] for part in sub)
+    return groups
+
+
+def _lloyd(
+    keys: list[str], x: NDArray[np.float64], k: int, seed: int, max_iter: int
+) -> list[list[int]]:
+    """Lloyd's k-means over rows sorted by key; the clusters' rows, ascending."""
     k = min(k, len(np.unique(x, axis=0)) if x.shape[1] else 1)
-    centres = x[_initial_centres([keys[i] for i in order], x, k, seed)]
-    labels = np.full(n, -1, dtype=np.int64)
+    centres = x[_initial_centres(keys, x, k, seed)]
+    labels = np.full(len(keys), -1, dtype=np.int64)
     for _ in range(max_iter):
         dist = _sq_distances(x, centres)
         new = np.argmin(dist, axis=1)  # first minimum: the lowest centre index
@@ -180,32 +211,36 @@ def kmeans_partition(
         centres = _means(x, labels, k)
     groups: dict[int, list[int]] = {}
     for row, label in enumerate(labels.tolist()):
-        groups.setdefault(label, []).append(order[row])
-    return sorted(groups.values(), key=lambda g: keys[g[0]])
+        groups.setdefault(label, []).append(row)
+    return list(groups.values())
 
 
 def _initial_centres(keys: list[str], x: NDArray[np.float64], k: int, seed: int) -> list[int]:
     """Rows of the farthest-first ``k`` among the ``2k`` rows of lowest seeded key hash."""
     ranked = sorted(range(len(keys)), key=lambda r: (sha256_text(str(seed), keys[r]), keys[r]))
-    sample = ranked[: 2 * k]
+    sample = np.array(ranked[: 2 * k], dtype=np.int64)
     sample_x = x[sample]
     chosen = [0]
     nearest = _sq_distances(sample_x, sample_x[:1])[:, 0]
     while len(chosen) < k:
-        far = float(nearest.max())
-        # the farthest sample point, ties to the smallest key
-        best = min((s for s in range(len(sample)) if nearest[s] == far), key=lambda s: sample[s])
+        tied = np.flatnonzero(nearest == nearest.max())
+        best = int(tied[np.argmin(sample[tied])])  # the farthest, ties to the smallest key
         chosen.append(best)
         nearest = np.minimum(nearest, _sq_distances(sample_x, sample_x[best : best + 1])[:, 0])
-    return [sample[s] for s in chosen]
+    return [int(sample[s]) for s in chosen]
 
 
 def _sq_distances(x: NDArray[np.float64], c: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Squared distances ``[n, k]``; einsum (not BLAS), so the sums are thread-count free."""
-    cross = np.einsum("ij,kj->ik", x, c)
-    xx = np.einsum("ij,ij->i", x, x)
-    cc = np.einsum("ij,ij->i", c, c)
-    return np.asarray(np.maximum(xx[:, None] - 2.0 * cross + cc[None, :], 0.0), dtype=np.float64)
+    """Squared distances ``[n, k]``, from differences, a block of rows at a time.
+
+    Exactly 0 between equal points, and no BLAS: the sums do not depend on a thread count.
+    """
+    out = np.empty((len(x), len(c)), dtype=np.float64)
+    step = max(1, _BLOCK_ELEMENTS // max(1, len(c) * x.shape[1]))
+    for start in range(0, len(x), step):
+        diff = x[start : start + step, None, :] - c[None, :, :]
+        out[start : start + step] = np.einsum("ijk,ijk->ij", diff, diff)
+    return out
 
 
 def _reseed_empty(
