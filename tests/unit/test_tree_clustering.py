@@ -4,6 +4,7 @@ the extractive summary and stale-node lineage, on small hand-checkable cases."""
 import numpy as np
 import pytest
 
+from unified_kg_rag.domain.tree import clustering
 from unified_kg_rag.domain.tree.clustering import (
     ClusterSettings,
     cluster_level,
@@ -77,6 +78,15 @@ def test_kmeans_caps_k_at_distinct_points() -> None:
     points = np.array([[1.0], [1.0], [2.0]])
     assert kmeans_partition(["a", "b", "c"], points, 3, seed=0) == [[0, 1], [2]]
     assert kmeans_partition([], np.zeros((0, 1)), 2, seed=0) == []
+
+
+def test_kmeans_two_steps_past_the_work_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    # four groups on a line; k = 4 runs as 2 coarse clusters (round(sqrt(4))), each split
+    # into its share 4 * 4 / 8 = 2
+    monkeypatch.setattr(clustering, "_TWO_STEP_WORK", 0)
+    points = np.array([[0.0], [0.1], [1.0], [1.1], [10.0], [10.1], [11.0], [11.1]])
+    keys = [f"k{i}" for i in range(8)]
+    assert kmeans_partition(keys, points, 4, seed=0) == [[0, 1], [2, 3], [4, 5], [6, 7]]
 
 
 def test_kmeans_refuses_bad_input() -> None:
