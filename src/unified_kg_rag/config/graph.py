@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from unified_kg_rag.config.lazy import LazyIndexConfig
+from unified_kg_rag.config.raptor import RaptorConfig
 
 __all__ = [
     "CommunitiesConfig",
@@ -169,6 +170,10 @@ class GraphConfig(_Section):
     reports: ReportsConfig = Field(default_factory=ReportsConfig, description="Community reports.")
     lazy: LazyIndexConfig = Field(
         default_factory=LazyIndexConfig, description="The LLM-free concept graph (`lazy`)."
+    )
+    raptor: RaptorConfig = Field(
+        default_factory=RaptorConfig,
+        description="The `raptor` summary tree (methodology `raptor`).",
     )
     unit_concurrency: int = Field(
         default=8,
