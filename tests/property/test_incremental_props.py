@@ -5,7 +5,8 @@ writes new or changed documents and removes some, by the folder walk or by
 `IndexPipeline.delete`), project A runs `IndexPipeline.run` after every step; project B then
 builds the final corpus from scratch. Real SQLite, the bundled embedding model, a real HTTP
 server answering with `tests.support.word_graph.word_graph_reply` (every capitalized word an
-entity, consecutive ones related), methodologies graphrag + lightrag + lazy.
+entity, consecutive ones related), methodologies graphrag + lightrag + lazy + raptor (the
+summary tree: its nodes in the search collection and its stored record).
 
 Asserted equal (`tests.support.index_compare`): every search record (text units, entities,
 relationships, reports: ids, texts, fields) and its vector (allclose), lineage rows, registry
@@ -30,6 +31,7 @@ holds a record for exactly the texts B extracted.
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -87,12 +89,14 @@ def server() -> Any:
 
 
 def config(server: FakeOpenAIServer) -> UkrConfig:
-    """Graph + lazy methodologies against ``server``; deletions never ask."""
+    """Graph, lazy and raptor methodologies against ``server``; deletions never ask."""
     return UkrConfig(
         llm={"kind": "openai", "retry_initial_s": 0.01, "retry_max_s": 0.05,
              "openai": {"base_url": server.base_url, "api_key": "k"}},
-        graph={"communities": {"min_community_size": 2}},
-        indexing={"methodologies": ["graphrag", "lightrag", "lazy"], "max_delete_share": 1.0},
+        graph={"communities": {"min_community_size": 2},
+               "raptor": {"target_children": 2, "min_nodes_to_cluster": 1, "min_leaves": 2}},
+        indexing={"methodologies": ["graphrag", "lightrag", "lazy", "raptor"],
+                  "max_delete_share": 1.0},
     )  # type: ignore[arg-type]
 
 
@@ -178,6 +182,8 @@ def test_incremental_runs_equal_a_full_build_of_the_final_corpus(
     assert sorted(p for _, p, _ in full["docs"].values()) == files
     assert bool(full["entities"]) == bool(files)
     assert len(full["vectors"]) >= len(files)
+    tree = json.loads(full["raptor"]["tree"])
+    assert bool(tree["nodes"]) == (len({t for _, _, t in full["docs"].values() if t}) >= 2)
 
 
 def _outside_reports(snap: dict[str, Any]) -> dict[str, Any]:

@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 COMPARED = ("search", "bm25", "lineage", "docs", "entities", "relationships", "communities",
-            "reports", "extraction_records", "lazy")
+            "reports", "extraction_records", "lazy", "raptor")
 """Snapshot keys `assert_same_index` compares exactly (``vectors`` is compared with a tolerance)."""
 
 _SCORE_TOL = 1e-4
@@ -61,7 +61,7 @@ def snapshot(db: str, index: str = "default") -> dict[str, Any]:
                            ("communities", "id"), ("reports", "community_id")):
             out[table] = {i: json.loads(d) for i, d in q(
                 f"SELECT {key}, data FROM {table} WHERE index_name = ?", (index,))}
-        for ns in ("extraction_records", "lazy", "extraction_failures"):
+        for ns in ("extraction_records", "lazy", "extraction_failures", "raptor"):
             out[ns] = dict(q("SELECT key, value FROM records WHERE scope = ? AND namespace = ?",
                              (index, ns)).fetchall())
         return out

@@ -94,6 +94,9 @@ def word_graph_reply(body: dict[str, Any]) -> str:
     if "<descriptions>" in prompt:
         block = prompt[prompt.find("<descriptions>"):prompt.find("</descriptions>")]
         return "Summary " + hashlib.sha256(block.encode()).hexdigest()[:12]
+    if "<passages>" in prompt:  # a RAPTOR cluster summary
+        block = prompt[prompt.find("<passages>"):prompt.find("</passages>")]
+        return "Cluster summary " + hashlib.sha256(block.encode()).hexdigest()[:12] + "."
     if "<current_items>" in prompt:
         return "<entities>None</entities>\n<relationships>None</relationships>"
     found = _TEXT.findall(prompt)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the application modules load when a command runs, not for `
     from unified_kg_rag.ingestion.graph.estimate import CostEstimate
     from unified_kg_rag.ingestion.graph.report import GraphBuildReport
     from unified_kg_rag.ingestion.report import DeleteReport, IndexReport
+    from unified_kg_rag.ingestion.summary_tree import SummaryTreeReport
 
 __all__ = ["render_delete", "render_estimate", "render_graph", "render_report"]
 
@@ -90,6 +91,8 @@ def render_estimate(est: CostEstimate) -> None:
     table.add_row("reply tokens (estimate)", f"{est.output_tokens:,}")
     if est.reports:
         table.add_row("community reports (rough)", f"{est.reports:,}")
+    if est.tree_summaries:
+        table.add_row("summary-tree calls (rough)", f"{est.tree_summaries:,}")
     if est.cost_min is not None and est.cost_max is not None:
         table.add_row("cost", f"{est.cost_min:,.2f} - {est.cost_max:,.2f}")
     else:
@@ -162,9 +165,29 @@ def render_report(report: IndexReport) -> None:
                 f"communities {levels or 'none'}, "
                 f"{lazy.seconds:.1f} s"
             )
+    if report.summary_tree is not None:
+        render_summary_tree(report.summary_tree)
     if report.graph is not None:
         render_graph(report.graph)
     _quarantine_notice(report)
+
+
+def render_summary_tree(tree: SummaryTreeReport) -> None:
+    """Print one line on the RAPTOR summary-tree build."""
+    if tree.skipped_reason and not tree.nodes_per_level:
+        out_console.print(f"summary tree (raptor): {escape(tree.skipped_reason)}",
+                          soft_wrap=True)  # fmt: skip
+        return
+    levels = ", ".join(f"L{k}: {v}" for k, v in sorted(tree.nodes_per_level.items()))
+    how = "extractive" if tree.extractive else "LLM"
+    out_console.print(
+        f"summary tree (raptor): {levels or 'no summary'} over "
+        f"{counted(tree.text_units, 'text unit')}; {tree.summaries_written} {how} "
+        f"summaries written, {tree.summaries_reused} reused, {tree.nodes_removed} removed"
+        + (f", [yellow]{tree.summaries_failed} failed (retried next run)[/]"
+           if tree.summaries_failed else "")
+        + f", {tree.seconds:.1f} s", soft_wrap=True,
+    )
 
 
 def _quarantine_notice(report: IndexReport) -> None:
@@ -230,6 +253,8 @@ def render_delete(report: DeleteReport) -> None:
     if report.lazy is not None and not report.lazy.skipped_reason:
         out_console.print(f"concept graph (lazy): rebuilt over {report.lazy.text_units} text "
                           f"units, {counted(report.lazy.concepts, 'concept')}")
+    if report.summary_tree is not None and not report.summary_tree.skipped_reason:
+        render_summary_tree(report.summary_tree)
     if report.graph is not None:
         render_graph(report.graph)
     if report.unknown:

@@ -60,7 +60,11 @@ from unified_kg_rag.ingestion.document_failures import (
     write_isolating,
 )
 from unified_kg_rag.ingestion.embed_steps import EMBED_TASK, KeptWork, UnitSteps
-from unified_kg_rag.ingestion.graph.estimate import CostEstimate, estimate_graph_cost
+from unified_kg_rag.ingestion.graph.estimate import (
+    CostEstimate,
+    add_tree_cost,
+    estimate_graph_cost,
+)
 from unified_kg_rag.ingestion.lease import fenced, held_lease
 from unified_kg_rag.ingestion.messages import (
     MessagePlan,
@@ -320,16 +324,20 @@ class IndexPipeline:
 
         Files are read, parsed and chunked; text units whose extraction record is stored
         count as free (see `ingestion.graph.estimate` for what is exact and what is rough).
+        With `raptor` and LLM summaries, the tree's summary calls are added (rough).
         Message archives among ``paths`` are rendered alone (without the archives the index
         was built from before) and their transcripts chunked.
 
         Raises:
             UsageError: no LLM is configured, or a path does not exist.
         """
-        if self._chat is None or not needs_llm(self._config.methodologies()):
+        methodologies = self._config.methodologies()
+        tree = "raptor" in methodologies and self._config.graph.raptor.summaries != "extractive"
+        if self._chat is None or not (needs_llm(methodologies) or tree):
             raise UsageError(
-                "--estimate needs an LLM and a graph methodology (llm.kind, "
-                "indexing.methodologies): without them indexing makes no model call",
+                "--estimate needs an LLM and a methodology that calls it (llm.kind, "
+                "indexing.methodologies: graphrag, lightrag, hipporag, or raptor with LLM "
+                "summaries): without them indexing makes no model call",
                 field="llm.kind",
             )
         run = messages or MessageRun()
@@ -345,17 +353,22 @@ class IndexPipeline:
             UnitText(u.id, u.text, r.item.file.relative_path)
             for r in parsed if r.value is not None for u in r.value[1]
         ]
-        graph = self._derived.graph_indexer(self._stores, self._chat)
-        stored = await graph.extractor.stored(units)
-        return estimate_graph_cost(
-            units,
-            [u for u in units if u.id not in stored],
-            config=self._config,
-            counter=self._budget_tokenizer,
-            extraction_template=graph.extraction_template,
-            gleaning_template=graph.gleaning_template,
-            reports_needed=builds_artifact(graph.methodologies, "community_reports"),
-        )
+        est = CostEstimate(units=len(units))
+        if needs_llm(methodologies):
+            graph = self._derived.graph_indexer(self._stores, self._chat)
+            stored = await graph.extractor.stored(units)
+            est = estimate_graph_cost(
+                units,
+                [u for u in units if u.id not in stored],
+                config=self._config,
+                counter=self._budget_tokenizer,
+                extraction_template=graph.extraction_template,
+                gleaning_template=graph.gleaning_template,
+                reports_needed=builds_artifact(graph.methodologies, "community_reports"),
+            )
+        if tree:
+            est = add_tree_cost(est, units, config=self._config, counter=self._budget_tokenizer)
+        return est
 
     # ----------------------------------------------------------------- stages
 

@@ -7,6 +7,7 @@ from pydantic import BaseModel, Field
 from unified_kg_rag.domain.models import TokenUsage
 from unified_kg_rag.ingestion.graph.report import GraphBuildReport
 from unified_kg_rag.ingestion.lazy import LazyBuildReport
+from unified_kg_rag.ingestion.summary_tree import SummaryTreeReport
 
 __all__ = ["DeleteReport", "DeletedDocument", "FailedDocument", "IndexReport", "MessageReport"]
 
@@ -116,6 +117,7 @@ class IndexReport(BaseModel):
         usage: model usage of the run.
         graph: the LLM knowledge-graph build (None when no graph methodology was selected).
         lazy: the concept-graph build (None when ``lazy`` was not selected).
+        summary_tree: the summary-tree build (None when ``raptor`` was not selected).
         messages: what the run did with message archives (None when it named none).
     """
 
@@ -147,6 +149,7 @@ class IndexReport(BaseModel):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     graph: GraphBuildReport | None = None
     lazy: LazyBuildReport | None = None
+    summary_tree: SummaryTreeReport | None = None
     messages: MessageReport | None = None
 
     @property
@@ -185,6 +188,7 @@ class DeleteReport(BaseModel):
         usage: model usage of the run (summaries and reports derived again).
         graph: the LLM graph build after the removal (None when none was needed).
         lazy: the concept-graph build after the removal (None when not selected).
+        summary_tree: the summary-tree build after the removal (None when not selected).
         archives: the run that dropped message archives from the index's message corpus and
             rendered the rest again (None when no target was an archive).
     """
@@ -198,6 +202,7 @@ class DeleteReport(BaseModel):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     graph: GraphBuildReport | None = None
     lazy: LazyBuildReport | None = None
+    summary_tree: SummaryTreeReport | None = None
     archives: IndexReport | None = None
 
     @property

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-import regex
-
 from unified_kg_rag.domain.models import Message
+from unified_kg_rag.domain.prompts.render import USER_SEPARATOR, render_messages
 
 __all__ = [
     "SUMMARY_PROMPT",
@@ -30,10 +29,6 @@ __all__ = [
 SUMMARY_PROMPT = "summarize_descriptions.v1"
 """Name of the bundled template (`prompts.load_prompt`)."""
 
-USER_SEPARATOR = "=== user ==="
-"""The line that splits a template into its system part and its user part."""
-
-_PLACEHOLDER = regex.compile(r"\{(name|descriptions|max_words)\}")
 
 
 def descriptions_to_summarize(
@@ -123,21 +118,8 @@ def render_summary_messages(
     Returns:
         ``[system, user]`` messages, or ``[user]`` when the template has no system part.
     """
-    values = {
+    return render_messages(template, {
         "name": " ".join(name.split()),
         "descriptions": "\n".join("- " + " ".join(f.split()) for f in fragments),
         "max_words": str(max_words),
-    }
-
-    def fill(text: str) -> str:
-        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text).strip()
-
-    lines = template.splitlines()
-    if USER_SEPARATOR in (line.strip() for line in lines):
-        cut = next(i for i, line in enumerate(lines) if line.strip() == USER_SEPARATOR)
-        system, user = "\n".join(lines[:cut]), "\n".join(lines[cut + 1 :])
-    else:
-        system, user = "", template
-    messages = [Message(role="system", content=fill(system))] if system.strip() else []
-    messages.append(Message(role="user", content=fill(user)))
-    return messages
+    })  # fmt: skip

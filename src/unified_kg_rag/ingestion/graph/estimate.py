@@ -24,7 +24,7 @@ from unified_kg_rag.domain.extraction.records import ExtractionRecord
 from unified_kg_rag.ingestion.units import UnitText
 from unified_kg_rag.ports import TokenCounter
 
-__all__ = ["CostEstimate", "estimate_graph_cost"]
+__all__ = ["CostEstimate", "add_tree_cost", "estimate_graph_cost"]
 
 _ENTITIES_PER_UNIT = 10
 _REPLY_SHARE = 0.8  # extraction reply tokens per unit token (XML records restate the text)
@@ -42,6 +42,8 @@ class CostEstimate(BaseModel):
         input_tokens_max: prompt tokens, every gleaning round.
         output_tokens: reply tokens (estimated).
         reports: community reports expected (rough).
+        tree_summaries: RAPTOR summary calls expected (``raptor`` with LLM summaries; rough:
+            ``ceil(n / target_children)`` per level, reuse of a stored tree not counted).
         cost_min: cost with the configured prices, when both are set.
         cost_max: as ``cost_min`` with every gleaning round.
     """
@@ -54,6 +56,7 @@ class CostEstimate(BaseModel):
     input_tokens_max: int = 0
     output_tokens: int = 0
     reports: int = 0
+    tree_summaries: int = 0
     cost_min: float | None = None
     cost_max: float | None = None
 
@@ -113,8 +116,50 @@ def estimate_graph_cost(
         est.input_tokens_min += report_in
         est.input_tokens_max += report_in
         est.output_tokens += est.reports * cfg.reports.max_reply_tokens // 2
+    _price(est, config)
+    return est
+
+
+def add_tree_cost(est: CostEstimate, units: Sequence[UnitText], *, config: UkrConfig,
+                  counter: TokenCounter) -> CostEstimate:
+    """Add the summary calls of a RAPTOR tree over ``units`` to ``est`` (seed 000 §6.5).
+
+    Level 1 reads every unit once, in clusters of ``target_children``; each higher level
+    reads the summaries below it, until a level holds ``min_nodes_to_cluster`` nodes or
+    ``max_levels`` is reached. Each call's reply is counted at ``max_summary_tokens``.
+    """
+    cfg = config.graph.raptor
+    n = len(units)
+    if n < cfg.min_leaves:
+        return est
+    level_in = sum(counter.count(u.text) for u in units)
+    calls = in_tokens = 0
+    for level in range(1, cfg.max_levels + 1):
+        if level > 1 and n <= cfg.min_nodes_to_cluster:
+            break
+        k = math.ceil(n / cfg.target_children)
+        calls += k
+        in_tokens += level_in + k * _TREE_PROMPT_TOKENS
+        level_in, n = k * cfg.max_summary_tokens, k
+        if k <= 1:
+            break
+    est.tree_summaries += calls
+    est.calls_min += calls
+    est.calls_max += calls
+    est.input_tokens_min += in_tokens
+    est.input_tokens_max += in_tokens
+    est.output_tokens += calls * cfg.max_summary_tokens
+    _price(est, config)
+    return est
+
+
+_TREE_PROMPT_TOKENS = 180
+"""Tokens of the cluster-summary prompt around the passages (``summarize_cluster.v1``)."""
+
+
+def _price(est: CostEstimate, config: UkrConfig) -> None:
+    """Set the estimate's cost from the configured prices (when both are set)."""
     price_in, price_out = config.llm.input_price_per_1m, config.llm.output_price_per_1m
     if price_in is not None and price_out is not None:
         est.cost_min = (est.input_tokens_min * price_in + est.output_tokens * price_out) / 1e6
         est.cost_max = (est.input_tokens_max * price_in + est.output_tokens * price_out) / 1e6
-    return est
