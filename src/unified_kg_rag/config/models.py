@@ -185,7 +185,7 @@ class ChunkingConfig(_Section):
         return self
 
 
-MethodologyName = Literal["graphrag", "lightrag", "hipporag", "lazy"]
+MethodologyName = Literal["graphrag", "lightrag", "hipporag", "lazy", "raptor"]
 """A methodology an index can be built for (DESIGN.md §1)."""
 
 
