@@ -61,8 +61,8 @@ class TreeQueryConfig(_Section):
     graph_signal: Literal["auto", "off"] = Field(
         default="auto",
         description="`auto`: where the index holds an entity graph (`graphrag`, `lightrag` or "
-        "`hipporag`), the entities a hybrid search finds for the raw question (no model call) "
-        "also rank the summaries and passages citing their text units. `off`: never.",
+        "`hipporag`), the entities a search (the query's mode) finds for the raw question (no "
+        "model call) also rank the summaries and passages citing their text units. `off`: never.",
     )
     graph_seed_entities: int = Field(
         default=8,

@@ -7,9 +7,10 @@ query-side model call, four ranked lists are fused by weighted RRF (``query.tree
 - ``tree_text_units``: `naive`'s hybrid search of the text units (``text_top_k`` of them);
 - ``tree_summaries``: the same search over the summary nodes of every level;
 - where the index holds an entity graph (``graphrag``, ``lightrag`` or ``hipporag``) and
-  ``graph_signal`` is ``auto``: the ``graph_seed_entities`` entities a hybrid search of the
-  entities finds for the raw question (LightRAG's raw-query fallback) are seeds, the one at
-  rank ``r`` weighing ``1 / (query.rrf_k + r)``; ``tree_graph_summaries`` ranks the summaries
+  ``graph_signal`` is ``auto``: the ``graph_seed_entities`` entities a search of the entities
+  (the query's mode, hybrid by default) finds for the raw question (LightRAG's raw-query
+  fallback) are seeds, the one at rank ``r`` weighing ``1 / (query.rrf_k + r)``;
+  ``tree_graph_summaries`` ranks the summaries
   whose lineage holds a text unit of a seed by the weight of the seeds they cover over
   ``sqrt(n_leaves)`` (a root does not win by size), ``tree_graph_text_units`` ranks those
   text units by the weight of the seeds citing them. Text-unit ids are the join key: merges
