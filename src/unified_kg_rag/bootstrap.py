@@ -56,6 +56,7 @@ if TYPE_CHECKING:  # the application layer loads on first use: `import unified_k
     from unified_kg_rag.retrieval.chain import RAGChain
     from unified_kg_rag.retrieval.graph_view import GraphReader, GraphView
     from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph
+    from unified_kg_rag.retrieval.strategies.tree import LoadedTree
 
 __all__ = [
     "App",
@@ -114,6 +115,7 @@ class App:
         concept_graphs: the `lazy` concept graphs loaded by this app's chains, kept for
             the next queries (the service answers many over one load).
         graph_views: the graphs loaded for browsing (`graph_reader`), kept per build.
+        summary_trees: the `raptor` summary trees loaded by this app's chains (`tree`).
     """
 
     config: UkrConfig
@@ -129,6 +131,7 @@ class App:
     message_sources: list[MessageSource] = field(default_factory=list)
     concept_graphs: BuildCache[LoadedConceptGraph] = field(default_factory=BuildCache)
     graph_views: BuildCache[GraphView] = field(default_factory=BuildCache)
+    summary_trees: BuildCache[LoadedTree] = field(default_factory=BuildCache)
 
     def index(self, name: str | None = None) -> IndexStores:
         """Return the store ports of index ``name`` (default: ``query.index``).
@@ -203,6 +206,7 @@ class App:
             config=query or self.config.query,
             reranker=self.reranker,
             concept_graphs=self.concept_graphs,
+            summary_trees=self.summary_trees,
         )
 
     def graph_reader(self, index: str | None = None) -> GraphReader:

@@ -38,6 +38,7 @@ _KIND_LABELS = {
     "entity": "entity",
     "relationship": "relationship",
     "report": "community report",
+    "summary": "tree summary",
     "key_points": "key points",
     "notes": "intermediate answers",
 }

@@ -22,6 +22,7 @@ from unified_kg_rag.config.search import (
     TypeQuotas,
     TypeShares,
 )
+from unified_kg_rag.config.tree import TreeQueryConfig
 
 __all__ = ["AutoConfig", "QueryConfig"]
 
@@ -232,3 +233,4 @@ class QueryConfig(_Section):
     lazy: LazySearchConfig = Field(
         default_factory=LazySearchConfig, description="Strategy `lazy`."
     )
+    tree: TreeQueryConfig = Field(default_factory=TreeQueryConfig, description="Strategy `tree`.")

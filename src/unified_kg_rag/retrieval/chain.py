@@ -4,9 +4,10 @@ Steps (DESIGN.md §8, seed 000 §6-§7): validate → follow-up rewrite from con
 (or from the turns the caller sends, `RAGInput.history`) →
 check the index (before any model call) → strategy (explicit, or `auto`: the LLM router, else
 the rule) → strategy buckets → weighted RRF fusion → optional rerank → MMR → per-type quotas
-(`search` stops here) → token-budget packing per type (`retrieve` stops here) → answer:
-generative with an LLM (concise or comprehensive prompt, optional decline marker), extractive
-without; "cannot answer" without any model call when the context is empty.
+→ the strategy's own last step, if any (`StrategyResult.finish`: `tree`'s level cap and
+passage expansion) (`search` stops here) → token-budget packing per type (`retrieve` stops
+here) → answer: generative with an LLM (concise or comprehensive prompt, optional decline
+marker), extractive without; "cannot answer" without any model call when the context is empty.
 `RAGOutput.sources` are the packed sections, truncated text included: nothing the answer step
 did not see, nothing it saw left out. Errors follow seed 000 §8.1 (`is_fatal`).
 
@@ -87,6 +88,7 @@ from unified_kg_rag.retrieval.strategies import (
 from unified_kg_rag.retrieval.strategies.auto import route, run_route
 from unified_kg_rag.retrieval.strategies.base import BuildCache
 from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph
+from unified_kg_rag.retrieval.strategies.tree import LoadedTree
 from unified_kg_rag.util.errors import (
     ModelError,
     QueryDeadlineError,
@@ -134,6 +136,7 @@ class RAGChain:
         reranker: the reranker of ``query.rerank`` (None: keep the fused order).
         concept_graphs: loaded `lazy` concept graphs to share with other chains (the
             `App`'s); None: this chain keeps its own.
+        summary_trees: loaded `raptor` summary trees to share likewise; None: its own.
     """
 
     def __init__(
@@ -146,8 +149,10 @@ class RAGChain:
         config: QueryConfig,
         reranker: Reranker | None = None,
         concept_graphs: BuildCache[LoadedConceptGraph] | None = None,
+        summary_trees: BuildCache[LoadedTree] | None = None,
     ) -> None:
         self._concept_graphs = concept_graphs if concept_graphs is not None else BuildCache()
+        self._summary_trees = summary_trees if summary_trees is not None else BuildCache()
         self._stores = stores
         self._embedder = embedder
         self._chat = chat_model
@@ -330,6 +335,7 @@ class RAGChain:
             question=standalone, stores=self._stores, embedder=self._embedder,
             chat_model=self._chat, config=cfg, filters=dict(filters), held=held,
             metadata=metadata, deadline=deadline, concept_graphs=self._concept_graphs,
+            summary_trees=self._summary_trees,
         )  # fmt: skip
         t0 = time.perf_counter()
         chosen = await route(ctx) if cfg.strategy == "auto" else None  # the one router
@@ -348,8 +354,11 @@ class RAGChain:
         t0 = time.perf_counter()
         metadata["buckets"] = {b.name: len(b.candidates) for b in result.buckets}
         fused = fuse(result.buckets, cfg.rrf_k)
-        groups = await rerank_and_diversify(standalone, fused, cfg, self._reranker, metadata)
-        groups = seat_pinned(groups, result.pinned, cfg, cfg.auto.rare_term_after)
+        groups = await rerank_and_diversify(standalone, fused, cfg, self._reranker, metadata,
+                                            result.quotas)  # fmt: skip
+        groups = seat_pinned(groups, result.pinned, cfg, cfg.auto.rare_term_after, result.quotas)
+        if result.finish is not None:
+            groups = await result.finish(groups)
         timings["fuse"] = _ms(t0)
         return _Prepared(inp, ctx, spec.name, result, groups, timings, memory)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from unified_kg_rag.config.models import QueryConfig
 from unified_kg_rag.domain.llm.deadline import within_query_deadline
@@ -48,10 +48,19 @@ MMR_POOL = 200
 logger = logging.getLogger(__name__)
 
 
-def quota_of(kind: str, config: QueryConfig) -> int:
-    """Return how many items of ``kind`` the context may hold (``top_k`` for text units)."""
+def quota_of(kind: str, config: QueryConfig, overrides: Mapping[str, int] | None = None) -> int:
+    """Return how many items of ``kind`` the context may hold.
+
+    A strategy's own quota (``overrides``, `StrategyResult.quotas`) wins; else ``top_k`` for
+    text units, ``query.tree.summary_top_k`` for tree summaries, ``query.quotas`` for the
+    others.
+    """
+    if overrides and kind in overrides:
+        return overrides[kind]
     if kind == "text_unit":
         return config.top_k
+    if kind == "summary":
+        return config.tree.summary_top_k
     return int(getattr(config.quotas, kind, config.top_k))
 
 
@@ -61,8 +70,11 @@ async def rerank_and_diversify(
     config: QueryConfig,
     reranker: Reranker | None,
     metadata: dict[str, object],
+    quotas: Mapping[str, int] | None = None,
 ) -> dict[str, list[Candidate]]:
     """Group ``ranked`` by kind, rerank and diversify each group, and cut it to its quota.
+
+    ``quotas``: the strategy's own quotas by kind (`StrategyResult.quotas`), over `quota_of`'s.
 
     Returns:
         kind -> candidates, best first, at most `quota_of` each.
@@ -105,7 +117,7 @@ async def rerank_and_diversify(
         metadata["rerank"] = outcome
     out: dict[str, list[Candidate]] = {}
     for kind, items in groups.items():
-        quota = quota_of(kind, config)
+        quota = quota_of(kind, config, quotas)
         if config.mmr_lambda < 1.0 and len(items) > 1:
             pool = items[:MMR_POOL]  # MMR is quadratic; the context never holds more
             terms = [frozenset(lexical_terms(c.text)) for c in pool]
@@ -120,13 +132,15 @@ def seat_pinned(
     pinned: Sequence[Candidate],
     config: QueryConfig,
     after: int = 0,
+    quotas: Mapping[str, int] | None = None,
 ) -> dict[str, list[Candidate]]:
     """Return ``groups`` with the ``pinned`` candidates seated within their type's quota.
 
     Per type: its best ``after`` candidates keep their places (fewer when the pinned ones
     would not fit in the quota behind them), then come the pinned ones not among them
     (`StrategyResult.pinned`, `auto`'s rare-term matches, in their order), then the type's
-    other candidates in their order, cut to the type's quota (`quota_of`). Packing fills the
+    other candidates in their order, cut to the type's quota (`quota_of`, with the strategy's
+    ``quotas`` over the configured ones). Packing fills the
     context in this order, so a pinned candidate is packed (truncated at worst) whenever the
     ones before it leave its type budget.
     """
@@ -134,7 +148,7 @@ def seat_pinned(
         return groups
     out = dict(groups)
     for kind in dict.fromkeys(c.kind for c in pinned):
-        items, quota = groups.get(kind, []), quota_of(kind, config)
+        items, quota = groups.get(kind, []), quota_of(kind, config, quotas)
         n_pinned = len({c.id for c in pinned if c.kind == kind})
         head = items[: min(after, max(0, quota - n_pinned))]
         seated = {c.id for c in head}
@@ -153,13 +167,18 @@ def section_title(c: Candidate) -> str | None:
     """Return the label a section shows in its header, when the candidate has no title.
 
     Entities and relationships read as the head of their text (``name (TYPE)``,
-    ``source TYPE target``), synthesized sections by what they are; passages and reports keep
-    their own title (None here).
+    ``source TYPE target``), synthesized sections by what they are, a tree summary by its
+    level and lineage (``Summary (level 2, 14 passages)``, seed 000 §6.5); passages and
+    reports keep their own title (None here).
     """
     if c.title:
         return c.title
     if c.kind in _SYNTHESIZED_TITLES:
         return _SYNTHESIZED_TITLES[c.kind]
+    if c.kind == "summary":
+        level, n = c.metadata.get("level"), c.metadata.get("n_leaves", len(c.text_unit_ids))
+        passages = "passage" if n == 1 else "passages"
+        return f"Summary (level {level}, {n} {passages})"
     if c.kind in ("entity", "relationship"):
         head = c.text.split(": ", 1)[0].strip()
         return head[:120] or None
@@ -224,6 +243,7 @@ def pack_context(
                 (synth[p.index], p.text, p.truncated)
             )
     shares = config.type_shares.model_dump()
+    shares.setdefault("summary", config.tree.summary_share)
     typed = pack_typed(
         {k: [c.text for c in v] for k, v in groups.items()},
         shares,

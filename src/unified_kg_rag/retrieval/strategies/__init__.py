@@ -9,6 +9,7 @@ from unified_kg_rag.retrieval.strategies import local as local  # registers "loc
 from unified_kg_rag.retrieval.strategies import naive as naive  # registers "naive"
 from unified_kg_rag.retrieval.strategies import ppr as ppr  # registers "ppr"
 from unified_kg_rag.retrieval.strategies import simple as simple  # registers "simple"
+from unified_kg_rag.retrieval.strategies import tree as tree  # registers "tree"
 from unified_kg_rag.retrieval.strategies.base import (
     SECTION_KINDS,
     STRATEGIES,

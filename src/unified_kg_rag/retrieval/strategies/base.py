@@ -45,6 +45,7 @@ from unified_kg_rag.util.registry import Registry
 if TYPE_CHECKING:
     from unified_kg_rag.retrieval.query_processing import QueryKeywords
     from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph
+    from unified_kg_rag.retrieval.strategies.tree import LoadedTree
 
 __all__ = [
     "SECTION_KINDS",
@@ -53,6 +54,7 @@ __all__ = [
     "BuildCache",
     "Candidate",
     "QueryContext",
+    "Selection",
     "Strategy",
     "StrategyResult",
     "StrategySpec",
@@ -65,15 +67,18 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-CandidateKind = Literal["text_unit", "entity", "relationship", "report", "key_points", "notes"]
-"""Section types: the four searchable ones, and two synthesized ones (`global`'s key points,
-`drift`'s intermediate answers)."""
+CandidateKind = Literal[
+    "text_unit", "entity", "relationship", "report", "summary", "key_points", "notes"
+]
+"""Section types: the five searchable ones (``summary``: a node of the `raptor` summary tree),
+and two synthesized ones (`global`'s key points, `drift`'s intermediate answers)."""
 
 SECTION_KINDS: tuple[str, ...] = (
-    "key_points", "notes", "report", "entity", "relationship", "text_unit"
+    "key_points", "notes", "report", "summary", "entity", "relationship", "text_unit"
 )
-"""Context order of the section types: synthesized first, then reports, entities,
-relationships and the passages (GraphRAG local search's order)."""
+"""Context order of the section types: synthesized first, then reports, tree summaries,
+entities, relationships and the passages (GraphRAG local search's order; a summary, index
+content a model wrote at ingestion like a report, sits beside the reports)."""
 
 
 def is_fatal(exc: BaseException) -> bool:
@@ -98,9 +103,9 @@ class Candidate:
     """A context candidate a strategy found, with its provenance.
 
     Attributes:
-        kind: ``text_unit``, ``entity``, ``relationship``, ``report``, or a synthesized
-            section (``key_points``, ``notes``).
-        id: the item id (text-unit, entity, relationship or community id).
+        kind: ``text_unit``, ``entity``, ``relationship``, ``report``, ``summary``, or a
+            synthesized section (``key_points``, ``notes``).
+        id: the item id (text-unit, entity, relationship, community or summary-node id).
         text: the item text as it goes into the context.
         score: the strategy's score (higher is better; only the order within a bucket counts).
         document_id: the source document, for text units.
@@ -170,6 +175,10 @@ def fuse(buckets: Sequence[Bucket], rrf_k: int) -> list[Candidate]:
     return [dataclasses.replace(first[key], score=score) for key, score in fused]
 
 
+Selection = Callable[[dict[str, list[Candidate]]], Awaitable[dict[str, list[Candidate]]]]
+"""A strategy's last step on the chain's per-kind selection (`StrategyResult.finish`)."""
+
+
 @dataclass
 class StrategyResult:
     """What a strategy found for one question.
@@ -186,6 +195,12 @@ class StrategyResult:
         pinned: passages the context must hold (`auto`'s rare-term matches), best first: the
             chain seats them after the type's best ``query.auto.rare_term_after`` candidates,
             after reranking and MMR, within the type's quota (`retrieval.context.seat_pinned`).
+        quotas: kind -> items kept, in place of the configured quota of that kind
+            (`retrieval.context.quota_of`): `tree` keeps ``query.tree.text_top_k`` passages.
+        finish: a last step the chain awaits on the selection (kind -> candidates, best
+            first) after reranking, MMR, quotas and pinning, before packing; it returns the
+            selection to pack (`tree` caps summaries per level and adds each kept summary's
+            passages). None: the selection is packed as it is.
     """
 
     buckets: list[Bucket] = field(default_factory=list)
@@ -193,6 +208,8 @@ class StrategyResult:
     answer_style: str | None = None
     cannot_answer: str | None = None
     pinned: list[Candidate] = field(default_factory=list)
+    quotas: dict[str, int] = field(default_factory=dict)
+    finish: Selection | None = None
 
 
 _Loaded = TypeVar("_Loaded")
@@ -244,6 +261,7 @@ class QueryContext:
             calls are bound by it already (`domain.llm.deadline`); a strategy reads it to
             start no new round of calls once it has passed.
         concept_graphs: loaded `lazy` concept graphs kept between queries (`BuildCache`).
+        summary_trees: loaded `raptor` summary trees kept between queries (`BuildCache`).
     """
 
     question: str
@@ -256,6 +274,7 @@ class QueryContext:
     metadata: dict[str, object] = field(default_factory=dict)
     deadline: QueryDeadline | None = None
     concept_graphs: BuildCache[LoadedConceptGraph] = field(default_factory=BuildCache)
+    summary_trees: BuildCache[LoadedTree] = field(default_factory=BuildCache)
     _query_vector: NDArray[np.float32] | None = None
     _vector_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _keywords: QueryKeywords | None = None

@@ -1,0 +1,93 @@
+"""Configuration of the `tree` strategy (``query.tree``): RAPTOR's collapsed tree, searched hybrid.
+
+The summary tree itself is built by the `raptor` methodology at indexing time; these settings
+only shape how a query reads it (seed 000 §6.5, "Retrieval: `tree`"). The defaults are the
+seed's, not measured here: `tree` is opt-in until its experiment says otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["TreeQueryConfig"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class TreeQueryConfig(_Section):
+    """Strategy `tree`: hybrid search over text units and every level of the summary tree."""
+
+    text_top_k: int = Field(
+        default=20,
+        ge=1,
+        le=10_000,
+        description="Text units searched for and kept (before the passages added by expanding "
+        "summaries); `tree` uses it in place of `query.top_k`.",
+    )
+    summary_top_k: int = Field(
+        default=10,
+        ge=0,
+        le=1000,
+        description="Summaries (of every level together) kept in the context. 0 answers from "
+        "the text units alone.",
+    )
+    max_nodes_per_level: int = Field(
+        default=3,
+        ge=1,
+        le=1000,
+        description="Most summaries of any one tree level kept, so one level (often the many "
+        "level-1 summaries) does not fill `summary_top_k` alone.",
+    )
+    expand_children: int = Field(
+        default=2,
+        ge=0,
+        le=100,
+        description="Passages of its own lineage each kept summary brings into the context "
+        "(those the query ranks best), placed at the summary's rank among the passages. 0 "
+        "turns expansion off.",
+    )
+    expand_pool: int = Field(
+        default=200,
+        ge=1,
+        le=10_000,
+        description="Text units one search (the query's mode, the caller's filters) ranks for "
+        "the expansion; a summary expands to the best of them in its lineage, so a summary "
+        "none of whose passages is among them expands to none.",
+    )
+    graph_signal: Literal["auto", "off"] = Field(
+        default="auto",
+        description="`auto`: where the index holds an entity graph (`graphrag`, `lightrag` or "
+        "`hipporag`), the entities a search (the query's mode) finds for the raw question (no "
+        "model call) also rank the summaries and passages citing their text units. `off`: never.",
+    )
+    graph_seed_entities: int = Field(
+        default=8,
+        ge=1,
+        le=1000,
+        description="Entities the graph signal's search keeps as seeds.",
+    )
+    text_weight: float = Field(
+        default=1.0, ge=0, description="RRF weight of the text-unit search (`tree_text_units`)."
+    )
+    summary_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="RRF weight of the summary search over every level (`tree_summaries`).",
+    )
+    graph_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="RRF weight of each graph-signal list (`tree_graph_summaries`, "
+        "`tree_graph_text_units`).",
+    )
+    summary_share: float = Field(
+        default=0.5,
+        ge=0,
+        description="Share of `query.max_context_tokens` the summaries may fill, weighed "
+        "against `query.type_shares` (text units 0.55); budget one type leaves unused goes "
+        "to the other.",
+    )
