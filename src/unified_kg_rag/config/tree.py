@@ -47,16 +47,8 @@ class TreeQueryConfig(_Section):
         ge=0,
         le=100,
         description="Passages of its own lineage each kept summary brings into the context "
-        "(those the query ranks best), placed at the summary's rank among the passages. 0 "
-        "turns expansion off.",
-    )
-    expand_pool: int = Field(
-        default=200,
-        ge=1,
-        le=10_000,
-        description="Text units one search (the query's mode, the caller's filters) ranks for "
-        "the expansion; a summary expands to the best of them in its lineage, so a summary "
-        "none of whose passages is among them expands to none.",
+        "(those whose stored vectors are nearest the question), placed at the summary's rank "
+        "among the passages. 0 turns expansion off.",
     )
     graph_signal: Literal["auto", "off"] = Field(
         default="auto",

@@ -9,15 +9,15 @@ optional rerank, MMR and the passage quota (seed 000 §6.5, "Retrieval: `tree`")
    over before the quota was full).
 2. *Documents.* Each kept summary's ``document_ids`` are the documents of its lineage, so a
    summary's source is attributed through its lineage, as a report's is.
-3. *Expansion.* One search of the text units (the query's mode, the caller's filters,
-   ``expand_pool`` hits) ranks the passages; each kept summary, best first, takes the best
-   ``expand_children`` of them in its lineage. A passage already selected at a score at
-   least the summary's stays where it is (it counts); any other is seated just after the
+3. *Expansion.* The passages of the kept summaries' lineages that pass the caller's filters
+   are ranked by the cosine of their stored vectors to the question (`lineage_pool`); each
+   kept summary, best first, takes the best ``expand_children`` of its own. A passage
+   already selected at a score at least the summary's stays where it is (it counts); any
+   other is seated just after the
    summary's rank among the passages (the first passage scoring below the summary comes
    after it; its score becomes the one just below the summary's) with metadata
    ``expanded_from`` (the summary id). A passage another summary already brought counts
-   and is not repeated. A summary none of whose passages is among the pool's hits expands
-   to none.
+   and is not repeated.
 """
 
 from __future__ import annotations
@@ -26,16 +26,15 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-from unified_kg_rag.domain.models import Collection, SearchHit
+import numpy as np
+
+from unified_kg_rag.domain.models import Collection, IndexRecord, SearchHit
 from unified_kg_rag.retrieval.strategies.base import Candidate, QueryContext
-from unified_kg_rag.retrieval.strategies.lightrag import (
-    documents_of,
-    fetch_units,
-    question_search,
-)
+from unified_kg_rag.retrieval.strategies.filtering import passing_units
+from unified_kg_rag.retrieval.strategies.lightrag import documents_of, fetch_units
 from unified_kg_rag.retrieval.strategies.naive import text_unit_candidate
 
-__all__ = ["cap_levels", "expand_summaries", "finish_selection"]
+__all__ = ["cap_levels", "expand_summaries", "finish_selection", "lineage_pool"]
 
 
 async def finish_selection(
@@ -66,14 +65,41 @@ async def finish_selection(
     if cfg.expand_children > 0:
 
         async def expand() -> list[Candidate]:
-            pool = await question_search(ctx, Collection.TEXT_UNITS, cfg.expand_pool,
-                                         filters=ctx.filters)  # fmt: skip
+            pool = await lineage_pool(ctx, kept, records)
             return expand_summaries(kept, passages, pool, cfg.expand_children)
 
         passages = await ctx.section("tree_expansion", expand, passages)
         added = sum(1 for c in passages if "expanded_from" in c.metadata)
         ctx.metadata["expanded_passages"] = added
     return {**groups, "summary": kept, "text_unit": passages}
+
+
+async def lineage_pool(
+    ctx: QueryContext, summaries: Sequence[Candidate], records: dict[str, IndexRecord]
+) -> list[SearchHit]:
+    """Rank every passage of the summaries' lineages by cosine to the question, best first.
+
+    The stored vectors are compared with the query vector (`SearchIndex.vectors`), so every
+    kept summary can expand to its own best passages; under filters only passing passages
+    are ranked.
+
+    Raises:
+        StoreError: the search index failed.
+    """
+    ids = sorted({u for c in summaries for u in c.text_unit_ids if u in records})
+    if ctx.filters:
+        passing = await passing_units(ctx, ids)
+        ids = [u for u in ids if u in passing]
+    found, matrix = await ctx.stores.search.vectors(Collection.TEXT_UNITS, ids)
+    if not found:
+        return []
+    scores = matrix @ (await ctx.query_vector()).astype(np.float32)
+    order = sorted(range(len(found)), key=lambda i: (-float(scores[i]), found[i]))
+    return [
+        SearchHit(id=found[i], score=float(scores[i]), text=records[found[i]].text,
+                  fields=records[found[i]].fields)
+        for i in order
+    ]  # fmt: skip
 
 
 def cap_levels(
