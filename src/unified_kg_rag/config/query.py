@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from unified_kg_rag.config.iterative import IterativeConfig
 from unified_kg_rag.config.lazy import LazySearchConfig, PPRConfig
 from unified_kg_rag.config.search import (
     AbstentionConfig,
@@ -231,4 +232,7 @@ class QueryConfig(_Section):
     ppr: PPRConfig = Field(default_factory=PPRConfig, description="Strategy `ppr`.")
     lazy: LazySearchConfig = Field(
         default_factory=LazySearchConfig, description="Strategy `lazy`."
+    )
+    iterative: IterativeConfig = Field(
+        default_factory=IterativeConfig, description="Strategy `iterative`."
     )
