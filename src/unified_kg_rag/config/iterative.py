@@ -67,6 +67,16 @@ class IterativeConfig(_Section):
         description="Rerun the base, seeded with the bridge terms, in each follow-up round "
         "(off: the round is its text searches only).",
     )
+    followup_query: Literal["question_bridge", "bridge"] = Field(
+        default="question_bridge",
+        description="Without an LLM, the text each follow-up search runs: `question_bridge` "
+        "(the question and the bridge term) or `bridge` (the bridge term alone).",
+    )
+    new_only: bool = Field(
+        default=False,
+        description="Follow-up rounds' buckets hold only candidates no earlier round found "
+        "(round 0's order is then left to round 0).",
+    )
     controller_context_tokens: int | None = Field(
         default=None,
         ge=256,

@@ -166,7 +166,8 @@ class IterativeStrategy:
                 run.stop_reason = "deadline"
                 run.context_sufficient = False if judged else None
                 break
-            found = await self._round(ctx, round_no, bridges, queries, run)
+            found = await self._round(ctx, round_no, bridges, queries, run,
+                                      known if cfg.new_only else set())  # fmt: skip
             latest = [c for c in found if (c.kind, c.id) not in known]
             known.update((c.kind, c.id) for c in found)
             everything.extend(latest)
@@ -193,7 +194,9 @@ class IterativeStrategy:
         if ctx.chat_model is None:
             passages = [c for c in latest if c.kind == "text_unit"]
             bridges = await offline_bridges(ctx, passages, run.searched)
-            queries = tuple(f"{ctx.question} {b}" for b in bridges[: cfg.max_next_queries])
+            form = "{b}" if cfg.followup_query == "bridge" else "{q} {b}"
+            queries = tuple(form.format(q=ctx.question, b=b)
+                            for b in bridges[: cfg.max_next_queries])  # fmt: skip
             run.verdicts.append({"bridge_entities": list(bridges)})
             return Plan(None, bridges, queries)
         try:
@@ -218,7 +221,7 @@ class IterativeStrategy:
 
     async def _round(
         self, ctx: QueryContext, round_no: int, bridges: list[str], queries: list[str],
-        run: _Run,
+        run: _Run, known: set[tuple[str, str]],
     ) -> list[Candidate]:  # fmt: skip
         """Run follow-up round ``round_no``; add its buckets to ``run``; return what it found."""
         cfg = ctx.config.iterative
@@ -250,8 +253,9 @@ class IterativeStrategy:
             ctx.section(f"iterative_round_{round_no}", rerun, none),
             *(ctx.section(f"iterative_round_{round_no}_text", search(q), none) for q in queries),
         )
-        base_list = _tag(found[0], round_no)
-        text_list = _tag(_interleave(found[1:]), round_no)
+        base_list = _tag([c for c in found[0] if (c.kind, c.id) not in known], round_no)
+        text_list = _tag([c for c in _interleave(found[1:]) if (c.kind, c.id) not in known],
+                         round_no)  # fmt: skip
         if base_list:
             run.buckets.append(Bucket(f"iterative_round_{round_no}", base_list, 1.0))
         if text_list:

@@ -138,7 +138,8 @@ async def offline_bridges(
         StoreError: a store failed.
     """
     cfg = ctx.config.iterative
-    units = [c.id for c in passages if c.kind == "text_unit"][: cfg.bridge_passages]
+    top = [c for c in passages if c.kind == "text_unit"][: cfg.bridge_passages]
+    units = [c.id for c in top]
     if not units or cfg.max_bridge_terms == 0:
         return ()
     if any(m in ctx.held for m in ENTITY_GRAPHS):
@@ -149,7 +150,7 @@ async def offline_bridges(
         return ()
     ranked = rank_bridge_terms(
         terms, ctx.question, document_frequency=df, n_units=max(n_units, 1),
-        exclude=exclude, limit=cfg.max_bridge_terms,
+        exclude=exclude, limit=cfg.max_bridge_terms, texts=[c.text for c in top],
     )  # fmt: skip
     return tuple(b.term for b in ranked)
 
