@@ -72,6 +72,12 @@ class IterativeConfig(_Section):
         description="Without an LLM, the text each follow-up search runs: `question_bridge` "
         "(the question and the bridge term) or `bridge` (the bridge term alone).",
     )
+    rerun_query: Literal["question_bridges", "first_query"] = Field(
+        default="question_bridges",
+        description="The search text of the base's rerun: `question_bridges` (the question and "
+        "the round's bridge terms) or `first_query` (the round's first follow-up query, the "
+        "bridges joined when it has none).",
+    )
     new_only: bool = Field(
         default=False,
         description="Follow-up rounds' buckets hold only candidates no earlier round found "

@@ -233,7 +233,10 @@ class IterativeStrategy:
             if not bridges or not cfg.rerun_base:
                 return []
             kw = await ctx.keywords() if cfg.base == "mix" else None
-            sub = self._sub(ctx, f"{ctx.question} {' '.join(bridges)}", ctx.config)
+            search = f"{ctx.question} {' '.join(bridges)}"
+            if cfg.rerun_query == "first_query":
+                search = queries[0] if queries else " ".join(bridges)
+            sub = self._sub(ctx, search, ctx.config)
             sub._entities = list(bridges)
             sub._keywords = QueryKeywords(kw.high if kw else tuple(bridges), tuple(bridges),
                                           "iterative")  # fmt: skip
