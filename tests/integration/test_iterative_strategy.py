@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from typer.testing import CliRunner
-
 from tests.fakes import FakeEmbedder
 from tests.support.answer_chain import llm
 from tests.support.openai_server import FakeOpenAIServer, Scripted
+from typer.testing import CliRunner
+
 from unified_kg_rag.bootstrap import App, build_app
 from unified_kg_rag.cli.app import app as cli
 from unified_kg_rag.config.models import UkrConfig
