@@ -269,3 +269,25 @@ def test_ukr_strategies_lists_it_and_auto_routes_multi_hop_to_it(project: Path) 
     assert rule_route(["lazy"], "lexical", chained, config).strategy == "naive"
     local_cfg = _config(None, iterative={"base": "local"}).query
     assert rule_route(["lazy"], "hybrid", chained, local_cfg).strategy == "ppr"
+
+
+@pytest.mark.parametrize("base", ["local", "mix"])
+def test_offline_bridges_from_the_entity_graph_seed_local_and_mix(
+    tmp_path: Path, base: str
+) -> None:
+    """On an LLM-built entity graph the bridges are entity names citing the top passages."""
+    from tests.support.graph_fixture import GraphFixture, run_graph
+
+    question = "Which university did the husband of Marie Curie teach at?"
+
+    async def body(fx: GraphFixture) -> RetrievalOutput:
+        chain = fx.chain(top_k=3, iterative={"base": base, "max_rounds": 1})
+        return await chain.retrieve(question, strategy="iterative")
+
+    out = run_graph(tmp_path, body)
+    meta = out.metadata["iterative"]
+    assert meta["base"] == base and meta["rounds"] == 1 and meta["stop_reason"] == "max_rounds"
+    bridges = meta["verdicts"][0]["bridge_entities"]
+    assert "Pierre Curie" in bridges and "Marie Curie" not in bridges  # in the question
+    assert {"iterative_round_0", "iterative_round_1"} <= set(out.metadata["buckets"])
+    assert all(s.metadata.get("round") in (0, 1) for s in out.sources)

@@ -78,11 +78,6 @@ class IterativeConfig(_Section):
         "the round's bridge terms) or `first_query` (the round's first follow-up query, the "
         "bridges joined when it has none).",
     )
-    new_only: bool = Field(
-        default=False,
-        description="Follow-up rounds' buckets hold only candidates no earlier round found "
-        "(round 0's order is then left to round 0).",
-    )
     controller_context_tokens: int | None = Field(
         default=None,
         ge=256,

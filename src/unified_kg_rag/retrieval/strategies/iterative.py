@@ -166,8 +166,7 @@ class IterativeStrategy:
                 run.stop_reason = "deadline"
                 run.context_sufficient = False if judged else None
                 break
-            found = await self._round(ctx, round_no, bridges, queries, run,
-                                      known if cfg.new_only else set())  # fmt: skip
+            found = await self._round(ctx, round_no, bridges, queries, run)
             latest = [c for c in found if (c.kind, c.id) not in known]
             known.update((c.kind, c.id) for c in found)
             everything.extend(latest)
@@ -221,7 +220,7 @@ class IterativeStrategy:
 
     async def _round(
         self, ctx: QueryContext, round_no: int, bridges: list[str], queries: list[str],
-        run: _Run, known: set[tuple[str, str]],
+        run: _Run,
     ) -> list[Candidate]:  # fmt: skip
         """Run follow-up round ``round_no``; add its buckets to ``run``; return what it found."""
         cfg = ctx.config.iterative
@@ -232,7 +231,7 @@ class IterativeStrategy:
         async def rerun() -> list[Candidate]:
             if not bridges or not cfg.rerun_base:
                 return []
-            kw = await ctx.keywords() if cfg.base == "mix" else None
+            kw = ctx._keywords  # round 0's high-level keywords, when its base read them
             search = f"{ctx.question} {' '.join(bridges)}"
             if cfg.rerun_query == "first_query":
                 search = queries[0] if queries else " ".join(bridges)
@@ -256,9 +255,8 @@ class IterativeStrategy:
             ctx.section(f"iterative_round_{round_no}", rerun, none),
             *(ctx.section(f"iterative_round_{round_no}_text", search(q), none) for q in queries),
         )
-        base_list = _tag([c for c in found[0] if (c.kind, c.id) not in known], round_no)
-        text_list = _tag([c for c in _interleave(found[1:]) if (c.kind, c.id) not in known],
-                         round_no)  # fmt: skip
+        base_list = _tag(found[0], round_no)
+        text_list = _tag(_interleave(found[1:]), round_no)
         if base_list:
             run.buckets.append(Bucket(f"iterative_round_{round_no}", base_list, 1.0))
         if text_list:
