@@ -291,3 +291,28 @@ def test_offline_bridges_from_the_entity_graph_seed_local_and_mix(
     assert "Pierre Curie" in bridges and "Marie Curie" not in bridges  # in the question
     assert {"iterative_round_0", "iterative_round_1"} <= set(out.metadata["buckets"])
     assert all(s.metadata.get("round") in (0, 1) for s in out.sources)
+
+
+def test_decompose_runs_one_round_per_step_resolving_references(project: Path) -> None:
+    steps = json.dumps({"steps": ["Who directed Moonfall Harbor?", "Where was #1 born?"]})
+    with FakeOpenAIServer() as server:
+        server.script(Scripted(reply=steps, match="single-hop steps"))
+        _, it = _both(project, server, iterative={"decompose": True})
+        calls = server.requests_to("/chat/completions")
+    meta = it.metadata["iterative"]
+    assert meta["rounds"] == 2 and meta["stop_reason"] == "steps_done"
+    first, second = meta["verdicts"]
+    assert first["resolved"] == "Who directed Moonfall Harbor?"
+    assert first["answer"] == "tobias quillfeather"  # the best bridge of step 1's passages
+    assert second["resolved"] == "Where was tobias quillfeather born?"
+    assert meta["searched"] == ["Who directed Moonfall Harbor?", "tobias quillfeather",
+                                "Where was tobias quillfeather born?"]  # fmt: skip
+    assert len(calls) == 1 and it.metadata["llm_calls"] == 1
+
+
+def test_unreadable_decomposition_keeps_the_base_results(project: Path) -> None:
+    with FakeOpenAIServer() as server:
+        server.script(Scripted(reply="no steps here", match="single-hop steps"))
+        base, it = _both(project, server, iterative={"decompose": True})
+    assert [s.id for s in it.sources] == [s.id for s in base.sources]
+    assert it.metadata["iterative"]["stop_reason"] == "decomposition_unparsed"

@@ -78,6 +78,13 @@ class IterativeConfig(_Section):
         "the round's bridge terms) or `first_query` (the round's first follow-up query, the "
         "bridges joined when it has none).",
     )
+    decompose: bool = Field(
+        default=False,
+        description="With an LLM: one call splits the question into at most `max_rounds + 1` "
+        "single-hop steps (`#n` names step n's answer), each run as one follow-up round, in "
+        "place of the controller's verdicts. A step's answer is read without a model call "
+        "(the best bridge term of its passages). Ignored without an LLM.",
+    )
     controller_context_tokens: int | None = Field(
         default=None,
         ge=256,

@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -54,6 +55,7 @@ from unified_kg_rag.retrieval.strategies.base import (
 )
 from unified_kg_rag.retrieval.strategies.iterative_control import (
     Plan,
+    llm_decompose,
     llm_verdict,
     offline_bridges,
 )
@@ -62,6 +64,8 @@ from unified_kg_rag.retrieval.strategies.naive import NaiveStrategy
 __all__ = ["IterativeStrategy", "base_of"]
 
 logger = logging.getLogger(__name__)
+
+_REFERENCE = re.compile(r"#(\d+)")
 
 
 def base_of(config: QueryConfig) -> str:
@@ -138,6 +142,28 @@ class IterativeStrategy:
         ranked = _tag(fuse(first.buckets, ctx.config.rrf_k), 0)
         run = _Run()
         run.new([ctx.question])
+        if cfg.decompose and ctx.chat_model is not None:
+            await self._steps(ctx, run)
+        else:
+            await self._controlled(ctx, run, ranked)
+        ctx.metadata["iterative"] = {
+            "base": base.name, "rounds": run.rounds, "stop_reason": run.stop_reason,
+            "verdicts": run.verdicts, "searched": run.searched,
+            "context_sufficient": run.context_sufficient,
+        }  # fmt: skip
+        if not run.buckets:
+            for b in first.buckets:
+                b.candidates = _tag(b.candidates, 0)
+            return first
+        buckets = [Bucket("iterative_round_0", ranked, cfg.first_round_weight), *run.buckets]
+        return StrategyResult(
+            buckets=buckets, synthesized=first.synthesized, answer_style=first.answer_style,
+            cannot_answer=None, pinned=first.pinned,
+        )  # fmt: skip
+
+    async def _controlled(self, ctx: QueryContext, run: _Run, ranked: list[Candidate]) -> None:
+        """Run follow-up rounds as the controller (LLM or offline) decides."""
+        cfg = ctx.config.iterative
         latest, everything = ranked, list(ranked)
         known = {(c.kind, c.id) for c in ranked}
         for round_no in range(1, cfg.max_rounds + 2):
@@ -170,20 +196,51 @@ class IterativeStrategy:
             latest = [c for c in found if (c.kind, c.id) not in known]
             known.update((c.kind, c.id) for c in found)
             everything.extend(latest)
-        ctx.metadata["iterative"] = {
-            "base": base.name, "rounds": run.rounds, "stop_reason": run.stop_reason,
-            "verdicts": run.verdicts, "searched": run.searched,
-            "context_sufficient": run.context_sufficient,
-        }  # fmt: skip
-        if not run.buckets:
-            for b in first.buckets:
-                b.candidates = _tag(b.candidates, 0)
-            return first
-        buckets = [Bucket("iterative_round_0", ranked, cfg.first_round_weight), *run.buckets]
-        return StrategyResult(
-            buckets=buckets, synthesized=first.synthesized, answer_style=first.answer_style,
-            cannot_answer=None, pinned=first.pinned,
-        )  # fmt: skip
+
+    async def _steps(self, ctx: QueryContext, run: _Run) -> None:
+        """Run one follow-up round per step of the question's decomposition (``decompose``).
+
+        Each step's ``#n`` references are replaced by step n's answer, read LLM-free: the
+        best bridge term (`offline_bridges`) of step n's passages not in step n's text, else
+        step n's text. The answers seed the step's base rerun as its bridges; the resolved
+        step is its text search.
+        """
+        try:
+            steps = await llm_decompose(ctx)
+        except Exception as exc:
+            if is_fatal(exc):
+                raise
+            self._degrade(ctx, "iterative_decomposition", exc)
+            run.stop_reason = "degraded"
+            return
+        if not steps:
+            run.stop_reason = "decomposition_unparsed"
+            return
+        answers: dict[int, str] = {}
+        run.stop_reason = "steps_done"
+        for round_no, step in enumerate(steps, start=1):
+            if ctx.out_of_time:
+                run.stop_reason = "deadline"
+                return
+            refs = [int(n) for n in _REFERENCE.findall(step)]
+            bridges = run.new([answers[n] for n in refs if n in answers])
+            resolved = _REFERENCE.sub(lambda m: answers.get(int(m.group(1)), m.group(0)), step)
+            queries = run.new([resolved])
+            found = await self._round(ctx, round_no, bridges, queries, run)
+            passages = [c for c in found if c.kind == "text_unit"]
+            step_ctx = dataclasses.replace(ctx, question=resolved)
+            terms = await offline_bridges(step_ctx, passages, ())
+            answers[round_no] = terms[0] if terms else resolved
+            run.verdicts.append({"step": step, "resolved": resolved,
+                                 "answer": terms[0] if terms else None})  # fmt: skip
+        run.context_sufficient = None
+
+    @staticmethod
+    def _degrade(ctx: QueryContext, name: str, exc: Exception) -> None:
+        logger.warning("%s call failed, stopping the rounds: %s", name, exc)
+        degraded = ctx.metadata.setdefault("degraded", {})
+        if isinstance(degraded, dict):
+            degraded[name] = f"{type(exc).__name__}: {exc}"
 
     async def _plan(
         self, ctx: QueryContext, run: _Run, latest: list[Candidate], everything: list[Candidate]
@@ -203,10 +260,7 @@ class IterativeStrategy:
         except Exception as exc:
             if is_fatal(exc):
                 raise
-            logger.warning("iterative controller call failed, stopping the rounds: %s", exc)
-            degraded = ctx.metadata.setdefault("degraded", {})
-            if isinstance(degraded, dict):
-                degraded["iterative_controller"] = f"{type(exc).__name__}: {exc}"
+            self._degrade(ctx, "iterative_controller", exc)
             run.stop_reason = "degraded"
             return None
         if plan is None:

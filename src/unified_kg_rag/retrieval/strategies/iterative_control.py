@@ -6,6 +6,8 @@ Two controllers (seed 000 §6.3, "Control"):
   question, the candidates so far within a token budget, and what was already searched; its
   JSON reply says whether the candidates suffice and, if not, the bridge entities and next
   queries. A reply without a boolean ``sufficient`` is unreadable (None).
+- **Decomposition** (`llm_decompose`, ``decompose``): one call splits the question into
+  single-hop steps with ``#n`` references, each run as one round.
 - **Offline** (`offline_bridges`): no verdict; the bridge terms are the entity names (an
   LLM-built entity graph) or `lazy` concepts the last round's top passages hold and the
   question does not, ranked by `domain.ranking.bridge.rank_bridge_terms`.
@@ -29,7 +31,9 @@ from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.retrieval.strategies.base import Candidate, QueryContext
 from unified_kg_rag.retrieval.strategies.ppr import load_concept_graph
 
-__all__ = ["ENTITY_GRAPHS", "Plan", "llm_verdict", "offline_bridges", "pack_context"]
+__all__ = [
+    "ENTITY_GRAPHS", "Plan", "llm_decompose", "llm_verdict", "offline_bridges", "pack_context"
+]
 
 ENTITY_GRAPHS = ("graphrag", "lightrag", "hipporag")
 """Methodologies whose entity graph names bridge entities offline (else `lazy` concepts)."""
@@ -122,6 +126,35 @@ async def llm_verdict(
         bridges=_strings(data.get("bridge_entities"), cfg.max_bridge_terms),
         queries=_strings(data.get("next_queries"), cfg.max_next_queries),
     )
+
+
+async def llm_decompose(ctx: QueryContext) -> tuple[str, ...]:
+    """Ask the model to split ``ctx.question`` into single-hop steps (``decompose``).
+
+    One call (prompt ``iterative_decompose.v1``, counted in ``metadata["llm_calls"]``); at
+    most ``max_rounds + 1`` steps, a later one naming an earlier answer as ``#n`` (MuSiQue's
+    notation; seed 000 §6.3 ``decompose``).
+
+    Returns:
+        The steps, in order; empty when the reply holds no readable ``steps`` list.
+
+    Raises:
+        ModelError: the call failed (the caller decides whether that is fatal).
+    """
+    assert ctx.chat_model is not None
+    limit = ctx.config.iterative.max_rounds + 1
+    prompt = load_prompt("iterative_decompose.v1").format(
+        question=ctx.question, max_steps=limit
+    )
+    try:
+        reply = await ctx.chat_model.complete(
+            [Message(role="user", content=prompt)], max_tokens=_REPLY_TOKENS, temperature=0.0
+        )
+    finally:
+        ctx.count_llm_call()
+    ctx.note_reply("iterative_decomposition", reply)
+    data = parse_json_object(reply.text)
+    return _strings(data.get("steps"), limit) if data is not None else ()
 
 
 async def offline_bridges(
