@@ -47,11 +47,11 @@ class IterativeConfig(_Section):
         "rerun (local's query entities, mix's low-level keywords, ppr's search text).",
     )
     bridge_passages: int = Field(
-        default=3,
+        default=5,
         ge=1,
         le=50,
         description="Without an LLM: how many of the last round's top passages bridge terms "
-        "are taken from.",
+        "are taken from (5 beat 3 and 8 on MuSiQue-100's recall@10).",
     )
     first_round_weight: float = Field(
         default=2.0,
