@@ -74,3 +74,11 @@ def test_written_as_name() -> None:
     assert not is_written_as_name("of the", "Of The")  # minor words only
     assert not is_written_as_name("viorst", "Viorstian")  # whole words only
     assert term_words("Hello, Love's") == ("hello", "love", "s")
+
+
+def test_a_plural_of_a_question_word_is_not_a_bridge() -> None:
+    ranked = rank_bridge_terms(
+        [["siblings", "Neil Young", "class"]], "Who is the sibling of the performer of Decade?",
+        document_frequency={}, n_units=9,
+    )  # fmt: skip
+    assert [b.term for b in ranked] == ["Neil Young", "class"]  # "class" is not a plural

@@ -66,6 +66,11 @@ class BridgeTerm:
     passages: int
 
 
+def _singular(word: str) -> str:
+    """Drop an English plural ``s`` (``siblings`` → ``sibling``; not ``ss``, not short words)."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
 def _inside(words: tuple[str, ...], other: tuple[str, ...]) -> bool:
     """True when ``words`` occur contiguously in ``other``."""
     n = len(words)
@@ -87,10 +92,11 @@ def rank_bridge_terms(
 
     A term scores ``log((1 + n_units) / (1 + df)) × Σ_p 1 / rank_p`` over the top passages
     ``p`` holding it (rank 1 = best passage): a rare term held by the best passages first.
-    Dropped: terms without a word character, terms whose every word is in the question
-    (the question names them already: they are not a next hop), terms whose words lie
-    inside a term of ``exclude`` or hold one (case-folded: already followed; ``Tobias``
-    after ``Tobias Quillfeather``), and a term whose words lie inside a better
+
+    Dropped: terms without a word character; terms whose every word is in the question, an
+    English plural ``s`` aside (the question names them already: not a next hop); terms
+    whose words lie inside a term of ``exclude`` or hold one (case-folded: already followed,
+    ``Tobias`` after ``Tobias Quillfeather``); and a term whose words lie inside a better
     kept term's (``Paris`` after ``Paris Hilton``) or hold one. With ``texts``, a passage
     credits ``name_boost / rank`` instead of ``1 / rank`` to a term it writes as a name
     (`is_written_as_name`). Ties: more passages, then the longer term, then the term.
@@ -108,14 +114,14 @@ def rank_bridge_terms(
     Returns:
         At most ``limit`` terms, best first.
     """
-    asked = set(term_words(question))
+    asked = {_singular(w) for w in term_words(question)}
     skip = [w for w in (term_words(t) for t in exclude) if w]
     credit: dict[str, float] = {}
     count: dict[str, int] = {}
     for rank, terms in enumerate(passages, start=1):
         for term in dict.fromkeys(terms):
             words = term_words(term)
-            if not words or all(w in asked for w in words) or any(
+            if not words or all(_singular(w) in asked for w in words) or any(
                 _inside(words, k) or _inside(k, words) for k in skip
             ):
                 continue
