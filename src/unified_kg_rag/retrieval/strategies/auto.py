@@ -62,11 +62,13 @@ AUTO_PREFERENCE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ppr", ("hipporag", "lazy")),
     ("hybrid", ("lightrag",)),
     ("local", ("graphrag",)),
+    ("tree", ("raptor",)),
     ("naive", ()),
 )
-"""(strategy, methodologies that let it serve), best measured first."""
+"""(strategy, methodologies that let it serve), best measured first (`tree`: the only
+strategy reading a `raptor`-only index's tree)."""
 
-ROUTABLE: tuple[str, ...] = ("local", "mix", "global", "ppr", "iterative", "naive")
+ROUTABLE: tuple[str, ...] = ("local", "mix", "global", "ppr", "iterative", "tree", "naive")
 """The strategies the LLM router may pick (intersected with those the index can serve)."""
 
 _RELATIVE = re.compile(
