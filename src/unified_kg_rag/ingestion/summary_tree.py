@@ -274,10 +274,12 @@ class SummaryTreeBuilder:
 
         As stored (`SummaryNode`) and as a node of the next level (`_Node`, with its vector).
         """
+        keys = {g: input_key([(c, by_id[c].text) for c in g], self._settings_digest)
+                for g in groups}  # fmt: skip
 
         async def one(group: tuple[str, ...]) -> tuple[str, str, bool] | None:
             children = [by_id[c] for c in group]
-            key = input_key([(c.id, c.text) for c in children], self._settings_digest)
+            key = keys[group]
             hit = reuse.get(key)
             if hit is not None:
                 report.summaries_reused += 1
@@ -294,6 +296,8 @@ class SummaryTreeBuilder:
             self._progress.advance(f"summary tree level {level}", 1)
             return None if not text else (key, text, hit is not None)
 
+        fresh = [g for g in groups if keys[g] not in reuse]
+        await self._summarizer.prime([by_id[c].text for g in fresh for c in g])
         results = await asyncio.gather(*(one(g) for g in groups))
         nodes: list[SummaryNode] = []
         lineage_of = {n.id: n.lineage for n in by_id.values()}

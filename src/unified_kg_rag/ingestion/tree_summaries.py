@@ -77,6 +77,24 @@ class ClusterSummarizer:
         """True when summaries are written without an LLM."""
         return self._chat is None
 
+    async def prime(self, texts: Sequence[str]) -> None:
+        """Embed, in one batch, the sentences of ``texts`` not embedded yet (extractive only).
+
+        The builder calls it with every text one level will summarise, so the embedder sees
+        one long, length-sorted batch instead of one short batch per cluster.
+
+        Raises:
+            EmbeddingModelError: the embedder failed.
+        """
+        if self._chat is not None:
+            return
+        todo = list(dict.fromkeys(
+            s for t in texts for s in split_sentences(t) if s not in self._sentence_vectors
+        ))  # fmt: skip
+        if todo:
+            embedded = await self._embedder.embed_documents(todo)
+            self._sentence_vectors.update(zip(todo, embedded, strict=True))
+
     async def summarize(
         self, texts: Sequence[str], vectors: NDArray[np.float32]
     ) -> str | None:
@@ -131,10 +149,7 @@ class ClusterSummarizer:
         sentences = list(dict.fromkeys(s for t in texts for s in split_sentences(t)))
         if not sentences:
             return ""
-        todo = [s for s in sentences if s not in self._sentence_vectors]
-        if todo:
-            embedded = await self._embedder.embed_documents(todo)
-            self._sentence_vectors.update(zip(todo, embedded, strict=True))
+        await self.prime(texts)
         matrix = np.stack([self._sentence_vectors[s] for s in sentences]).astype(np.float32)
         centroid = vectors.astype(np.float32).mean(axis=0)
         return extractive_summary(
