@@ -72,6 +72,8 @@ class SummaryTreeReport(BaseModel):
         extractive: summaries were written without an LLM.
         nodes_removed: stored summaries deleted (stale lineage, or not in the new tree).
         partial: some summaries failed; the next run retries them.
+        error: why the build stopped (the model refused access); "" when it did not. The
+            stored tree keeps its nodes of live lineage.
         seconds: wall time of the build, seconds.
     """
 
@@ -85,7 +87,15 @@ class SummaryTreeReport(BaseModel):
     extractive: bool = False
     nodes_removed: int = 0
     partial: bool = False
+    error: str = ""
     seconds: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        """1 if the build stopped, 3 if a summary failed (retried next run), else 0."""
+        if self.error:
+            return 1
+        return 3 if self.summaries_failed else 0
 
 
 @dataclass
