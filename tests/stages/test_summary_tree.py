@@ -184,6 +184,27 @@ def test_a_failed_summary_marks_the_tree_partial_and_the_next_run_retries_only_i
     asyncio.run(main())
 
 
+def test_a_model_failing_every_summary_is_asked_once_per_cluster(tmp_path: Path) -> None:
+    corpus = _corpus(tmp_path / "c", dict(list(TOPICS.items())[:6]))
+
+    async def main() -> None:
+        with FakeOpenAIServer(reply=cluster_reply) as server:
+            server.script(Scripted(status=400, message="bad request", times=None))
+            async with build_app(_config(server), tmp_path / "p") as app:
+                report = await _pipeline(app).run([corpus])
+                st = report.summary_tree
+                assert st is not None and st.partial and st.nodes_per_level == {}
+                prompts = [json.dumps(r.body["messages"], sort_keys=True)
+                           for r in server.requests_to("/chat/completions")]  # fmt: skip
+                # a 400 is not retried; each cluster is asked in one level only: the level
+                # above would hold the same nodes, so the same clusters
+                assert len(prompts) == len(set(prompts)) == st.summaries_failed == 3
+                assert report.exit_code == 3
+                assert (await _tree(app)).nodes == ()
+
+    asyncio.run(main())
+
+
 def test_a_model_refusing_access_stops_the_tree_keeps_it_and_exits_1(tmp_path: Path) -> None:
     docs = dict(list(TOPICS.items())[:4])
     corpus = _corpus(tmp_path / "c", docs)

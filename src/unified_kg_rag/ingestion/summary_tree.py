@@ -257,9 +257,12 @@ class SummaryTreeBuilder:
             self._progress.start(f"summary tree level {level}", len(groups))
             made = await self._level(level, groups, by_id, reuse, stored_ids, report)
             self._progress.finish(f"summary tree level {level}")
+            if not made:
+                # every summary failed: the next level would cluster the same nodes into the
+                # same clusters and ask the model for them again (each failure counted again)
+                break
             built.extend(node for node, _ in made)
-            if made:
-                report.nodes_per_level[level] = len(made)
+            report.nodes_per_level[level] = len(made)
             summarised = {c for g in groups for c in g}
             promoted = [n for n in level_nodes if n.id not in summarised]
             failed = {c for g in groups for c in g} - {
