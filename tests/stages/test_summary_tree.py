@@ -169,15 +169,64 @@ def test_a_failed_summary_marks_the_tree_partial_and_the_next_run_retries_only_i
                 first = await _pipeline(app).run([corpus])
                 st = first.summary_tree
                 assert st is not None and st.partial and st.summaries_failed == 1
+                assert first.exit_code == 3  # a failed summary fails the run, like a report
                 tree = await _tree(app)
                 assert tree.partial
                 await _check_consistent(app, tree)
                 second = await _pipeline(app).run([corpus])
                 st2 = second.summary_tree
                 assert st2 is not None and not st2.partial
+                assert second.exit_code == 0
                 assert st2.summaries_reused >= 1 and st2.summaries_written >= 1
                 assert st2.summaries_written < st.summaries_written + 1
                 assert not (await _tree(app)).partial
+
+    asyncio.run(main())
+
+
+def test_a_model_failing_every_summary_is_asked_once_per_cluster(tmp_path: Path) -> None:
+    corpus = _corpus(tmp_path / "c", dict(list(TOPICS.items())[:6]))
+
+    async def main() -> None:
+        with FakeOpenAIServer(reply=cluster_reply) as server:
+            server.script(Scripted(status=400, message="bad request", times=None))
+            async with build_app(_config(server), tmp_path / "p") as app:
+                report = await _pipeline(app).run([corpus])
+                st = report.summary_tree
+                assert st is not None and st.partial and st.nodes_per_level == {}
+                prompts = [json.dumps(r.body["messages"], sort_keys=True)
+                           for r in server.requests_to("/chat/completions")]  # fmt: skip
+                # a 400 is not retried; each cluster is asked in one level only: the level
+                # above would hold the same nodes, so the same clusters
+                assert len(prompts) == len(set(prompts)) == st.summaries_failed == 3
+                assert report.exit_code == 3
+                assert (await _tree(app)).nodes == ()
+
+    asyncio.run(main())
+
+
+def test_a_model_refusing_access_stops_the_tree_keeps_it_and_exits_1(tmp_path: Path) -> None:
+    docs = dict(list(TOPICS.items())[:4])
+    corpus = _corpus(tmp_path / "c", docs)
+
+    async def main() -> None:
+        with FakeOpenAIServer(reply=cluster_reply) as server:
+            async with build_app(_config(server), tmp_path / "p") as app:
+                first = await _pipeline(app).run([corpus])
+                assert first.exit_code == 0
+                before = await _tree(app)
+                assert before.nodes
+                (corpus / "extra.txt").write_text(
+                    "The ferry to Orsa leaves at noon. Tickets are sold on board.",
+                    encoding="utf-8",
+                )
+                server.script(Scripted(status=401, message="bad key", times=None))
+                second = await _pipeline(app).run([corpus])
+                st = second.summary_tree
+                assert st is not None and "bad key" in st.error
+                assert st.skipped_reason.startswith("stopped: ")
+                assert second.exit_code == 1  # stopped, as a graph build that is refused
+                assert (await _tree(app)).nodes == before.nodes  # nothing stored was lost
 
     asyncio.run(main())
 

@@ -103,10 +103,10 @@ def index_command(
     that is suddenly empty, or lost more than `indexing.max_delete_share` of its documents,
     stops the run before anything is written unless `--yes` is given. `--reset` rebuilds the
     whole index without taking it offline (see the incremental guide). Exit status 3 when any
-    document, extraction or report failed (the others are indexed; the next run retries what
-    failed). A document or text unit that failed on `indexing.quarantine_after` consecutive
-    runs is quarantined: skipped by later runs (a notice, not a failure) until its content
-    changes or `--retry-quarantined`.
+    document, extraction, report or tree summary failed (the others are indexed; the next run
+    retries what failed). A document or text unit that failed on `indexing.quarantine_after`
+    consecutive runs is quarantined: skipped by later runs (a notice, not a failure) until its
+    content changes or `--retry-quarantined`.
 
     Message archives (an iMessage `chat.db`/`sms.db`, a JSON Lines export) are recognised by
     their content, or read with `--source`: their messages become thread-day transcripts, and

@@ -154,17 +154,19 @@ class IndexReport(BaseModel):
 
     @property
     def exit_code(self) -> int:
-        """0 if all was indexed, 1 if the graph build stopped, 3 if an item failed.
+        """0 if all was indexed, 1 if the graph or summary-tree build stopped, 3 if an item failed.
 
-        An item: a document, a text unit's extraction or a community report (quarantined this
-        run included). Items quarantined by earlier runs and skipped do not count.
+        An item: a document, a text unit's extraction, a community report or a tree summary
+        (quarantined this run included). Items quarantined by earlier runs and skipped do not
+        count.
 
         The next run retries what failed or resumes what stopped.
         """
-        if self.graph is not None and self.graph.error:
+        tree = self.summary_tree.exit_code if self.summary_tree is not None else 0
+        if (self.graph is not None and self.graph.error) or tree == 1:
             return 1
         graph_failed = self.graph is not None and not self.graph.succeeded
-        return 3 if self.failed or graph_failed else 0
+        return 3 if self.failed or graph_failed or tree else 0
 
 
 class DeletedDocument(BaseModel):
@@ -207,10 +209,11 @@ class DeleteReport(BaseModel):
 
     @property
     def exit_code(self) -> int:
-        """0 if done, 1 if the graph build stopped, 3 if a target was unknown or an item failed."""
+        """0 if done, 1 if a graph or tree build stopped, 3 if a target was unknown or failed."""
         if self.archives is not None and self.archives.exit_code:
             return self.archives.exit_code
-        if self.graph is not None and self.graph.error:
+        tree = self.summary_tree.exit_code if self.summary_tree is not None else 0
+        if (self.graph is not None and self.graph.error) or tree == 1:
             return 1
         graph_failed = self.graph is not None and not self.graph.succeeded
-        return 3 if self.unknown or graph_failed else 0
+        return 3 if self.unknown or graph_failed or tree else 0

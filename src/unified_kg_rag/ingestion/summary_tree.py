@@ -72,6 +72,8 @@ class SummaryTreeReport(BaseModel):
         extractive: summaries were written without an LLM.
         nodes_removed: stored summaries deleted (stale lineage, or not in the new tree).
         partial: some summaries failed; the next run retries them.
+        error: why the build stopped (the model refused access); "" when it did not. The
+            stored tree keeps its nodes of live lineage.
         seconds: wall time of the build, seconds.
     """
 
@@ -85,7 +87,15 @@ class SummaryTreeReport(BaseModel):
     extractive: bool = False
     nodes_removed: int = 0
     partial: bool = False
+    error: str = ""
     seconds: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        """1 if the build stopped, 3 if a summary failed (retried next run), else 0."""
+        if self.error:
+            return 1
+        return 3 if self.summaries_failed else 0
 
 
 @dataclass
@@ -247,9 +257,12 @@ class SummaryTreeBuilder:
             self._progress.start(f"summary tree level {level}", len(groups))
             made = await self._level(level, groups, by_id, reuse, stored_ids, report)
             self._progress.finish(f"summary tree level {level}")
+            if not made:
+                # every summary failed: the next level would cluster the same nodes into the
+                # same clusters and ask the model for them again (each failure counted again)
+                break
             built.extend(node for node, _ in made)
-            if made:
-                report.nodes_per_level[level] = len(made)
+            report.nodes_per_level[level] = len(made)
             summarised = {c for g in groups for c in g}
             promoted = [n for n in level_nodes if n.id not in summarised]
             failed = {c for g in groups for c in g} - {

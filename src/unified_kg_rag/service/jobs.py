@@ -321,9 +321,10 @@ class JobManager:
                            f"{len(report.failed)} failed; "
                            f"{counted(report.text_units_embedded, 'text unit')} "
                            "embedded")  # fmt: skip
-        graph = report.graph
-        if report.exit_code == 1 and graph is not None:
-            job.state, job.error = "failed", JobError(type="ModelError", message=graph.error)
+        builds = (report.graph, report.summary_tree)
+        stopped = [b.error for b in builds if b is not None and b.error]
+        if report.exit_code == 1 and stopped:
+            job.state, job.error = "failed", JobError(type="ModelError", message=stopped[0])
         else:
             job.state = "succeeded"
 

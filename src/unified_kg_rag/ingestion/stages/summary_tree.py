@@ -51,8 +51,9 @@ class SummaryTreeStage:
             )
         except ModelError as exc:
             logger.info("summary tree build stopped: %s", exc)
+            error = " ".join(str(exc).split())
             run.report.summary_tree = SummaryTreeReport(
-                skipped_reason="stopped: " + " ".join(str(exc).split())
+                skipped_reason="stopped: " + error, error=error
             )
             return ()
         return ("raptor",)
