@@ -184,23 +184,29 @@ def test_a_failed_summary_marks_the_tree_partial_and_the_next_run_retries_only_i
     asyncio.run(main())
 
 
-def test_a_model_failing_every_summary_is_asked_once_per_cluster(tmp_path: Path) -> None:
+@pytest.mark.parametrize("status", [400, 503])
+def test_a_model_failing_every_summary_stops_the_tree_after_a_probe(
+    tmp_path: Path, status: int
+) -> None:
     corpus = _corpus(tmp_path / "c", dict(list(TOPICS.items())[:6]))
 
     async def main() -> None:
         with FakeOpenAIServer(reply=cluster_reply) as server:
-            server.script(Scripted(status=400, message="bad request", times=None))
+            server.script(Scripted(status=status, message="down", times=None))
             async with build_app(_config(server), tmp_path / "p") as app:
                 report = await _pipeline(app).run([corpus])
                 st = report.summary_tree
-                assert st is not None and st.partial and st.nodes_per_level == {}
-                prompts = [json.dumps(r.body["messages"], sort_keys=True)
-                           for r in server.requests_to("/chat/completions")]  # fmt: skip
-                # a 400 is not retried; each cluster is asked in one level only: the level
-                # above would hold the same nodes, so the same clusters
-                assert len(prompts) == len(set(prompts)) == st.summaries_failed == 3
-                assert report.exit_code == 3
-                assert (await _tree(app)).nodes == ()
+                assert st is not None
+                # no call was ever answered: a known-good request is sent, fails too, and
+                # the stage stops (a server that is down is not three clusters' failures)
+                assert "a known-good request failed too" in st.error
+                assert report.exit_code == 1
+                prompts = server.requests_to("/chat/completions")
+                probes = [r for r in prompts if "single word OK" in json.dumps(r.body)]
+                assert len(probes) >= 1
+                # three clusters and one probe at most, each with its one retry (503)
+                assert len(prompts) <= 4 * (2 if status == 503 else 1)
+                assert await load_summary_tree(app.index()) is None
 
     asyncio.run(main())
 

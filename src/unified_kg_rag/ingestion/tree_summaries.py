@@ -23,8 +23,8 @@ from unified_kg_rag.config.raptor import RaptorConfig
 from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.domain.prompts.render import render_messages
 from unified_kg_rag.domain.tree.extractive import extractive_summary, split_sentences
+from unified_kg_rag.ingestion.graph.failures import FailureJudge, StageStoppedError
 from unified_kg_rag.ports import ChatModel, Embedder, TokenCounter
-from unified_kg_rag.util.errors import ModelError
 
 __all__ = ["CLUSTER_PROMPT", "ClusterSummarizer"]
 
@@ -46,6 +46,9 @@ class ClusterSummarizer:
         embedder: embeds sentences for extractive summaries.
         counter: counts summary tokens (``max_summary_tokens``).
         chat: the LLM; None writes extractive summaries.
+        concurrency: the model calls in flight (``llm.max_concurrency``): a streak that long
+            of transient failures sends a known-good request, and when it fails too the
+            server is down and the stage stops (`ingestion.graph.failures.FailureJudge`).
     """
 
     def __init__(
@@ -55,6 +58,7 @@ class ClusterSummarizer:
         embedder: Embedder,
         counter: TokenCounter,
         chat: ChatModel | None,
+        concurrency: int = 4,
     ) -> None:
         self._config = config
         self._embedder = embedder
@@ -62,6 +66,8 @@ class ClusterSummarizer:
         self._chat = chat
         self._template = load_prompt(CLUSTER_PROMPT)
         self._sentence_vectors: dict[str, NDArray[np.float32]] = {}
+        self._judge = (FailureJudge(chat, concurrency=concurrency, stage="tree summary")
+                       if chat is not None else None)  # fmt: skip
         self.calls = 0
         self.failed = 0
 
@@ -101,8 +107,9 @@ class ClusterSummarizer:
         """Return the summary of a cluster whose children are ``texts`` (``vectors[n, d]``).
 
         Raises:
-            ModelError: a fatal model error (authentication); other model failures return
-                None and count in ``failed``.
+            ModelError: access refused (401/403), or the server is down (a known-good
+                request failed too); a failure of this cluster's own returns None and counts
+                in ``failed``.
             EmbeddingModelError: the embedder failed (extractive summaries).
         """
         if self._chat is None:
@@ -117,15 +124,25 @@ class ClusterSummarizer:
             "passages": passages, "count": str(len(texts)),
             "max_words": str(max(8, int(budget * _WORDS_PER_TOKEN))),
         })  # fmt: skip
+        judge = self._judge
+        assert judge is not None
         self.calls += 1
         try:
+            judge.check()
             reply = await self._chat.complete(messages, max_tokens=budget * 2, temperature=0.0)
-        except ModelError as exc:
-            if exc.status_code in (401, 403):
+        except StageStoppedError:
+            judge.raise_if_stopped()
+            raise
+        except Exception as exc:
+            try:
+                reason = await judge.judge(exc)
+            except StageStoppedError:
+                judge.raise_if_stopped()  # the server (or access) is at fault: stop the stage
                 raise
-            logger.warning("tree summary failed: %s", exc)
+            logger.warning("tree summary failed: %s", reason)
             self.failed += 1
             return None
+        judge.answered()
         text = " ".join(reply.text.split())
         if not text:
             self.failed += 1

@@ -39,8 +39,9 @@ class SummaryTreeStage:
             return ()
         chat = None if cfg.summaries == "extractive" else ctx.chat_model
         summarizer = ClusterSummarizer(
-            cfg, embedder=ctx.embedder, counter=ctx.budget_tokenizer, chat=chat
-        )
+            cfg, embedder=ctx.embedder, counter=ctx.budget_tokenizer, chat=chat,
+            concurrency=ctx.config.llm.max_concurrency,
+        )  # fmt: skip
         builder = SummaryTreeBuilder(
             run.stores, cfg, summarizer=summarizer, embedder=ctx.embedder,
             counter=ctx.budget_tokenizer, progress=ctx.progress,
