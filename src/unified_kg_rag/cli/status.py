@@ -70,6 +70,8 @@ def status_command(
             state = f"lease lapses in {left:.0f} s" if left > 0 else "lease lapsed"
             table.add_row("writer", f"{printable(info.writer.holder)} ({state})")
         _drift_rows(table, info)
+        if info.summary_tree is not None:
+            table.add_row("summary tree", escape(info.summary_tree))
         if info.extraction_records_orphaned:
             table.add_row("extraction records orphaned", f"{info.extraction_records_orphaned} "
                           "(the next `ukr index` run deletes them)")

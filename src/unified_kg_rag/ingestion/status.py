@@ -7,6 +7,7 @@ extraction records no text unit reads any more (issue #15: left by a killed run;
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,11 +15,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from unified_kg_rag.domain.index.meta import (
     INDEX_NAMESPACE,
     METHODOLOGIES_KEY,
+    RAPTOR_NAMESPACE,
+    SUMMARY_TREE_KEY,
     parse_methodologies,
 )
 from unified_kg_rag.domain.index.methodologies import builds_artifact
 from unified_kg_rag.domain.models import Collection, DocStatus, IndexInfo
+from unified_kg_rag.domain.tree.nodes import SummaryTree
 from unified_kg_rag.ports import IndexStores
+from unified_kg_rag.util.errors import StoreSchemaError
 
 if TYPE_CHECKING:  # the graph modules load only when an index is described
     from unified_kg_rag.ingestion.graph.extract import GraphExtractor
@@ -126,6 +131,8 @@ class IndexStatus(IndexInfo):
 
     Attributes:
         drift: what a full rebuild would set right (`IndexDrift`).
+        summary_tree: the `raptor` tree in words (levels and summaries, ``partial`` when
+            some summaries failed and wait for the next run); None when none is stored.
         failed: the documents recorded ``failed``, by path, with their reasons.
         quarantined: documents and text units quarantined (``ukr index PATH
             --retry-quarantined`` or a change of their content releases them).
@@ -136,6 +143,7 @@ class IndexStatus(IndexInfo):
     """
 
     drift: IndexDrift = IndexDrift()
+    summary_tree: str | None = None
     failed: list[DocumentFailure] = Field(default_factory=list)
     quarantined: list[QuarantinedItem] = Field(default_factory=list)
     extraction_records_orphaned: int | None = None
@@ -258,12 +266,29 @@ async def describe_index(
             stores, methodologies=methodologies, documents=documents,
             threshold=reset_drift_share,
         ),
+        summary_tree=_tree_state(await stores.records.get(RAPTOR_NAMESPACE, SUMMARY_TREE_KEY)),
         failed=await _failed(stores, documents),
         quarantined=await _quarantined(stores, documents, quarantine_after, keep),
         extraction_records_orphaned=(
             None if keep is None else len(await orphan_records(stores, keep))
         ),
     )
+
+
+def _tree_state(raw: str | None) -> str | None:
+    """The stored summary tree in words (None when none is stored)."""
+    if not raw:
+        return None
+    try:
+        tree = SummaryTree.decode(raw)
+    except StoreSchemaError as exc:
+        return f"unreadable ({exc})"
+    per = Counter(n.level for n in tree.nodes)
+    levels = ", ".join(f"L{k}: {v}" for k, v in sorted(per.items())) or "no summary"
+    state = ("; partial: failed summaries are retried by the next `ukr index`"
+             if tree.partial else "")  # fmt: skip
+    leaves = len({u for n in tree.nodes for u in n.text_unit_ids})
+    return f"{levels} over {leaves} text units{state}"
 
 
 async def _failed(stores: IndexStores, documents: dict[str, int]) -> list[DocumentFailure]:
