@@ -29,6 +29,8 @@ made), never the supporting passages' labels or the answers. The rule:
   case-folded text holds neither the name nor all of its words), ranked by how often they
   occur there (ties: first occurrence), at most 3. Round 0's candidates are what the prompt
   packs: passages, and for `local` its entities, relationships and reports too.
+  ``--controller-blocks N`` reads only the first N numbered candidates (a model that reads
+  the top of the context); by default all of them.
 - ``next_queries``: ``"<question> <bridge>"`` for the first bridges, at most the prompt's
   ``at most N short search queries`` (2 by default).
 
@@ -81,6 +83,8 @@ from unified_kg_rag.evaluation.statistics import paired_bootstrap  # noqa: E402
 ARMS = ["local", "iterative/local", "mix", "iterative/mix"]
 CONTROLLER_MARK = "You judge whether the passages below are enough"
 MAX_BRIDGES = 3
+CONTROLLER_BLOCKS: int | None = None
+"""Read only the first N numbered candidates of the prompt (``--controller-blocks``)."""
 _TIMING_KEYS = ("rewrite", "route", "retrieve", "fuse", "pack")
 _STOPWORD_TEXT = """
 a an the in on at of to for from by with as and but or nor so yet if when while after before
@@ -141,6 +145,8 @@ def controller_reply(body: dict[str, Any]) -> str:
     searched_block = _section(prompt, "Searches already made:\n", "\n\nPassages:\n").strip()
     head, _, tail = prompt.rpartition("\n\nQuestion: ")  # the passages come before it
     passages = _section(head, "\n\nPassages:\n", "\0")
+    if CONTROLLER_BLOCKS is not None:  # "[n] " opens candidate n at a line start
+        passages = re.split(rf"(?m)^\[{CONTROLLER_BLOCKS + 1}\] ", passages, maxsplit=1)[0]
     question = tail.split("\n\nReply with one JSON object")[0].strip()
     m = re.search(r"at most (\d+) short search queries", prompt)
     max_queries = int(m.group(1)) if m else 2
@@ -323,6 +329,8 @@ def main() -> None:
     parser.add_argument("--arms", default=",".join(ARMS),
                         help="comma-separated: local, mix, iterative/BASE (scripted "
                         "controller), offline/BASE (iterative without a chat model)")
+    parser.add_argument("--controller-blocks", type=int, default=None,
+                        help="the scripted controller reads only the first N candidates")
     parser.add_argument("--limit", type=int, default=None, help="the first N questions only")
     parser.add_argument("--set", action="append", default=[],
                         help="query override for every arm as JSON key=value, e.g. "
@@ -330,6 +338,8 @@ def main() -> None:
     args = parser.parse_args()
     overrides = {k: json.loads(v) for k, v in (s.split("=", 1) for s in args.set)}
     arms = args.arms.split(",")
+    global CONTROLLER_BLOCKS
+    CONTROLLER_BLOCKS = args.controller_blocks
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         prepare_hipporag(args.data / "musique_train.json",
