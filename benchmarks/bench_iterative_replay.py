@@ -25,7 +25,8 @@ made), never the supporting passages' labels or the answers. The rule:
 - ``bridge_entities``: the capitalised names of the prompt's ``Passages`` section (maximal
   runs of capitalised words of 2+ letters, which connectors such as *of*, *for*, *the*, *de*
   may join, leading stopwords such as *The*/*In*/*He* and month names dropped, a trailing
-  possessive cut) that are not in the question (its
+  possessive cut; graph markup such as ``(ENTITY)`` or ``PUBLISHED_BY`` and all-capitals
+  words are not names and break a run) that are not in the question (its
   case-folded text holds neither the name nor all of its words), ranked by how often they
   occur there (ties: first occurrence), at most 3. Round 0's candidates are what the prompt
   packs: passages, and for `local` its entities, relationships and reports too.
@@ -96,6 +97,9 @@ january february march april may june july august september october november dec
 """
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _WORD = r"[A-Z][\w'’-]*"
+_LABEL = re.compile(r"\([A-Z_]+\)|\b[A-Z]+(?:_[A-Z]+)+\b|\b[A-Z]{2,}\b")
+"""Graph markup in packed candidates: a type label ``(ENTITY)``, a relation ``PUBLISHED_BY``
+or ``IS``, any all-capitals word; read as a break between names."""
 _CONNECTOR = r"(?:of|for|the|de|del|da|du|la|le|von|van|der)"
 _RUN = re.compile(rf"\b{_WORD}(?:(?:[ ]{_CONNECTOR})*[ ]{_WORD})*")
 
@@ -115,7 +119,8 @@ def _section(prompt: str, start: str, end: str) -> str:
 def capitalised_names(text: str) -> list[str]:
     """Return the capitalised names of ``text`` in order of occurrence, repeats kept.
 
-    A name is a maximal run of capitalised words (2+ letters each; lower-case connectors
+    Graph markup (`_LABEL`: ``(ENTITY)``, ``PUBLISHED_BY``, any all-capitals word) breaks
+    a run. A name is a maximal run of capitalised words (2+ letters each; lower-case connectors
     such as *of*, *for*, *the*, *de*, *von* may join them: *Society for the Exploration of
     Psychotherapy Integration*), its leading stopwords
     (`_STOPWORDS`: a sentence-initial *The*, *In*, *He* ..., month names) dropped and a
@@ -123,7 +128,7 @@ def capitalised_names(text: str) -> list[str]:
     cut; a run left empty is no name.
     """
     out: list[str] = []
-    for m in _RUN.finditer(text):
+    for m in _RUN.finditer(_LABEL.sub("\n", text)):
         words = [w for w in m.group(0).split(" ")]
         while words and (words[0].casefold() in _STOPWORDS
                          or sum(ch.isalpha() for ch in words[0]) < 2):  # fmt: skip
