@@ -289,6 +289,8 @@ def test_auto_strategy_called_directly_delegates_by_rule() -> None:
     assert choose_strategy(("graphrag",), "hybrid", "Which town?") == "local"
     assert choose_strategy(("graphrag", "lightrag"), "hybrid", "Part QX-8628H?") == "naive"
     assert choose_strategy(("hipporag",), "lexical", "Which town?") == "naive"
+    assert choose_strategy(("raptor",), "hybrid", "Which town?") == "tree"
+    assert choose_strategy(("lazy", "raptor"), "hybrid", "Which town?") == "ppr"
 
 
 def test_a_stopped_concept_build_stops_between_batches(tmp_path: Path) -> None:

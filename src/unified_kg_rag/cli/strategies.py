@@ -47,7 +47,7 @@ def strategies_command(
 
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         async with build_app(config, project_dir) as app:
-            return await strategy_catalog(app.index(index))
+            return await strategy_catalog(app.index(index), app.config.query)
 
     catalog = run(main, verbose=verbose)
     if json_out:

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from unified_kg_rag.config.iterative import IterativeConfig
 from unified_kg_rag.config.lazy import LazySearchConfig, PPRConfig
 from unified_kg_rag.config.search import (
     AbstentionConfig,
@@ -234,3 +235,6 @@ class QueryConfig(_Section):
         default_factory=LazySearchConfig, description="Strategy `lazy`."
     )
     tree: TreeQueryConfig = Field(default_factory=TreeQueryConfig, description="Strategy `tree`.")
+    iterative: IterativeConfig = Field(
+        default_factory=IterativeConfig, description="Strategy `iterative`."
+    )

@@ -21,7 +21,7 @@ Module map (new code goes in the room of its concept):
 - `concepts/` — `graph` (the ``lazy`` concept graph), `text` (keyphrases, concept keys),
   `cooccurrence` (co-occurrence edges).
 - `ranking/` — `fusion` (weighted RRF), `mmr`, `ppr` (personalized PageRank), `budget`
-  (token-budget packing).
+  (token-budget packing), `bridge` (`iterative`'s bridge terms from retrieved passages).
 - `answers/` — `extractive`, `match` (the weak-match verdict), `citations`, `abstention`,
   `global_map` (global search's steps).
 - `messages/` — `transcripts` (normalized messages, thread-day transcripts), `manifest`
@@ -30,7 +30,9 @@ Module map (new code goes in the room of its concept):
 - `index/` — `delta` (corpus vs doc registry), `write_lease` (the single-writer rule),
   `meta` (facts an index records about itself), `attempts` (consecutive failures,
   quarantine), `paths` (the one form of a document path, from the forms users type),
-  `methodologies` (how an index comes to hold one).
-- `tree/` — `nodes` (the RAPTOR summary tree: `SummaryNode`, `SummaryTree`).
-- `prompts/` — the prompt templates (Markdown files, versioned by name).
+  `methodologies` (the registered methodology profiles: what each builds, its stage).
+- `tree/` — the RAPTOR summary tree: `nodes` (`SummaryNode`, `SummaryTree`), `clustering`
+  (one level's clusters), `extractive` (LLM-free summaries, input keys), `lineage`.
+- `prompts/` — the prompt templates (Markdown files, versioned by name) and `render` (a
+  template's system and user messages).
 """

@@ -433,8 +433,8 @@ async def delete_documents(
     derived_report = IndexReport(index=report.index)
     await derived.run(stores, derived_report)
     for stage in selected_stages(derived.context.methodologies):
-        field = stage.report_field
-        setattr(report, field, getattr(derived_report, field))
+        if field := stage.report_field:
+            setattr(report, field, getattr(derived_report, field))
     report.records_removed = derived_report.records_removed
     return report
 

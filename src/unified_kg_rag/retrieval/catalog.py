@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from unified_kg_rag.config.models import QueryConfig
 from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE, METHODOLOGIES_KEY, parse_methodologies
 from unified_kg_rag.domain.index.methodologies import how_to_build
 from unified_kg_rag.domain.models import Collection
@@ -58,8 +59,13 @@ class StrategyCatalog(BaseModel):
     strategies: list[StrategyInfo] = Field(default_factory=list)
 
 
-async def strategy_catalog(stores: IndexStores) -> StrategyCatalog:
+async def strategy_catalog(
+    stores: IndexStores, config: QueryConfig | None = None
+) -> StrategyCatalog:
     """Describe every registered strategy against the index of ``stores``.
+
+    ``config``: the query config in effect (a wrapper strategy's methodology follows the
+    strategy it wraps there; None: the defaults).
 
     Raises:
         StoreError: a store failed.
@@ -70,9 +76,10 @@ async def strategy_catalog(stores: IndexStores) -> StrategyCatalog:
     infos = []
     for name in STRATEGIES.names():
         spec = STRATEGIES.get(name)
-        missing = [] if spec.serves(held) else list(spec.needs)
+        needs = spec.needs_for(config)
+        missing = [] if spec.serves(held, config) else list(needs)
         infos.append(StrategyInfo(
-            name=name, description=spec.description, methodologies=list(spec.needs),
+            name=name, description=spec.description, methodologies=list(needs),
             served=bool(units) and not missing, missing=missing,
             how=how_to_build(missing) if missing else ("" if units else first),
         ))  # fmt: skip

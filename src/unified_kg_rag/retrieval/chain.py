@@ -312,7 +312,7 @@ class RAGChain:
         filters = await resolve_filters(self._stores, inp.filters)
         if cfg.strategy != "auto":  # refused before any model call, the rewrite's included
             explicit = STRATEGIES.get(cfg.strategy)
-            explicit.require(held, self._stores.name)
+            explicit.require(held, self._stores.name, cfg)
         metadata: dict[str, object] = {}
         memory = None
         standalone = question
@@ -341,7 +341,7 @@ class RAGChain:
         chosen = await route(ctx) if cfg.strategy == "auto" else None  # the one router
         timings["route"] = _ms(t0)
         spec = STRATEGIES.get(chosen.strategy if chosen else cfg.strategy)
-        spec.require(held, self._stores.name)
+        spec.require(held, self._stores.name, cfg)
         t0 = time.perf_counter()
         if chosen is not None:
             result = await run_route(ctx, chosen)

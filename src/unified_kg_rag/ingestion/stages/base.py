@@ -94,7 +94,8 @@ class DerivedStage(Protocol):
 
     Attributes:
         name: the stage name, as `MethodologyProfile.stage` names it.
-        report_field: the `IndexReport` / `DeleteReport` attribute holding its report.
+        report_field: the `IndexReport` / `DeleteReport` attribute holding its report (""
+            for a stage that reports nothing there).
         order: stages run by ascending order (the graph 10, concepts 20, summary tree 30).
     """
 

@@ -3,6 +3,7 @@
 from unified_kg_rag.retrieval.strategies import auto as auto  # registers "auto"
 from unified_kg_rag.retrieval.strategies import drift as drift  # registers "drift"
 from unified_kg_rag.retrieval.strategies import global_search as global_search  # "global"
+from unified_kg_rag.retrieval.strategies import iterative as iterative  # "iterative"
 from unified_kg_rag.retrieval.strategies import lazy as lazy  # registers "lazy"
 from unified_kg_rag.retrieval.strategies import lightrag as lightrag  # "hybrid", "mix"
 from unified_kg_rag.retrieval.strategies import local as local  # registers "local"

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from unified_kg_rag.config.models import QueryConfig
 from unified_kg_rag.domain.models import Message
 from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.ports import ChatModel
@@ -47,6 +48,7 @@ __all__ = [
     "choose_strategy",
     "code_token",
     "has_code_token",
+    "looks_multi_hop",
     "routable_candidates",
     "route",
     "route_with_llm",
@@ -60,12 +62,22 @@ AUTO_PREFERENCE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ppr", ("hipporag", "lazy")),
     ("hybrid", ("lightrag",)),
     ("local", ("graphrag",)),
+    ("tree", ("raptor",)),
     ("naive", ()),
 )
-"""(strategy, methodologies that let it serve), best measured first."""
+"""(strategy, methodologies that let it serve), best measured first (`tree`: the only
+strategy reading a `raptor`-only index's tree)."""
 
-ROUTABLE: tuple[str, ...] = ("local", "mix", "global", "ppr", "naive")
+ROUTABLE: tuple[str, ...] = ("local", "mix", "global", "ppr", "iterative", "tree", "naive")
 """The strategies the LLM router may pick (intersected with those the index can serve)."""
+
+_RELATIVE = re.compile(
+    r"\b(?:the|a|an) [\w'-]+(?: [\w'-]+)? (?:in which|which|where|who|whose|that)\b", re.I
+)
+_OF_DESCRIPTION = re.compile(
+    r"\b(?:the|a|an) (?!name\b|kind\b|type\b|number\b|year\b|date\b)[\w'-]+ of\b", re.I
+)
+_POSSESSIVE = re.compile(r"\w's (?!own\b)[a-z]+")
 
 
 _CODE_TOKEN = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[^\W\d_])[\w][\w-]{2,}")
@@ -101,6 +113,19 @@ class Route:
         return {"strategy": self.strategy, "by": self.by, "reason": self.reason}
 
 
+def looks_multi_hop(question: str) -> bool:
+    """True when ``question`` chains relations through an entity it does not name.
+
+    A heuristic: a description with a relative clause (``the city where ...``, ``the
+    association which ...``), or two relation descriptions (``the spouse of the director
+    of ...``, ``the birthplace of X's wife``). On MuSiQue-100 it holds for 70 questions, on
+    ``What is the capital of France?`` not.
+    """
+    if _RELATIVE.search(question):
+        return True
+    return len(_OF_DESCRIPTION.findall(question)) + len(_POSSESSIVE.findall(question)) >= 2
+
+
 def code_token(question: str) -> str | None:
     """Return the first code-like token of ``question`` (see `has_code_token`), or None."""
     for m in _CODE_TOKEN.finditer(question):
@@ -109,13 +134,20 @@ def code_token(question: str) -> str | None:
     return None
 
 
-def rule_route(held: Sequence[str], search_mode: str = "hybrid", question: str = "") -> Route:
+def rule_route(
+    held: Sequence[str],
+    search_mode: str = "hybrid",
+    question: str = "",
+    config: QueryConfig | None = None,
+) -> Route:
     """Return the rule's route for an index holding ``held`` methodologies.
 
     Keyword lookups go to `naive` (hybrid BM25 + vector): a ``lexical`` search mode, or a
     question holding a code-like token (a part number, a model name), which the concept graph
     cannot hold (such a token is in one unit, below ``graph.lazy.min_df``) and BM25 finds.
-    Otherwise the first of `AUTO_PREFERENCE` the index can serve (best measured first).
+    With ``config`` given, a question that `looks_multi_hop` goes to `iterative` when the
+    index serves its base (``query.iterative.base``) under it. Otherwise the first of
+    `AUTO_PREFERENCE` the index can serve (best measured first).
     """
     if search_mode == "lexical":
         return Route("naive", "rule", "the search mode is lexical: a keyword lookup")
@@ -124,6 +156,10 @@ def rule_route(held: Sequence[str], search_mode: str = "hybrid", question: str =
         return Route("naive", "rule", f"the question holds the code-like token {token!r}: "
                      "a keyword lookup")  # fmt: skip
     holds = ", ".join(held) or "text units only"
+    if (config is not None and "iterative" in STRATEGIES and looks_multi_hop(question)
+            and STRATEGIES.get("iterative").serves(held, config)):
+        return Route("iterative", "rule", "the question chains relations (multi-hop) and "
+                     f"the index serves {config.iterative.base!r}, the base of `iterative`")
     for strategy, needs in AUTO_PREFERENCE:
         if not needs or any(m in held for m in needs):
             return Route(strategy, "rule", f"the best measured strategy the index can serve "
@@ -137,16 +173,17 @@ def choose_strategy(held: Sequence[str], search_mode: str = "hybrid", question: 
 
 
 def routable_candidates(
-    held: Sequence[str], routable: Sequence[str] = ROUTABLE
+    held: Sequence[str], routable: Sequence[str] = ROUTABLE, config: QueryConfig | None = None
 ) -> list[StrategySpec]:
     """Return the registered strategies of ``routable`` an index holding ``held`` can serve.
 
-    In ``routable`` order; names not registered (their module not imported) are skipped.
+    In ``routable`` order; names not registered (their module not imported) are skipped. A
+    wrapper (`iterative`) serves when its base does under ``config`` (None: the defaults).
     """
     return [
         STRATEGIES.get(name)
         for name in routable
-        if name in STRATEGIES and STRATEGIES.get(name).serves(held)
+        if name in STRATEGIES and STRATEGIES.get(name).serves(held, config)
     ]
 
 
@@ -243,7 +280,7 @@ async def route(ctx: QueryContext) -> Route:
         ModelError: the router model denied access (HTTP 401/403).
     """
     cfg, held = ctx.config, ctx.held
-    candidates = routable_candidates(held)
+    candidates = routable_candidates(held, config=cfg)
     if ctx.chat_model is not None and cfg.llm_router and cfg.search_mode != "lexical" and (
         candidates
     ):
@@ -253,7 +290,7 @@ async def route(ctx: QueryContext) -> Route:
         if len(candidates) > 1:
             ctx.count_llm_call()
     else:
-        chosen = rule_route(held, cfg.search_mode, ctx.question)
+        chosen = rule_route(held, cfg.search_mode, ctx.question, cfg)
     ctx.metadata["route"] = chosen.as_metadata()
     return chosen
 

@@ -386,6 +386,8 @@ class StrategySpec:
         description: one line for help texts.
         answer: ``generative`` (one answer call over the packed context) or ``map_reduce``
             (`lazy`: an answer per batch of sources, then one that joins them).
+        wraps: for a strategy that runs another (``iterative``), the name of the one it
+            runs under a query config; its methodology is then the wrapped one's.
     """
 
     name: str
@@ -393,29 +395,52 @@ class StrategySpec:
     factory: Callable[[], Strategy]
     description: str
     answer: Literal["generative", "map_reduce"] = "generative"
+    wraps: Callable[[QueryConfig], str] | None = None
 
     @property
     def needs(self) -> tuple[str, ...]:
-        """The methodologies any one of which lets it serve (empty: every index)."""
+        """The methodologies any one of which lets it serve (empty: every index).
+
+        A wrapper's are those of the strategy it wraps under the default query config.
+        """
+        return self.needs_for(None)
+
+    def needs_for(self, config: QueryConfig | None) -> tuple[str, ...]:
+        """The methodologies it needs under ``config`` (None: the default query config)."""
+        if self.wraps is not None:
+            config = config if config is not None else QueryConfig()
+            return STRATEGIES.get(self.wraps(config)).needs_for(config)
         m = self.methodology
         return () if m is None else (m,) if isinstance(m, str) else m
 
-    def serves(self, held: Sequence[str]) -> bool:
-        """True when an index holding ``held`` methodologies can serve this strategy."""
-        return not self.needs or any(m in held for m in self.needs)
+    def serves(self, held: Sequence[str], config: QueryConfig | None = None) -> bool:
+        """True when an index holding ``held`` methodologies can serve it (under ``config``)."""
+        needs = self.needs_for(config)
+        return not needs or any(m in held for m in needs)
 
-    def require(self, held: Sequence[str], index: str) -> None:
+    def require(
+        self, held: Sequence[str], index: str, config: QueryConfig | None = None
+    ) -> None:
         """Check that index ``index`` (holding ``held``) can serve this strategy.
+
+        Args:
+            held: the methodologies the index holds.
+            index: the index name, for the message.
+            config: the query config in effect (a wrapper's needs follow it; None: defaults).
 
         Raises:
             MethodologyNotIndexedError: it cannot; the message names what the index holds.
         """
-        if self.serves(held):
+        if self.serves(held, config):
             return
+        needs = self.needs_for(config)
+        via = ""
+        if self.wraps is not None:
+            via = f" (through {self.wraps(config or QueryConfig())!r}, the strategy it wraps)"
         raise MethodologyNotIndexedError(
-            f"strategy {self.name!r} needs the {' or '.join(repr(m) for m in self.needs)} "
-            f"methodology, which index {index!r} does not hold (it holds: "
-            f"{', '.join(held) or 'text units only'}); {how_to_build(self.needs)}. "
+            f"strategy {self.name!r} needs the {' or '.join(repr(m) for m in needs)} "
+            f"methodology{via}, which index {index!r} does not hold (it holds: "
+            f"{', '.join(held) or 'text units only'}); {how_to_build(needs)}. "
             f"`ukr strategies` lists the strategies this index serves{self._mode_note()}",
             index=index,
             held=tuple(held),
@@ -439,11 +464,18 @@ def register_strategy(
     methodology: str | tuple[str, ...] | None,
     description: str,
     answer: Literal["generative", "map_reduce"] = "generative",
+    wraps: Callable[[QueryConfig], str] | None = None,
 ) -> Callable[[type[Strategy]], type[Strategy]]:
-    """Class decorator registering a strategy under ``name`` (see `StrategySpec`)."""
+    """Class decorator registering a strategy under ``name`` (see `StrategySpec`).
+
+    ``wraps`` (a wrapper strategy): the name of the strategy it runs under a query config;
+    its methodology is then resolved through that one (`StrategySpec.needs_for`).
+    """
 
     def wrap(cls: type[Strategy]) -> type[Strategy]:
-        STRATEGIES.register(name, StrategySpec(name, methodology, cls, description, answer))
+        STRATEGIES.register(
+            name, StrategySpec(name, methodology, cls, description, answer, wraps)
+        )
         return cls
 
     return wrap

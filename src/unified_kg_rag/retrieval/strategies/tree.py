@@ -49,6 +49,7 @@ from unified_kg_rag.domain.index.meta import (
     RAPTOR_NAMESPACE,
     SUMMARY_TREE_KEY,
 )
+from unified_kg_rag.domain.index.methodologies import builds_artifact
 from unified_kg_rag.domain.models import Collection, MetadataValue, SearchHit
 from unified_kg_rag.domain.tree.nodes import SummaryNode, SummaryTree
 from unified_kg_rag.ports import IndexStores
@@ -65,7 +66,6 @@ from unified_kg_rag.retrieval.strategies.lightrag import fetch_units, question_s
 from unified_kg_rag.retrieval.strategies.naive import text_unit_candidate
 
 __all__ = [
-    "GRAPH_METHODOLOGIES",
     "LoadedTree",
     "TreeStrategy",
     "load_summary_tree",
@@ -73,9 +73,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-GRAPH_METHODOLOGIES = ("graphrag", "lightrag", "hipporag")
-"""Methodologies whose entity graph gives `tree` its graph signal."""
 
 
 @dataclass(frozen=True)
@@ -200,7 +197,7 @@ class TreeStrategy:
 def _graph_signal(ctx: QueryContext) -> str:
     if ctx.config.tree.graph_signal == "off":
         return "off"
-    return "used" if any(m in ctx.held for m in GRAPH_METHODOLOGIES) else "unavailable"
+    return "used" if builds_artifact(ctx.held, "entity_graph") else "unavailable"
 
 
 async def _no_graph() -> tuple[list[Candidate], list[Candidate]]:
