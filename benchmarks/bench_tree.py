@@ -12,17 +12,21 @@ subprocesses, over indexes built with ``indexing.methodologies: [lazy, raptor]``
 
 Arms ``naive,ppr,tree`` (and ``iterative``, whose base is ``query.iterative.base``, when
 the strategy exists). Each set is run once with ``naive`` as the baseline, then re-scored
-with ``--from-results RUN --baseline ppr`` (no retrieval again): every arm's difference from
+with ``--from-results`` against ``ppr`` (no retrieval again; a copy of the run whose
+manifest names ``ppr``: ``--from-results`` takes no ``--baseline``): every arm's difference from
 both, with 95% paired bootstrap intervals. Metrics: recall@2/5/10, MRR, answer-in-context,
-context tokens, p50 retrieval latency. The index report's ``summary_tree`` gives the tree's
-build time and its summary nodes per level (kept from the first build in
-``WORKDIR/SET-index.json``).
+context tokens, p50 retrieval latency. On MuSiQue `tree` fills about four times naive's
+context, so ``naive,tree`` also run at ``query.top_k`` ``--top-k`` (naive's context near
+tree's; `tree`'s passages are ``query.tree.text_top_k``, unchanged). The index report's
+``summary_tree`` gives the tree's build time and its summary nodes per level (kept from the
+first build in ``WORKDIR/SET-index.json``).
 
 ``--delta`` measures summary reuse after a ~1% change of the MuSiQue corpus (10 passages
 removed, 9 of 2WikiMultihopQA's added) for each ``--dims`` (``graph.raptor.reduction_dims``):
-a copy of the MuSiQue project is rebuilt with those dims, then indexed again after the
-change; ``summaries_reused`` / ``summaries_written`` of that second run, and `tree`'s recall
-on the changed index (the removed passages' questions lose their support: compare the dims
+a copy of the MuSiQue project is rebuilt with those dims, then the changed copy of the
+corpus is indexed into it (``parsing.source_scope`` keeps the ids of a moved corpus's
+documents); ``summaries_reused`` / ``summaries_written`` of that second run, and `tree`'s
+recall on the changed index (the removed passages' questions lose their support: compare the dims
 with one another, not with the main table).
 
 Usage:  python benchmarks/bench_tree.py [--workdir DIR] [--sets musique,novels]
@@ -46,11 +50,12 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 HAS_ITERATIVE = (ROOT / "src" / "unified_kg_rag" / "config" / "iterative.py").exists()
 ARMS = "naive,ppr,tree" + (",iterative" if HAS_ITERATIVE else "")
-SHOWN = ("recall@2", "recall@5", "recall@10", "mrr", "answer_in_context", "cost/context_tokens")
-DELTA_SHOWN = ("recall@5", "recall@10", "mrr", "answer_in_context", "cost/context_tokens",
-               "cost/retrieval_ms")  # fmt: skip
+SHOWN = ("recall@2", "recall@5", "recall@10", "recall_in_context", "mrr", "answer_in_context",
+         "cost/context_tokens")
+DELTA_SHOWN = ("recall@5", "recall@10", "recall_in_context", "mrr", "answer_in_context",
+               "cost/context_tokens", "cost/retrieval_ms")
 CATEGORY_SHOWN = ("recall@5", "recall@10", "mrr")
-YAML = "indexing:\n  methodologies: [lazy, raptor]\n"
+YAML = "indexing:\n  methodologies: [lazy, raptor]\nparsing:\n  source_scope: {scope}\n"
 COMMANDS: list[dict[str, Any]] = []
 
 
@@ -89,7 +94,7 @@ def index(corpus: Path, project: Path, saved: Path | None) -> dict[str, Any]:
         return dict(json.loads(saved.read_text()))
     project.mkdir(parents=True, exist_ok=True)
     if not (project / "ukr.yaml").exists():
-        (project / "ukr.yaml").write_text(YAML)
+        (project / "ukr.yaml").write_text(YAML.format(scope=corpus.parent.name))
     t0 = time.perf_counter()
     report = dict(json.loads(ukr("index", str(corpus), "-C", str(project), "--json").stdout))
     report["bench_wall_s"] = round(time.perf_counter() - t0, 1)
@@ -118,8 +123,19 @@ def evaluate(dataset: Path, project: Path, arms: str, run_dir: Path,
 
 
 def rescore(project: Path, run_dir: Path, baseline: str) -> dict[str, Any]:
-    proc = ukr("eval", "run", "--from-results", str(run_dir), "-C", str(project),
-               "--baseline", baseline, "--retrieval-only", "--json", "-q")  # fmt: skip
+    """Re-score a copy of ``run_dir`` against ``baseline`` (no retrieval again).
+
+    ``--from-results`` re-scores a run "as it ran" and takes no ``--baseline``, so the copy's
+    ``manifest.json`` names the other baseline (every arm's rows are in the run).
+    """
+    copy = run_dir.with_name(f"{run_dir.name}-vs-{baseline}")
+    if copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(run_dir, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest.update(baseline=baseline, run_id=copy.name)
+    (copy / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    proc = ukr("eval", "run", "--from-results", str(copy), "-C", str(project), "--json", "-q")
     return dict(json.loads(proc.stdout))
 
 
@@ -130,7 +146,8 @@ def _cell(metric: str, value: float) -> str:
 def show_means(name: str, comp: dict[str, Any], wall: float) -> None:
     n = max(a["questions"] for a in comp["arms"])
     print(f"== {name}: {n} questions, `ukr eval run` wall time {wall:.0f} s")
-    short = {"cost/context_tokens": "ctx tokens", "answer_in_context": "ans-in-ctx"}
+    short = {"cost/context_tokens": "ctx tokens", "answer_in_context": "ans-in-ctx",
+             "recall_in_context": "rec-in-ctx"}
     heads = [short.get(m, m) for m in SHOWN]
     print(f"  {'arm':<12}" + "".join(f"{h:>11}" for h in heads) + f"{'p50 ms':>9}")
     for a in comp["arms"]:
@@ -168,7 +185,7 @@ def show_categories(comp: dict[str, Any]) -> None:
                       f"({d['low']:+.3f} to {d['high']:+.3f}) {mark}")
 
 
-def run_set(work: Path, name: str, arms: str) -> dict[str, Any]:
+def run_set(work: Path, name: str, arms: str, top_k: int) -> dict[str, Any]:
     corpus, dataset = prepare(work, name)
     project = work / f"{name}-p"
     report = index(corpus, project, work / f"{name}-index.json")
@@ -181,8 +198,18 @@ def run_set(work: Path, name: str, arms: str) -> dict[str, Any]:
     by_ppr = rescore(project, run_dir, "ppr")
     show_deltas(by_ppr)
     show_categories(by_ppr)
-    return {"index_report": report, "summary_tree": report.get("summary_tree"),
-            "eval_wall_s": round(wall, 1), "vs_naive": comp, "vs_ppr": by_ppr}  # fmt: skip
+    out = {"index_report": report, "summary_tree": report.get("summary_tree"),
+           "eval_wall_s": round(wall, 1), "vs_naive": comp, "vs_ppr": by_ppr}  # fmt: skip
+    if top_k:
+        # `tree` fills ~4x naive's context on MuSiQue: naive at a larger query.top_k, same run
+        config = work / f"{name}-top_k{top_k}.yaml"
+        config.write_text((project / "ukr.yaml").read_text() + f"query:\n  top_k: {top_k}\n")
+        big, big_wall = evaluate(dataset, project, "naive,tree", work / f"{name}-run-k{top_k}",
+                                 config)  # fmt: skip
+        show_means(f"{name} at query.top_k {top_k} (naive's budget near tree's)", big, big_wall)
+        show_deltas(big)
+        out[f"top_k_{top_k}"] = big
+    return out
 
 
 def delta_corpus(corpus: Path, out: Path, removed: int = 10, added: int = 9) -> list[str]:
@@ -212,7 +239,8 @@ def run_delta(work: Path, dims: list[int]) -> dict[str, Any]:
         if project.exists():
             shutil.rmtree(project)
         shutil.copytree(work / "musique-p", project)
-        (project / "ukr.yaml").write_text(YAML + f"graph:\n  raptor:\n    reduction_dims: {d}\n")
+        yaml = (work / "musique-p" / "ukr.yaml").read_text()  # its source_scope: same ids
+        (project / "ukr.yaml").write_text(yaml + f"graph:\n  raptor:\n    reduction_dims: {d}\n")
         full = index(corpus, project, None)
         after = index(changed, project, None)
         run_dir = work / f"delta-{d}-run"
@@ -238,6 +266,8 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/ukr-bench-tree"))
     parser.add_argument("--sets", default="musique,novels")
     parser.add_argument("--arms", default=ARMS, help="the first is the baseline")
+    parser.add_argument("--top-k", type=int, default=40,
+                        help="MuSiQue: also naive,tree at this query.top_k (0: not)")
     parser.add_argument("--delta", action="store_true", help="the 1%% delta reuse experiment")
     parser.add_argument("--dims", default="10,32,64")
     parser.add_argument("--json", type=Path, default=None)
@@ -247,7 +277,7 @@ def main() -> None:
     out: dict[str, Any] = {"arms": args.arms}
     started = time.perf_counter()
     for name in [s for s in args.sets.split(",") if s]:
-        out[name] = run_set(work, name, args.arms)
+        out[name] = run_set(work, name, args.arms, args.top_k if name == "musique" else 0)
     if args.delta:
         out["delta"] = run_delta(work, [int(d) for d in args.dims.split(",")])
     out["wall_s"] = round(time.perf_counter() - started, 1)
