@@ -206,8 +206,8 @@ def context_evidence(run_dir: Path, dataset: Path, arms: list[str]) -> dict[str,
             for arm in arms:
                 texts = [s["text"] for s in rows[(it["id"], arm)]["sources"]]
                 hits, n = evidence_hits(texts, it["evidence"])
-                per.setdefault(cat, {}).setdefault(arm, []).append(
-                    sum(1 for h in hits if h) / n if n else 0.0)  # fmt: skip
+                found = set().union(*hits) if hits else set()
+                per.setdefault(cat, {}).setdefault(arm, []).append(len(found) / n if n else 0.0)
     out: dict[str, Any] = {}
     for cat, by_arm in per.items():
         out[cat] = {"n": len(by_arm[arms[0]]),
