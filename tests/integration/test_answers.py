@@ -168,8 +168,8 @@ def test_model_auth_failure_is_an_error_not_an_empty_answer(
     ("kwargs", "error", "message"),
     [
         ({"strategy": "graph"}, ConfigurationError,
-         "unknown strategy 'graph'; registered: auto, drift, global, hybrid, lazy, local, mix, "
-         "naive, ppr, simple"),
+         "unknown strategy 'graph'; registered: auto, drift, global, hybrid, iterative, lazy, "
+         "local, mix, naive, ppr, simple, tree"),
         ({"top_k": 0}, UsageError, "query"),
         ({"colour": "blue"}, UsageError, "unknown query setting"),
     ],
