@@ -284,7 +284,10 @@ def _tree_state(raw: str | None) -> str | None:
     except StoreSchemaError as exc:
         return f"unreadable ({exc})"
     per = Counter(n.level for n in tree.nodes)
-    levels = ", ".join(f"L{k}: {v}" for k, v in sorted(per.items())) or "no summary"
+    levels = ", ".join(f"L{k}: {v}" for k, v in sorted(per.items()))
+    if not levels:
+        return ("no summary (too few text units, graph.raptor.min_leaves, or every summary "
+                "failed: see the last `ukr index`)")
     state = ("; partial: failed summaries are retried by the next `ukr index`"
              if tree.partial else "")  # fmt: skip
     leaves = len({u for n in tree.nodes for u in n.text_unit_ids})

@@ -30,7 +30,9 @@ dropped. The graph bucket's passages are the best-weighted that pass; expanded p
 searched under the filters.
 
 **No tree stored** (the index records ``raptor`` but holds no tree record): the answer comes
-from the text units, with ``metadata["summary_tree"] = "missing"`` and a warning.
+from the text units, with ``metadata["summary_tree"] = "missing"`` and a warning; a stored
+tree without a summary (fewer text units than ``graph.raptor.min_leaves``, or every summary
+failed) reads ``"empty"``.
 ``metadata["graph_signal"]`` is ``used``, ``unavailable`` (no entity graph) or ``off``.
 """
 
@@ -144,7 +146,8 @@ def summary_candidate(node: SummaryNode, score: float, found_by: str) -> Candida
     "tree",
     methodology="raptor",
     description="RAPTOR's collapsed tree: hybrid search over passages and every level of the "
-    "summary tree, with an entity-graph signal, each summary expanded to its passages.",
+    "summary tree (plus an entity-graph signal where the index has one), each summary "
+    "expanded to its passages.",
 )
 class TreeStrategy:
     """Collapsed-tree retrieval over the `raptor` summary tree (see the module docstring)."""
@@ -170,7 +173,8 @@ class TreeStrategy:
             ctx.metadata["summary_tree"] = "missing"
             return StrategyResult(buckets=[Bucket("tree_text_units", await text, cfg.text_weight)],
                                   quotas={"text_unit": text_k})  # fmt: skip
-        ctx.metadata["summary_tree"] = "present"
+        # an empty tree: too few text units (`graph.raptor.min_leaves`), or every summary failed
+        ctx.metadata["summary_tree"] = "present" if loaded.tree.nodes else "empty"
         ctx.metadata["summary_levels"] = loaded.tree.levels
         signal = _graph_signal(ctx)
         ctx.metadata["graph_signal"] = signal
