@@ -45,6 +45,7 @@ def render_graph(graph: GraphBuildReport) -> None:
         table.add_row("  quarantined (skipped)", str(graph.units_quarantined))
     if graph.records_swept:
         table.add_row("  extraction records swept", str(graph.records_swept))
+    _shaping_rows(table, graph)
     table.add_row("entities / relationships", f"{graph.entities} / {graph.relationships}")
     merges = ", ".join(f"{k} {v}" for k, v in sorted(graph.merges.items()) if v)
     if merges:
@@ -72,6 +73,25 @@ def render_graph(graph: GraphBuildReport) -> None:
             f"[red]extraction failed[/]: {escape(f.path)} (unit {f.text_unit_id[:12]}): "
             f"{escape(f.reason)}{_quarantine_note(f.failures, f.quarantined)}", soft_wrap=True,
         )
+
+
+def _shaping_rows(table: Table, graph: GraphBuildReport) -> None:
+    """Add what grounding and the confidence thresholds removed or down-weighted (if any)."""
+    c = graph.shaping
+    rows = {
+        "  ungrounded, dropped (entities / relationships)":
+            (c.ungrounded_entities_dropped, c.ungrounded_relationships_dropped),
+        "  ungrounded, down-weighted (entities / relationships)":
+            (c.ungrounded_entities_weighted, c.ungrounded_relationships_weighted),
+        "  under min_confidence / min_strength, dropped":
+            (c.low_confidence_entities_dropped, c.low_strength_relationships_dropped),
+    }
+    for label, (ents, rels) in rows.items():
+        if ents or rels:
+            table.add_row(label, f"{ents} / {rels}")
+    if c.endpoint_relationships_dropped:
+        table.add_row("  relationships of dropped entities, dropped",
+                      str(c.endpoint_relationships_dropped))
 
 
 def _quarantine_note(failures: int, quarantined: bool) -> str:

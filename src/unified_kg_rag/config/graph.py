@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from unified_kg_rag.config.lazy import LazyIndexConfig
 from unified_kg_rag.config.raptor import RaptorConfig
+from unified_kg_rag.domain.extraction.grounding import GroundingMode, ShapingRules
 
 __all__ = [
     "CommunitiesConfig",
@@ -70,6 +71,57 @@ class ExtractionConfig(_Section):
         "next run asks again (it is quarantined if it is cut on `indexing.quarantine_after` "
         "runs in a row).",
     )
+
+    grounding: GroundingMode = Field(
+        default="weight",
+        description="Check each extracted item's verbatim span against its text unit "
+        "(normalised: NFKC, case, quotes, dashes, whitespace; then fuzzy, "
+        "`grounding_min_similarity`). An item with an empty span is checked by its name "
+        "(a relationship: both endpoint names). `drop` removes an ungrounded item, `weight` "
+        "keeps it with its confidence (entity) or strength (relationship) multiplied by "
+        "`grounding_weight`, `off` checks nothing. Re-shapes the graph from the stored "
+        "records: no model call.",
+    )
+    grounding_min_similarity: float = Field(
+        default=90.0,
+        ge=0,
+        le=100,
+        description="Lowest similarity (rapidfuzz partial ratio, 0-100) of a span to its best "
+        "window of the unit's text that counts as grounded (100: verbatim after normalising).",
+    )
+    grounding_weight: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Under `grounding: weight`, the factor of an ungrounded item's confidence "
+        "or strength (a relationship's weight sums its strengths).",
+    )
+    min_confidence: float | None = Field(
+        default=None,
+        ge=1,
+        le=10,
+        description="Drop entities the model rated below this confidence (1-10; after "
+        "grounding's down-weighting), with the relationships their text unit states about "
+        "them. Entities without a confidence are kept. None: no threshold.",
+    )
+    min_strength: float | None = Field(
+        default=None,
+        ge=1,
+        le=10,
+        description="Drop relationships the model rated below this strength (1-10; after "
+        "grounding's down-weighting). None: no threshold.",
+    )
+
+    @property
+    def shaping_rules(self) -> ShapingRules:
+        """The grounding and confidence settings as `domain.extraction.grounding` reads them."""
+        return ShapingRules(
+            grounding=self.grounding,
+            min_similarity=self.grounding_min_similarity,
+            weight=self.grounding_weight,
+            min_confidence=self.min_confidence,
+            min_strength=self.min_strength,
+        )
 
     @field_validator("entity_types")
     @classmethod

@@ -13,7 +13,8 @@ Module map (new code goes in the room of its concept):
 - `llm/` — `cache_control` (response-cache scopes), `usage` (metering scopes), `json_reply`
   (the JSON object of a reply).
 - `extraction/` — `records` (extraction records), `format` (prompt messages, reply parsing),
-  `xml_records` (lenient XML record reader and its escaping).
+  `xml_records` (lenient XML record reader and its escaping), `grounding` (span grounding and
+  the confidence thresholds that shape a record before resolution).
 - `graph/` — `resolution` (records → one graph), `name_matching`, `summaries` (description
   summaries), `communities` (hierarchical Leiden), `report_context`, `reports` (community
   reports), `membership` (the communities selected entities belong to, ranked), `item_text`

@@ -47,6 +47,7 @@ from .extract import RECORDS_NAMESPACE, ExtractionOutcome, GraphExtractor
 from .record_sweep import current_keys, sweep_records
 from .report import GraphBuildReport, StageReport, UnitFailure
 from .reports import ReportWriter
+from .shaping import shape_records
 from .summarize import DescriptionSummarizer, summary_tasks
 from .unit_attempts import UnitLedger
 from .write import GraphItems, GraphWriter
@@ -132,7 +133,7 @@ def graph_extractor(
 
 
 class GraphIndexer:
-    """Extract → glean → resolve → summarize → communities → reports → write, for one index.
+    """Extract → glean → ground → resolve → summarize → communities → reports → write.
 
     Args:
         stores: the index's stores (fenced by the run's lease).
@@ -237,9 +238,15 @@ class GraphIndexer:
         self._extraction_figures(report, outcome, paths, attempts)
         report.records_swept = await self._sweep(units)
 
+        with self._stage(report, "ground") as stage:
+            rules = self._config.graph.extraction.shaping_rules
+            shaped = shape_records(units, outcome.records, rules)
+            report.shaping, stage.items = shaped.counts, shaped.units_changed
+        records = shaped.records
+
         with self._stage(report, "resolve") as stage:
             resolved = resolve_graph(
-                [(u.id, outcome.records[u.id]) for u in units if u.id in outcome.records],
+                [(u.id, records[u.id]) for u in units if u.id in records],
                 fuzzy_threshold=self._config.graph.resolution.fuzzy_threshold,
             )
             stage.items = len(resolved.entities)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from unified_kg_rag.domain.extraction.grounding import ShapingCounts
 from unified_kg_rag.domain.models import TokenUsage
 
 __all__ = ["GraphBuildReport", "StageReport", "UnitFailure"]
@@ -65,6 +66,9 @@ class GraphBuildReport(BaseModel):
             ``indexing.quarantine_after`` consecutive runs); not a failure of this run.
         records_swept: extraction records no text unit of the index reads any more (removed
             text, other settings), deleted by this build.
+        shaping: what grounding and the confidence rule removed or down-weighted
+            (``graph.extraction.grounding``, ``min_confidence``, ``min_strength``), summed
+            over the text units (`domain.extraction.grounding.ShapingCounts`).
         entities: entities in the graph.
         relationships: relationships in the graph.
         merges: merges done by each resolution rule (``entity_key``, ``compact_name_key``,
@@ -75,7 +79,8 @@ class GraphBuildReport(BaseModel):
         reports: community reports written.
         reports_failed: communities whose report failed (retried by the next run).
         items_removed: graph items of an earlier build that this build no longer has.
-        stages: per-stage figures (``extract``, ``resolve``, ``summarize``, ``communities``,
+        stages: per-stage figures (``extract``, ``ground`` (items: units whose record the
+            rules changed), ``resolve``, ``summarize``, ``communities``,
             ``reports``, ``write``).
     """
 
@@ -89,6 +94,7 @@ class GraphBuildReport(BaseModel):
     units_failed: list[UnitFailure] = Field(default_factory=list)
     units_quarantined: int = 0
     records_swept: int = 0
+    shaping: ShapingCounts = Field(default_factory=ShapingCounts)
     entities: int = 0
     relationships: int = 0
     merges: dict[str, int] = Field(default_factory=dict)
