@@ -79,19 +79,19 @@ def _shaping_rows(table: Table, graph: GraphBuildReport) -> None:
     """Add what grounding and the confidence thresholds removed or down-weighted (if any)."""
     c = graph.shaping
     rows = {
-        "  ungrounded, dropped (entities / relationships)":
-            (c.ungrounded_entities_dropped, c.ungrounded_relationships_dropped),
-        "  ungrounded, down-weighted (entities / relationships)":
-            (c.ungrounded_entities_weighted, c.ungrounded_relationships_weighted),
-        "  under min_confidence / min_strength, dropped":
-            (c.low_confidence_entities_dropped, c.low_strength_relationships_dropped),
+        "  ungrounded, dropped": (c.ungrounded_entities_dropped,
+                                  c.ungrounded_relationships_dropped),
+        "  ungrounded, down-weighted": (c.ungrounded_entities_weighted,
+                                        c.ungrounded_relationships_weighted),
+        "  under min_confidence/strength": (c.low_confidence_entities_dropped,
+                                            c.low_strength_relationships_dropped),
     }
     for label, (ents, rels) in rows.items():
         if ents or rels:
-            table.add_row(label, f"{ents} / {rels}")
+            table.add_row(label, f"{ents} entities, {rels} relationships")
     if c.endpoint_relationships_dropped:
-        table.add_row("  relationships of dropped entities, dropped",
-                      str(c.endpoint_relationships_dropped))
+        table.add_row("  naming a dropped entity",
+                      f"{c.endpoint_relationships_dropped} relationships")
 
 
 def _quarantine_note(failures: int, quarantined: bool) -> str:

@@ -19,6 +19,7 @@ from unified_kg_rag.cli.common import (
     printable,
     run,
 )
+from unified_kg_rag.domain.extraction.grounding import ShapingCounts
 from unified_kg_rag.ingestion.status import IndexStatus, StatusReport
 
 __all__ = ["status_command"]
@@ -72,6 +73,8 @@ def status_command(
         _drift_rows(table, info)
         if info.summary_tree is not None:
             table.add_row("summary tree", escape(info.summary_tree))
+        if (shaped := info.graph_shaping) is not None and (shaped.removed or shaped.weighted):
+            table.add_row("grounding (last build)", _shaping_text(shaped))
         if info.extraction_records_orphaned:
             table.add_row("extraction records orphaned", f"{info.extraction_records_orphaned} "
                           "(the next `ukr index` run deletes them)")
@@ -111,6 +114,11 @@ def _quarantine_lines(info: IndexStatus) -> None:
             "Quarantined items are skipped by `ukr index` until their content changes; "
             "`ukr index PATH --retry-quarantined` tries them again.", soft_wrap=True
         )
+
+
+def _shaping_text(c: ShapingCounts) -> str:
+    """What the last graph build's grounding and thresholds did, in one line."""
+    return f"{c.removed} items removed, {c.weighted} down-weighted (per rule: --json)"
 
 
 def _drift_rows(table: Table, info: IndexStatus) -> None:

@@ -7,11 +7,13 @@ extraction records no text unit reads any more (issue #15: left by a killed run;
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from unified_kg_rag.domain.extraction.grounding import ShapingCounts
 from unified_kg_rag.domain.index.meta import (
     INDEX_NAMESPACE,
     METHODOLOGIES_KEY,
@@ -140,6 +142,8 @@ class IndexStatus(IndexInfo):
             reads under the current model, prompts and settings (the next ``ukr index`` run
             deletes them); None when not counted (no LLM configured, or no graph
             methodology: the record keys cannot be computed).
+        graph_shaping: what grounding and the confidence rules removed or down-weighted in
+            the last LLM graph build; None when no build recorded it.
     """
 
     drift: IndexDrift = IndexDrift()
@@ -147,6 +151,7 @@ class IndexStatus(IndexInfo):
     failed: list[DocumentFailure] = Field(default_factory=list)
     quarantined: list[QuarantinedItem] = Field(default_factory=list)
     extraction_records_orphaned: int | None = None
+    graph_shaping: ShapingCounts | None = None
 
 
 class StatusReport(BaseModel):
@@ -245,6 +250,7 @@ async def describe_index(
     Raises:
         StoreError: a store failed.
     """
+    from unified_kg_rag.ingestion.graph.build import BUILD_KEY
     from unified_kg_rag.ingestion.graph.record_sweep import current_keys, orphan_records
 
     counts = {c.value: await stores.search.count(c) for c in Collection}
@@ -272,7 +278,17 @@ async def describe_index(
         extraction_records_orphaned=(
             None if keep is None else len(await orphan_records(stores, keep))
         ),
+        graph_shaping=_shaping(await stores.records.get(INDEX_NAMESPACE, BUILD_KEY)),
     )
+
+
+def _shaping(raw: str | None) -> ShapingCounts | None:
+    """What the last graph build's grounding did, from its build record (None: not recorded)."""
+    try:
+        shaping = json.loads(raw)["shaping"] if raw else None
+        return None if shaping is None else ShapingCounts.model_validate(shaping)
+    except (ValueError, KeyError, TypeError):  # a record of an older version, or unreadable
+        return None
 
 
 def _tree_state(raw: str | None) -> str | None:

@@ -283,7 +283,9 @@ class GraphIndexer:
             )
         # the quarantined set after this run (newly quarantined units in, released ones out)
         done = self.digest(list(paths), await self.ledger.quarantined())
-        await self._record_build(done, complete=report.complete)
+        await self._record_build(
+            done, complete=report.complete, shaping=report.shaping.model_dump()
+        )
         return report
 
     async def _skip(
@@ -305,7 +307,7 @@ class GraphIndexer:
         report.records_swept = await self._sweep(await load_units(self._stores, paths))
         # the sweep may have dropped failure entries of texts no longer indexed
         done = self.digest(list(paths), await self.ledger.quarantined())
-        await self._record_build(done, complete=True)
+        await self._record_build(done, complete=True, shaping=last.get("shaping"))
 
     def _extraction_figures(
         self,
@@ -335,13 +337,14 @@ class GraphIndexer:
             self._stores, await current_keys(self._stores, self.extractor, units)
         )
 
-    async def _record_build(self, digest: str, *, complete: bool) -> None:
-        """Record the build's digest, completeness and the extraction records it left."""
+    async def _record_build(self, digest: str, *, complete: bool, shaping: object) -> None:
+        """Record the build's digest, completeness, extraction records left and shaping counts.
+
+        ``shaping``: what grounding and the confidence rules did (``ukr status`` shows it).
+        """
         left = await self._stores.records.count(RECORDS_NAMESPACE)
-        await self._stores.records.put(
-            INDEX_NAMESPACE, BUILD_KEY,
-            json.dumps({"digest": digest, "complete": complete, "records": left}),
-        )
+        value = {"digest": digest, "complete": complete, "records": left, "shaping": shaping}
+        await self._stores.records.put(INDEX_NAMESPACE, BUILD_KEY, json.dumps(value))
 
     async def _summarize(
         self,
