@@ -3,7 +3,8 @@
 The index is the one ``benchmarks/bench_graph_index.py`` builds: MuSiQue's 1,890 passages
 with GPT-3.5-turbo-1106's recorded extraction (HippoRAG's OpenIE file) served by the replay
 model (``tests/support/replay_server.py``) through a real OpenAI-compatible server on
-127.0.0.1, methodologies ``graphrag`` and ``lightrag``. The replay's spans: an entity's span
+127.0.0.1, methodologies ``graphrag``, ``lightrag`` and ``hipporag`` (``ppr`` needs the last; it
+builds nothing ``lightrag`` does not). The replay's spans: an entity's span
 is its name when the name occurs verbatim in the passage, else empty; a relationship's span is
 always empty. So this measures the *empty-span fallback* as much as the span check: an entity
 without a span is grounded when its name is (normalised, fuzzy at
@@ -105,6 +106,7 @@ def main() -> None:
                     tmp / "musique" / "corpus", tmp / "p", server,
                     UKR_GRAPH__EXTRACTION__GROUNDING=mode,
                     UKR_GRAPH__EXTRACTION__GROUNDING_MIN_SIMILARITY=str(args.min_similarity),
+                    UKR_INDEXING__METHODOLOGIES='["graphrag", "lightrag", "hipporag"]',
                 )
                 builds[mode] = {"graph": built["graph"], "wall_s": built["wall_s"],
                                 "extraction_calls": model.calls["extraction"] - before}
@@ -112,6 +114,8 @@ def main() -> None:
                 recall[mode] = asyncio.run(
                     measure(tmp / "p", tmp / "musique" / "dataset.jsonl", strategies)
                 )
+                if args.json:  # what is measured so far survives a later failure
+                    args.json.write_text(json.dumps({"builds": builds, "recall": recall}))
     print(f"== MuSiQue, 1,890 passages, replayed GPT-3.5 extraction; grounding_min_similarity "
           f"{args.min_similarity:g}")
     for mode, b in builds.items():
