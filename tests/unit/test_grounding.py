@@ -30,8 +30,13 @@ def _norm(text: str = TEXT) -> str:
 
 
 def test_normalize_folds_case_quotes_dashes_width_and_whitespace() -> None:
-    assert normalize_text("  “Ｆirst”\u2014PROGRAM\t\n’s ") == '"first"-program \'s'
-    assert normalize_text("Stra\u00dfe …") == "strasse ..."
+    assert normalize_text("  “Ｆirst”\u2014PROGRAM\t\n’s ") == "'first'-program's"
+    assert normalize_text("Stra\u00dfe  Nord …") == "strasse nord..."
+    # tokenised text (MuSiQue's passages) and the span a model writes from it
+    tokenised = "Macon ``Milkman ''Dead III , an African - American , 1989 -- 2003"
+    written = "Macon 'Milkman' Dead III, an African-American, 1989\u20132003"
+    assert normalize_text(tokenised) == normalize_text(written)
+    assert normalize_text(written) == "macon'milkman'dead iii,an african-american,1989-2003"
 
 
 @pytest.mark.parametrize(

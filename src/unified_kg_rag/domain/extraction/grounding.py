@@ -10,9 +10,9 @@ on) and §4.2 (an entity rejected for its chunk takes the chunk's relationships 
 
 The rules, in order (`shape_record`):
 
-1. **Normalise** span and text alike (`normalize_text`): Unicode NFKC, case folded, curly
-   quotes and dashes made straight, whitespace collapsed; the span also loses the quotes and
-   punctuation around it.
+1. **Normalise** span and text alike (`normalize_text`): Unicode NFKC, case folded, quote
+   marks and dashes made one straight mark each, whitespace collapsed and dropped next to
+   punctuation; the span also loses the quotes and punctuation around it.
 2. **Grounded** when the span occurs in the text, else when its best-matching window of the
    text is at least ``min_similarity`` similar (rapidfuzz ``partial_ratio``, 0-100). A span
    that elides words with ``...`` is grounded when each of its pieces is. A span longer than
@@ -63,11 +63,13 @@ GroundingMode = Literal["drop", "weight", "off"]
 
 _QUOTES = str.maketrans({
     "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "\u00b4": "'",
-    "`": "'", "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
-    "\u00ab": '"', "\u00bb": '"', "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-",
-    "\u2014": "-", "\u2015": "-", "\u2212": "-", "\ufe58": "-", "\ufe63": "-",
+    "`": "'", '"': "'", "\u201c": "'", "\u201d": "'", "\u201e": "'", "\u201f": "'",
+    "\u2033": "'", "\u00ab": "'", "\u00bb": "'", "\u2010": "-", "\u2011": "-", "\u2012": "-",
+    "\u2013": "-", "\u2014": "-", "\u2015": "-", "\u2212": "-", "\ufe58": "-", "\ufe63": "-",
 })  # fmt: skip
+_RUNS = re.compile(r"([-'])\1+")
 _SPACE = re.compile(r"\s+")
+_SPACE_BY_MARK = re.compile(r" ?([^\w ]) ?")
 _ELLIPSIS = re.compile(r"\.{3,}")
 _EDGE = " \"'.,;:!?()[]{}<>-"
 
@@ -75,11 +77,15 @@ _EDGE = " \"'.,;:!?()[]{}<>-"
 def normalize_text(text: str) -> str:
     """Return ``text`` as grounding compares it.
 
-    NFKC (full-width forms, ligatures, ``…`` → ``...``), curly quotes and primes → ``'`` /
-    ``"``, dashes and the minus sign → ``-``, case folded, whitespace runs → one space, trimmed.
+    NFKC (full-width forms, ligatures, ``…`` → ``...``), case folded; every quote mark, prime
+    and backtick → ``'``, every dash and the minus sign → ``-`` (runs of either → one);
+    whitespace runs → one space, none next to a punctuation mark or symbol, trimmed. So
+    tokenised text (``African - American``, ````Milkman ''``) matches the span a model writes
+    from it (``African-American``, ``'Milkman'``).
     """
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()
-    return _SPACE.sub(" ", text).strip()
+    text = _RUNS.sub(r"\1", _SPACE.sub(" ", text))
+    return _SPACE_BY_MARK.sub(r"\1", text).strip()
 
 
 def _pieces(needle: str) -> list[str]:
