@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from unified_kg_rag.config.claims import ClaimsConfig
 from unified_kg_rag.config.lazy import LazyIndexConfig
 from unified_kg_rag.config.raptor import RaptorConfig
 
@@ -168,6 +169,10 @@ class GraphConfig(_Section):
         default_factory=CommunitiesConfig, description="Leiden communities."
     )
     reports: ReportsConfig = Field(default_factory=ReportsConfig, description="Community reports.")
+    claims: ClaimsConfig = Field(
+        default_factory=ClaimsConfig,
+        description="Claim (covariate) extraction per text unit; off by default.",
+    )
     lazy: LazyIndexConfig = Field(
         default_factory=LazyIndexConfig, description="The LLM-free concept graph (`lazy`)."
     )

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.graph.claims import Claim
 from unified_kg_rag.domain.graph.communities import detect_communities
 from unified_kg_rag.domain.graph.resolution import resolve_graph
 from unified_kg_rag.domain.index.attempts import UnitAttempts, is_quarantined
@@ -42,6 +43,7 @@ from unified_kg_rag.ports import (
 from unified_kg_rag.util.errors import ConfigurationError
 from unified_kg_rag.util.hashing import sha256_json
 
+from .claims import CLAIM_PROMPT, CLAIM_PROMPT_REQUIRED, ClaimExtractor, claim_stage
 from .delta import context_fingerprints, delta_partition, load_previous, save_partition
 from .extract import RECORDS_NAMESPACE, ExtractionOutcome, GraphExtractor
 from .record_sweep import current_keys, sweep_records
@@ -132,7 +134,7 @@ def graph_extractor(
 
 
 class GraphIndexer:
-    """Extract → glean → resolve → summarize → communities → reports → write, for one index.
+    """Extract → glean → resolve → claims (opt-in) → summarize → communities → reports → write.
 
     Args:
         stores: the index's stores (fenced by the run's lease).
@@ -178,6 +180,11 @@ class GraphIndexer:
         self.reporter = ReportWriter(
             chat, counter, graph.reports, template=self._report_template, concurrency=fanout
         )
+        self.claim_extractor = ClaimExtractor(  # the extraction model states the claims too
+            chat, stores.records, graph.claims, concurrency=fanout, template=load_template(
+                project_dir, graph.claims.prompt_file, CLAIM_PROMPT, "graph.claims.prompt_file",
+                CLAIM_PROMPT_REQUIRED),
+        ) if graph.claims.enabled else None  # fmt: skip
 
     def digest(self, unit_ids: list[str], quarantined: Iterable[str] = ()) -> str:
         """Return the digest of a build's inputs: text units, model, prompts, settings.
@@ -190,10 +197,14 @@ class GraphIndexer:
             "extraction": self.extractor.fingerprint(""),
             "summary_prompt": self._summary_template,
             "report_prompt": self._report_template,
-            "graph": self._config.graph.model_dump(mode="json"),
+            "graph": self._config.graph.model_dump(  # claims off: as before claims existed
+                mode="json", exclude=None if self.claim_extractor else {"claims"}
+            ),
             "methodologies": self.methodologies,
             "embedding": self._embedder.model_id,
         }
+        if self.claim_extractor is not None:
+            value["claim_prompt"] = self.claim_extractor.template
         if held := sorted(quarantined):
             value["quarantined"] = held
         return sha256_json(value)
@@ -244,6 +255,13 @@ class GraphIndexer:
             )
             stage.items = len(resolved.entities)
         report.merges = dict(resolved.merges)
+        claims: list[Claim] = []
+        if self.claim_extractor is not None:  # graph.claims.enabled (ingestion.graph.claims)
+            with self._stage(report, "claims") as stage:
+                claims, report.claims = await claim_stage(
+                    self.claim_extractor, units, outcome, resolved, force=force,
+                    progress=self._progress)  # fmt: skip
+                stage.items = report.claims.units_asked
 
         entities = list(resolved.entities)
         relationships = list(resolved.relationships)
@@ -258,6 +276,7 @@ class GraphIndexer:
             entities=entities,
             relationships=relationships,
             relationship_vectors=builds_artifact(self.methodologies, "relationship_vectors"),
+            claims=claims,
         )
         contexts: dict[str, str] | None = None
         if builds_artifact(self.methodologies, "community_reports"):
@@ -402,7 +421,10 @@ class GraphIndexer:
             stage.items = len(communities)
         for c in communities:
             report.communities_per_level[c.level] = report.communities_per_level.get(c.level, 0) + 1
-        contexts = context_fingerprints(communities, entities, items.relationships)
+        about: dict[str, list[Claim]] = {}
+        for claim in items.claims:
+            about.setdefault(claim.subject_id, []).append(claim)
+        contexts = context_fingerprints(communities, entities, items.relationships, about)
         kept: dict[str, CommunityReport] = {}
         if previous is not None:
             same = [c.id for c in communities if previous.contexts.get(c.id) == contexts[c.id]]
@@ -420,6 +442,7 @@ class GraphIndexer:
                 items.relationships,
                 progress=self._progress,
                 existing=kept,
+                claims=about,
             )
             stage.items = len(outcome.reports)
         items.communities = communities

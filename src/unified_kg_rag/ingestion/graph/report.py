@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 
 from unified_kg_rag.domain.models import TokenUsage
 
-__all__ = ["GraphBuildReport", "StageReport", "UnitFailure"]
+__all__ = ["ClaimFigures", "GraphBuildReport", "StageReport", "UnitFailure"]
 
 
 class StageReport(BaseModel):
@@ -45,6 +45,27 @@ class UnitFailure(BaseModel):
     quarantined: bool = False
 
 
+class ClaimFigures(BaseModel):
+    """The claim stage of a graph build (``graph.claims.enabled``).
+
+    Attributes:
+        claims: claims in the graph after the build (statements merged by id).
+        units_asked: text units sent to the model this run.
+        records_reused: text units whose stored claim record was used (no model call).
+        units_failed: text units whose claim call failed or was cut (asked again next run).
+        dropped_subject: claim statements dropped because their subject is not one of their
+            text unit's own entities.
+        records_swept: claim records no text unit of this build reads, deleted.
+    """
+
+    claims: int = 0
+    units_asked: int = 0
+    records_reused: int = 0
+    units_failed: int = 0
+    dropped_subject: int = 0
+    records_swept: int = 0
+
+
 class GraphBuildReport(BaseModel):
     """The graph part of an indexing run.
 
@@ -75,6 +96,8 @@ class GraphBuildReport(BaseModel):
         reports: community reports written.
         reports_failed: communities whose report failed (retried by the next run).
         items_removed: graph items of an earlier build that this build no longer has.
+        claims: the claim stage's figures; None (and left out of the JSON) when claim
+            extraction is off.
         stages: per-stage figures (``extract``, ``resolve``, ``summarize``, ``communities``,
             ``reports``, ``write``).
     """
@@ -98,6 +121,7 @@ class GraphBuildReport(BaseModel):
     reports: int = 0
     reports_failed: int = 0
     items_removed: int = 0
+    claims: ClaimFigures | None = Field(default=None, exclude_if=lambda v: v is None)
     stages: dict[str, StageReport] = Field(default_factory=dict)
 
     @property
@@ -106,7 +130,8 @@ class GraphBuildReport(BaseModel):
 
         Otherwise the next run builds again, asking only for what failed.
         """
-        return self.succeeded and not self.summaries_failed
+        claims_failed = self.claims is not None and self.claims.units_failed > 0
+        return self.succeeded and not self.summaries_failed and not claims_failed
 
     @property
     def succeeded(self) -> bool:
