@@ -56,6 +56,10 @@ def render_graph(graph: GraphBuildReport) -> None:
         per_level = ", ".join(f"L{k}: {v}" for k, v in sorted(graph.communities_per_level.items()))
         table.add_row("communities", per_level)
         table.add_row("reports", f"{graph.reports} ({graph.reports_failed} failed)")
+    if (c := graph.claims) is not None:
+        table.add_row("claims", f"{c.claims} ({c.units_asked} units asked, {c.records_reused} "
+                      f"from stored records, {c.units_failed} failed, {c.dropped_subject} "
+                      "dropped: subject not the unit's entity)")
     if graph.items_removed:
         table.add_row("items of the previous build removed", str(graph.items_removed))
     out_console.print(table)
@@ -93,6 +97,8 @@ def render_estimate(est: CostEstimate) -> None:
         table.add_row("community reports (rough)", f"{est.reports:,}")
     if est.tree_summaries:
         table.add_row("summary-tree calls (rough)", f"{est.tree_summaries:,}")
+    if est.claim_calls is not None:
+        table.add_row("claim calls", f"{est.claim_calls:,}")
     if est.cost_min is not None and est.cost_max is not None:
         table.add_row("cost", f"{est.cost_min:,.2f} - {est.cost_max:,.2f}")
     else:

@@ -60,6 +60,7 @@ from unified_kg_rag.ingestion.document_failures import (
     write_isolating,
 )
 from unified_kg_rag.ingestion.embed_steps import EMBED_TASK, KeptWork, UnitSteps
+from unified_kg_rag.ingestion.graph.claims import claims_to_ask
 from unified_kg_rag.ingestion.graph.estimate import (
     CostEstimate,
     add_tree_cost,
@@ -365,6 +366,7 @@ class IndexPipeline:
                 extraction_template=graph.extraction_template,
                 gleaning_template=graph.gleaning_template,
                 reports_needed=builds_artifact(graph.methodologies, "community_reports"),
+                claims=await claims_to_ask(graph.claim_extractor, units, stored),
             )
         if tree:
             est = add_tree_cost(est, units, config=self._config, counter=self._budget_tokenizer)

@@ -51,8 +51,10 @@ __all__ = [
     "CLAIM_PROMPT_REQUIRED",
     "ClaimExtractor",
     "ClaimOutcome",
+    "ClaimPlan",
     "claim_stage",
     "claim_units",
+    "claims_to_ask",
 ]
 
 logger = logging.getLogger(__name__)
@@ -84,6 +86,36 @@ def claim_units(
             continue
         out.append((unit, [e.name for e in record.entities]))
     return out
+
+
+@dataclass(frozen=True)
+class ClaimPlan:
+    """The claim calls a build would make (``--estimate``): the prompt and the units asked."""
+
+    template: str
+    units: list[tuple[UnitText, list[str]]]
+
+
+async def claims_to_ask(
+    extractor: ClaimExtractor | None,
+    units: Sequence[UnitText],
+    stored: Mapping[str, ExtractionRecord],
+) -> ClaimPlan | None:
+    """Return the units a build would send a claim call (for ``--estimate``); None if off.
+
+    A unit without a stored extraction record is counted (its entities are not known yet:
+    its names are []); one with a complete stored record that lists entities is counted
+    when its claim record is not stored.
+
+    Raises:
+        StoreError: the record store failed.
+    """
+    if extractor is None:
+        return None
+    known = claim_units(units, stored)
+    have = await extractor.stored_keys([extractor.fingerprint(u.text, n) for u, n in known])
+    out = [(u, n) for u, n in known if extractor.fingerprint(u.text, n) not in have]
+    return ClaimPlan(extractor.template, out + [(u, []) for u in units if u.id not in stored])
 
 
 @dataclass
@@ -228,6 +260,10 @@ class ClaimExtractor:
                 outcome.failed[unit.id] = error.reason
             logger.warning("claim extraction failed for %s: %s", group[0][0].path, error.reason)
         return outcome
+
+    async def stored_keys(self, keys: Collection[str]) -> set[str]:
+        """Return those of ``keys`` whose stored claim record is complete (no call needed)."""
+        return {k for k, r in (await self._load(keys)).items() if r.complete}
 
     async def _load(self, keys: Collection[str]) -> dict[str, ClaimRecord]:
         raw = await self._records.get_many(CLAIMS_NAMESPACE, sorted(set(keys)))

@@ -13,14 +13,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.extraction.claims import render_claim_messages
 from unified_kg_rag.domain.extraction.format import (
     render_extraction_messages,
     render_gleaning_messages,
 )
 from unified_kg_rag.domain.extraction.records import ExtractionRecord
+from unified_kg_rag.ingestion.graph.claims import ClaimPlan
 from unified_kg_rag.ingestion.units import UnitText
 from unified_kg_rag.ports import TokenCounter
 
@@ -28,6 +30,8 @@ __all__ = ["CostEstimate", "add_tree_cost", "estimate_graph_cost"]
 
 _ENTITIES_PER_UNIT = 10
 _REPLY_SHARE = 0.8  # extraction reply tokens per unit token (XML records restate the text)
+_CLAIM_REPLY_SHARE = 0.3  # claim reply tokens per unit token (a few claims per passage)
+_NAME_TOKENS = 6  # tokens of one listed entity name in the claim prompt (not known yet)
 
 
 class CostEstimate(BaseModel):
@@ -46,6 +50,8 @@ class CostEstimate(BaseModel):
             ``ceil(n / target_children)`` per level, reuse of a stored tree not counted).
         cost_min: cost with the configured prices, when both are set.
         cost_max: as ``cost_min`` with every gleaning round.
+        claim_calls: claim calls (``graph.claims.enabled``; None and left out of the JSON
+            when claims are off): units without a stored claim record.
     """
 
     units: int = 0
@@ -59,6 +65,7 @@ class CostEstimate(BaseModel):
     tree_summaries: int = 0
     cost_min: float | None = None
     cost_max: float | None = None
+    claim_calls: int | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 def _tokens(counter: TokenCounter, messages: Sequence[object]) -> int:
@@ -74,6 +81,7 @@ def estimate_graph_cost(
     extraction_template: str,
     gleaning_template: str,
     reports_needed: bool,
+    claims: ClaimPlan | None = None,
 ) -> CostEstimate:
     """Return the estimate of a build over ``units`` that extracts ``to_extract``.
 
@@ -85,6 +93,8 @@ def estimate_graph_cost(
         extraction_template: the extraction prompt in effect.
         gleaning_template: the gleaning prompt in effect.
         reports_needed: True when ``graphrag`` is built (community reports).
+        claims: the claim calls to make (`ingestion.graph.claims.claims_to_ask`), None
+            when claims are off.
     """
     cfg = config.graph
     types = cfg.extraction.entity_types
@@ -116,8 +126,29 @@ def estimate_graph_cost(
         est.input_tokens_min += report_in
         est.input_tokens_max += report_in
         est.output_tokens += est.reports * cfg.reports.max_reply_tokens // 2
+    if claims is not None:
+        _add_claims(est, claims, config=config, counter=counter)
     _price(est, config)
     return est
+
+
+def _add_claims(
+    est: CostEstimate, claims: ClaimPlan, *, config: UkrConfig, counter: TokenCounter
+) -> None:
+    """Add one claim call per unit (prompt rendered; names not known yet: estimated)."""
+    cfg = config.graph.claims
+    est.claim_calls = len(claims.units)
+    for unit, names in claims.units:
+        prompt = _tokens(counter, render_claim_messages(
+            unit.text, names, template=claims.template, claim_description=cfg.description,
+            claim_types=cfg.claim_types,
+        )) + (0 if names else _ENTITIES_PER_UNIT * _NAME_TOKENS)  # fmt: skip
+        reply = min(cfg.max_reply_tokens, int(counter.count(unit.text) * _CLAIM_REPLY_SHARE))
+        est.calls_min += 1
+        est.calls_max += 1
+        est.input_tokens_min += prompt
+        est.input_tokens_max += prompt
+        est.output_tokens += reply
 
 
 def add_tree_cost(est: CostEstimate, units: Sequence[UnitText], *, config: UkrConfig,

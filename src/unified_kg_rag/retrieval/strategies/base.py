@@ -68,17 +68,19 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 CandidateKind = Literal[
-    "text_unit", "entity", "relationship", "report", "summary", "key_points", "notes"
+    "text_unit", "entity", "relationship", "claim", "report", "summary", "key_points", "notes"
 ]
-"""Section types: the five searchable ones (``summary``: a node of the `raptor` summary tree),
-and two synthesized ones (`global`'s key points, `drift`'s intermediate answers)."""
+"""Section types: the six searchable ones (``summary``: a node of the `raptor` summary tree;
+``claim``: a claim, with claim extraction on), and two synthesized ones (`global`'s key points,
+`drift`'s intermediate answers)."""
 
 SECTION_KINDS: tuple[str, ...] = (
-    "key_points", "notes", "report", "summary", "entity", "relationship", "text_unit"
+    "key_points", "notes", "report", "summary", "entity", "relationship", "claim", "text_unit"
 )
 """Context order of the section types: synthesized first, then reports, tree summaries,
-entities, relationships and the passages (GraphRAG local search's order; a summary, index
-content a model wrote at ingestion like a report, sits beside the reports)."""
+entities, relationships, claims and the passages (GraphRAG local search's order, claims as its
+covariates; a summary, index content a model wrote at ingestion like a report, sits beside the
+reports)."""
 
 
 def is_fatal(exc: BaseException) -> bool:
@@ -103,8 +105,8 @@ class Candidate:
     """A context candidate a strategy found, with its provenance.
 
     Attributes:
-        kind: ``text_unit``, ``entity``, ``relationship``, ``report``, ``summary``, or a
-            synthesized section (``key_points``, ``notes``).
+        kind: ``text_unit``, ``entity``, ``relationship``, ``claim``, ``report``, ``summary``,
+            or a synthesized section (``key_points``, ``notes``).
         id: the item id (text-unit, entity, relationship, community or summary-node id).
         text: the item text as it goes into the context.
         score: the strategy's score (higher is better; only the order within a bucket counts).
