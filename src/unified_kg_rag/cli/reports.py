@@ -57,9 +57,11 @@ def render_graph(graph: GraphBuildReport) -> None:
         table.add_row("communities", per_level)
         table.add_row("reports", f"{graph.reports} ({graph.reports_failed} failed)")
     if (c := graph.claims) is not None:
-        table.add_row("claims", f"{c.claims} ({c.units_asked} units asked, {c.records_reused} "
-                      f"from stored records, {c.units_failed} failed, {c.dropped_subject} "
-                      "dropped: subject not the unit's entity)")
+        table.add_row("claims", f"{c.claims} ({c.units_asked} asked, {c.records_reused} "
+                      f"reused, {c.units_failed} failed)")
+        if c.dropped_subject:
+            # the subject is not one of the claim's text unit's entities
+            table.add_row("  claims dropped (other subject)", str(c.dropped_subject))
     if graph.items_removed:
         table.add_row("items of the previous build removed", str(graph.items_removed))
     out_console.print(table)
