@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from tests.fakes import FakeEmbedder
-from tests.stages.test_graph_build import DOCS, reply as graph_reply, write_docs
+from tests.stages.test_graph_build import DOCS, write_docs
+from tests.stages.test_graph_build import reply as graph_reply
 from tests.support.openai_server import FakeOpenAIServer, Scripted
 from tests.support.postgres import fresh_catalog
 from unified_kg_rag.bootstrap import App, build_app

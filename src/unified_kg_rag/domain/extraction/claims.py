@@ -274,8 +274,6 @@ def parse_claims_reply(
         items = _objects(obj["claims"])
     elif (listed := _first_list(text)) is not None:
         items = _objects(listed)
-    elif obj is not None and ("subject" in obj or "subject_entity" in obj):
-        items = [obj]
     if items is None:
         items = _salvage(text)
         if not items:
@@ -283,6 +281,8 @@ def parse_claims_reply(
             if cut or NONE_REPLY.fullmatch(bare) or obj == {}:
                 return ParsedClaims(truncated=cut)
             raise ModelOutputError(f"claim reply holds no claim object: {bare[:80]!r}")
-        cut = True  # only pieces of the reply decode: it was cut (or broken) after them
+        # one claim object alone is a whole reply; pieces of a list that does not decode are
+        # what came before a cut (or a break)
+        cut = cut or len(items) > 1 or "[" in text
     claims = [c for c in (_claim(i) for i in items) if c is not None]
     return ParsedClaims(claims=tuple(claims[:max_claims]), truncated=cut)

@@ -1,15 +1,17 @@
 """Claims resolved against the graph: the stored `Claim`, its search record and its text.
 
 Resolution (seed 000 §4.1, "A claim's subject and object resolve only against the entities its
-own text units stated"): a unit's claim whose subject is not one of the entities that unit's
-extraction listed (by `entity_key`) is dropped and counted; an object listed there takes its
-entity's id, any other object is kept as the literal name the claim states (``object_id``
-empty). Names resolve through `ResolvedGraph.key_to_entity_id`, so a claim follows its entity
-through merges. A claim's id is the digest of its resolved content (subject and object ids or
-key, type, status, dates, description): statements of several units that resolve to one id
-merge, their text units joined, the first unit's (by id) source text kept. Everything is
-derived from the stored records of the current units, so an incremental build yields exactly
-the claims of a full one.
+own text units stated"): a name resolves by its `entity_key` through
+`ResolvedGraph.key_to_entity_id` (so it follows its entity through the graph's merges), and it
+counts only when that entity is one the unit's own extraction listed. A claim whose subject
+does not is dropped and counted; an object that does takes its entity's id, any other object
+is kept as the literal name the claim states (``object_id`` empty).
+
+A claim's id is the digest of its resolved content (subject and object ids or key, type,
+status, dates, description): statements of several units that resolve to one id merge, their
+text units joined, the first unit's (by id) source text kept. Everything is derived from the
+stored records of the current units, so an incremental build yields exactly the claims of a
+full one.
 
 Not here: reading replies (`domain.extraction.claims`), storage (the ``claims`` search
 collection, written by `ingestion.graph.write`).
@@ -110,15 +112,15 @@ def resolve_claims(
     lineage: dict[str, set[str]] = {}
     dropped = 0
     for unit_id, extraction, record in sorted(units, key=lambda u: u[0]):
-        own = {entity_key(e.name) for e in extraction.entities}
+        own = {key_to_entity_id.get(entity_key(e.name)) for e in extraction.entities} - {None}
         for stated in record.claims:
-            subject_key = entity_key(stated.subject)
-            subject_id = key_to_entity_id.get(subject_key) if subject_key in own else None
-            if subject_id is None:
+            subject_id = key_to_entity_id.get(entity_key(stated.subject))
+            if subject_id is None or subject_id not in own:
                 dropped += 1
                 continue
             object_key = entity_key(stated.object) if stated.object else ""
-            object_id = key_to_entity_id.get(object_key, "") if object_key in own else ""
+            object_id = key_to_entity_id.get(object_key, "")
+            object_id = object_id if object_id in own else ""
             object_name = names.get(object_id, stated.object) if object_id else stated.object
             cid = _claim_id(
                 subject_id,
