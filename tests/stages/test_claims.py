@@ -179,16 +179,17 @@ def test_report_prompt_holds_the_claims_table_and_local_cites_the_claims_unit(
 ) -> None:
     corpus = write_docs(tmp_path / "corpus")
 
-    async def main(server: FakeOpenAIServer) -> tuple[RetrievalOutput, str]:
+    async def main(server: FakeOpenAIServer) -> tuple[RetrievalOutput, RetrievalOutput, str]:
         async with build_app(_config(server), tmp_path / "p") as app:
             await _run(app, [corpus])
             chain = RAGChain(app.index("default"), embedder=FakeEmbedder(), chat_model=None,
                              budget_tokenizer=app.budget_tokenizer, config=app.config.query)
             out = await chain.retrieve("Where did Hideki Yukawa study?", strategy="local")
-            return out, await _unit_of(app, "kyoto.txt")
+            swept = await chain.retrieve("Royal Society membership", strategy="simple")
+            return out, swept, await _unit_of(app, "ada.txt")
 
     with FakeOpenAIServer(reply=reply) as server:
-        out, kyoto_unit = asyncio.run(main(server))
+        out, swept, ada_unit = asyncio.run(main(server))
         prompts = [_user(r.body) for r in server.requests_to("/chat/completions")]
     reports = [p for p in prompts if "<report_context>" in p]
     with_claims = [p for p in reports if "-----Claims-----" in p]
@@ -200,12 +201,21 @@ def test_report_prompt_holds_the_claims_table_and_local_cites_the_claims_unit(
     assert [c.title for c in claims] == [
         "Hideki Yukawa — EDUCATION — Kyoto University [TRUE, 1929-03 to 1932-03]"
     ]
-    assert claims[0].text_unit_ids == (kyoto_unit,)
+    kyoto_doc = next(s.document_id for s in out.sources if s.kind == "text_unit"
+                     and s.path == "kyoto.txt")  # fmt: skip
+    assert claims[0].text_unit_ids == tuple(
+        s.id for s in out.sources if s.kind == "text_unit" and s.path == "kyoto.txt")
+    assert claims[0].document_ids == (kyoto_doc,)
     assert claims[0].metadata["status"] == "TRUE"
     kinds = [s.kind for s in out.sources]
     # claims sit after the relationships and before the passages (GraphRAG's covariates)
     assert kinds.index("claim") > max(i for i, k in enumerate(kinds) if k == "relationship")
     assert kinds.index("claim") < kinds.index("text_unit")
+    # `simple` sweeps the claims collection too, with the claim's lineage
+    assert "claims" in swept.metadata["simple_swept"]
+    top = next(s for s in swept.sources if s.kind == "claim")
+    assert top.title == "Charles Babbage — MEMBERSHIP — Royal Society [SUSPECTED]"
+    assert top.text_unit_ids == (ada_unit,)
 
 
 def test_claims_off_sends_no_claim_prompt_and_no_claims_table(tmp_path: Path) -> None:
