@@ -13,11 +13,13 @@ Module map (new code goes in the room of its concept):
 - `llm/` — `cache_control` (response-cache scopes), `usage` (metering scopes), `json_reply`
   (the JSON object of a reply).
 - `extraction/` — `records` (extraction records), `format` (prompt messages, reply parsing),
-  `xml_records` (lenient XML record reader and its escaping).
+  `xml_records` (lenient XML record reader and its escaping), `claims` (claim records, the
+  claim prompt's messages, claim replies, statuses), `claim_dates` (claim dates to ISO-8601).
 - `graph/` — `resolution` (records → one graph), `name_matching`, `summaries` (description
   summaries), `communities` (hierarchical Leiden), `report_context`, `reports` (community
   reports), `membership` (the communities selected entities belong to, ranked), `item_text`
-  (how entities and relationships read as text).
+  (how entities and relationships read as text), `claims` (claims resolved against the
+  graph: `Claim`, its search record and text).
 - `concepts/` — `graph` (the ``lazy`` concept graph), `text` (keyphrases, concept keys),
   `cooccurrence` (co-occurrence edges).
 - `ranking/` — `fusion` (weighted RRF), `mmr`, `ppr` (personalized PageRank), `budget`
