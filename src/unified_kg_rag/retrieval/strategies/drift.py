@@ -61,7 +61,7 @@ _MAX_FOLLOW_UPS = 5
 _COUNTER = EstimateTokenCounter()
 _NO_FOLLOW_UPS = "Without reports or primer follow-ups, the question itself is the one follow-up"
 _HEADERS = {"report": "Reports", "entity": "Entities", "relationship": "Relationships",
-            "text_unit": "Passages"}  # fmt: skip
+            "claim": "Claims", "text_unit": "Passages"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def pack_context(
 
     Args:
         candidates: best first, any kinds (``report``, ``entity``, ``relationship``,
-            ``text_unit``).
+            ``claim``, ``text_unit``).
         shares: type → share of the budget (``query.type_shares``).
         max_tokens: the budget.
     """
