@@ -311,16 +311,24 @@ def test_claims_are_stored_on_postgres(postgres_url: str, tmp_path: Path) -> Non
     pg = {"kind": "postgres",
           "postgres": {"url": postgres_url, "schema_name": fresh_catalog(), "pool_min_size": 0}}
 
-    async def main(server: FakeOpenAIServer) -> tuple[dict[str, Claim], dict[str, Claim]]:
+    async def main(
+        server: FakeOpenAIServer,
+    ) -> tuple[dict[str, Claim], RetrievalOutput, dict[str, Claim]]:
         async with build_app(_config(server, **pg), tmp_path / "p") as app:
             await _run(app, [corpus])
             stored = await _claims(app)
+            chain = RAGChain(app.index("default"), embedder=FakeEmbedder(), chat_model=None,
+                             budget_tokenizer=app.budget_tokenizer, config=app.config.query)
+            out = await chain.retrieve("Where did Hideki Yukawa study?", strategy="local")
             (corpus / "kyoto.txt").unlink()
             await _run(app, [corpus])
-            return stored, await _claims(app)
+            return stored, out, await _claims(app)
 
     with FakeOpenAIServer(reply=reply) as server:
-        stored, after = asyncio.run(main(server))
+        stored, out, after = asyncio.run(main(server))
+    # the subject filter of `local`'s claim search works on PostgreSQL too
+    assert [s.id for s in out.sources if s.kind == "claim"] == [
+        stored["Hideki Yukawa|EDUCATION"].id]
     assert sorted(stored) == ["Ada Lovelace|COLLABORATION", "Charles Babbage|MEMBERSHIP",
                               "Hideki Yukawa|EDUCATION"]  # fmt: skip
     assert stored["Hideki Yukawa|EDUCATION"].start_date == "1929-03"
