@@ -30,6 +30,7 @@ from unified_kg_rag.domain.models import Collection
 from unified_kg_rag.ingestion.pipeline import IndexPipeline
 from unified_kg_rag.ingestion.report import IndexReport
 from unified_kg_rag.retrieval.chain import RAGChain, RetrievalOutput
+from unified_kg_rag.util.errors import ConfigurationError
 
 pytestmark = pytest.mark.integration
 
@@ -334,3 +335,38 @@ def test_claims_are_stored_on_postgres(postgres_url: str, tmp_path: Path) -> Non
     assert stored["Hideki Yukawa|EDUCATION"].start_date == "1929-03"
     assert stored["Charles Babbage|MEMBERSHIP"].object_id == ""
     assert sorted(after) == ["Ada Lovelace|COLLABORATION", "Charles Babbage|MEMBERSHIP"]
+
+
+def test_a_claim_prompt_file_is_used_and_one_without_its_placeholders_refused(
+    tmp_path: Path,
+) -> None:
+    corpus = write_docs(tmp_path / "corpus", {"kyoto.txt": DOCS["kyoto.txt"]})
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "bad.md").write_text("List the claims of {text}.", encoding="utf-8")
+    (project / "good.md").write_text(
+        "Custom claim rules: {claim_description}\n=== user ===\n<text>\n{text}\n</text>\n"
+        f"{CLAIM_MARKER}\n{{entity_names}}\n", encoding="utf-8")
+
+    def configured(server: FakeOpenAIServer, prompt: str) -> UkrConfig:
+        config = _config(server)
+        graph = config.graph.model_copy(update={"claims": config.graph.claims.model_copy(
+            update={"prompt_file": prompt})})  # fmt: skip
+        return config.model_copy(update={"graph": graph})
+
+    async def main(server: FakeOpenAIServer) -> tuple[str, IndexReport]:
+        async with build_app(configured(server, "bad.md"), project) as app:
+            with pytest.raises(ConfigurationError) as refused:
+                await _run(app, [corpus])
+        async with build_app(configured(server, "good.md"), project) as app:
+            return str(refused.value), await _run(app, [corpus])
+
+    with FakeOpenAIServer(reply=reply) as server:
+        message, report = asyncio.run(main(server))
+        bodies = [r.body for r in server.requests_to("/chat/completions")]
+    assert "bad.md" in message and "{entity_names}" in message
+    claim_calls = [b for b in bodies if CLAIM_MARKER in _user(b)]
+    assert len(claim_calls) == 1
+    assert claim_calls[0]["messages"][0]["content"].startswith("Custom claim rules: Any claims")
+    assert report.graph is not None and report.graph.claims is not None
+    assert report.graph.claims.claims == 1
