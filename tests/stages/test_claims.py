@@ -273,6 +273,38 @@ def test_a_units_own_unreadable_claim_reply_fails_that_unit_only(
     assert asked_again == 1 and second.graph.claims.records_reused == 2
 
 
+def test_a_unit_whose_claims_keep_failing_is_quarantined_for_claims(tmp_path: Path) -> None:
+    corpus = write_docs(tmp_path / "corpus", {"kyoto.txt": DOCS["kyoto.txt"],
+                                              "ada.txt": DOCS["ada.txt"]})  # fmt: skip
+
+    def scripted(body: dict[str, Any]) -> str:
+        text = _user(body)
+        if CLAIM_MARKER in text and "Kyoto University is" in text:
+            return "I cannot list claims for this text."
+        return reply(body)
+
+    async def main(server: FakeOpenAIServer) -> tuple[list[IndexReport], list[int]]:
+        config = _config(server).model_copy(update={"indexing": UkrConfig().indexing.model_copy(
+            update={"quarantine_after": 2})})  # fmt: skip
+        reports, calls = [], []
+        async with build_app(config, tmp_path / "p") as app:
+            for _ in range(3):
+                before = len(_claim_calls(server))
+                reports.append(await _run(app, [corpus]))
+                calls.append(len(_claim_calls(server)) - before)
+        return reports, calls
+
+    with FakeOpenAIServer(reply=scripted) as server:
+        reports, calls = asyncio.run(main(server))
+    figures = [r.graph.claims for r in reports if r.graph is not None]
+    assert [f.units_failed for f in figures if f] == [1, 1, 0]
+    assert [f.units_quarantined for f in figures if f] == [0, 0, 1]
+    # run 1 asks both units, run 2 only the failed one, run 3 none (quarantined)
+    assert calls == [2, 1, 0]
+    assert [r.graph.complete for r in reports if r.graph] == [False, False, True]
+    assert figures[2] is not None and figures[2].claims == 2  # Ada's claims stay
+
+
 def test_a_server_down_during_claims_stops_the_build_and_keeps_the_records(
     tmp_path: Path,
 ) -> None:

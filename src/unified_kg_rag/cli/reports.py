@@ -59,6 +59,8 @@ def render_graph(graph: GraphBuildReport) -> None:
     if (c := graph.claims) is not None:
         table.add_row("claims", f"{c.claims} ({c.units_asked} asked, {c.records_reused} "
                       f"reused, {c.units_failed} failed)")
+        if c.units_quarantined:
+            table.add_row("  claims quarantined (not asked)", str(c.units_quarantined))
         if c.dropped_subject:
             # the subject is not one of the claim's text unit's entities
             table.add_row("  claims dropped (other subject)", str(c.dropped_subject))

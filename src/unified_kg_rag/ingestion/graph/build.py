@@ -183,7 +183,7 @@ class GraphIndexer:
         self.claim_extractor = ClaimExtractor(  # the extraction model states the claims too
             chat, stores.records, graph.claims, concurrency=fanout, template=load_template(
                 project_dir, graph.claims.prompt_file, CLAIM_PROMPT, "graph.claims.prompt_file",
-                CLAIM_PROMPT_REQUIRED),
+                CLAIM_PROMPT_REQUIRED), quarantine_after=config.indexing.quarantine_after,
         ) if graph.claims.enabled else None  # fmt: skip
 
     def digest(self, unit_ids: list[str], quarantined: Iterable[str] = ()) -> str:

@@ -19,6 +19,7 @@ are swept after the stage (`sweep`).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -33,6 +34,7 @@ from unified_kg_rag.domain.extraction.claims import (
 from unified_kg_rag.domain.extraction.records import ExtractionRecord
 from unified_kg_rag.domain.graph.claims import Claim, resolve_claims
 from unified_kg_rag.domain.graph.resolution import ResolvedGraph
+from unified_kg_rag.domain.index.attempts import UnitAttempts, is_quarantined
 from unified_kg_rag.domain.llm.cache_control import accept_replies, refresh_cache
 from unified_kg_rag.domain.llm.finish import describe_finish
 from unified_kg_rag.domain.llm.usage import spend_note
@@ -47,6 +49,7 @@ from .report import ClaimFigures
 
 __all__ = [
     "CLAIMS_NAMESPACE",
+    "CLAIM_FAILURES_NAMESPACE",
     "CLAIM_PROMPT",
     "CLAIM_PROMPT_REQUIRED",
     "ClaimExtractor",
@@ -61,6 +64,10 @@ logger = logging.getLogger(__name__)
 
 CLAIMS_NAMESPACE = "claim_records"
 """RecordStore namespace of claim records, keyed by fingerprint."""
+
+CLAIM_FAILURES_NAMESPACE = "claim_failures"
+"""RecordStore namespace of the consecutive claim failures per claim fingerprint
+(`UnitAttempts`); at ``indexing.quarantine_after`` the unit's claims are no longer asked."""
 
 CLAIM_PROMPT = "extract_claims.v1"
 """The built-in claim prompt template."""
@@ -128,6 +135,8 @@ class ClaimOutcome:
         fingerprints: text unit id → its claim record key, for every unit asked or reused.
         reused: units answered from the record store.
         extracted: texts sent to the model and answered.
+        quarantined: units not asked: their claims failed on ``quarantine_after``
+            consecutive runs (a cut reply's claims, if any, are used).
     """
 
     records: dict[str, ClaimRecord] = field(default_factory=dict)
@@ -135,6 +144,7 @@ class ClaimOutcome:
     fingerprints: dict[str, str] = field(default_factory=dict)
     reused: int = 0
     extracted: int = 0
+    quarantined: list[str] = field(default_factory=list)
 
 
 class _UnitFailedError(Exception):
@@ -152,6 +162,8 @@ class ClaimExtractor:
         config: ``graph.claims``.
         template: the claim prompt template.
         concurrency: units in flight at once.
+        quarantine_after: ``indexing.quarantine_after``: consecutive failed runs after which
+            a unit's claims are no longer asked (0: never).
     """
 
     def __init__(
@@ -162,12 +174,14 @@ class ClaimExtractor:
         *,
         template: str,
         concurrency: int,
+        quarantine_after: int = 0,
     ) -> None:
         self._chat = chat
         self._records = records
         self._config = config
         self.template = template
         self._concurrency = concurrency
+        self._quarantine_after = quarantine_after
 
     def fingerprint(self, text: str, entity_names: Sequence[str]) -> str:
         """Return the claim record key of a text with these entity names (current settings)."""
@@ -208,12 +222,19 @@ class ClaimExtractor:
         outcome = ClaimOutcome()
         keys = outcome.fingerprints = {u.id: self.fingerprint(u.text, n) for u, n in units}
         stored = await self._load(keys.values())
+        attempts = await self._attempts(keys.values())
         groups: dict[str, list[tuple[UnitText, list[str]]]] = {}
         for unit, names in units:
             record = stored.get(keys[unit.id])
+            held = keys[unit.id] in attempts and is_quarantined(
+                attempts[keys[unit.id]].failures, self._quarantine_after)
             if record is not None and record.complete and not force:
                 outcome.records[unit.id] = record
                 outcome.reused += 1
+            elif held and not force:
+                outcome.quarantined.append(unit.id)
+                if record is not None:  # the claims of its last cut reply
+                    outcome.records[unit.id] = record
             else:
                 groups.setdefault(keys[unit.id], []).append((unit, names))
         judge = FailureJudge(self._chat, concurrency=self._concurrency, stage="claims")
@@ -258,8 +279,47 @@ class ClaimExtractor:
                 raise error if error is not None else RuntimeError("no record and no error")
             for unit, _ in group:
                 outcome.failed[unit.id] = error.reason
+                if (partial_record := stored.get(keys[unit.id])) is not None:
+                    outcome.records[unit.id] = partial_record  # an earlier cut reply's claims
             logger.warning("claim extraction failed for %s: %s", group[0][0].path, error.reason)
+        await self._count_failures(outcome, groups, attempts)
         return outcome
+
+    async def _attempts(self, keys: Collection[str]) -> dict[str, UnitAttempts]:
+        """Return the failure entries of ``keys`` (claim fingerprint → attempts)."""
+        raw = await self._records.get_many(CLAIM_FAILURES_NAMESPACE, sorted(set(keys)))
+        out: dict[str, UnitAttempts] = {}
+        for key, value in raw.items():
+            try:
+                out[key] = UnitAttempts.model_validate_json(value)
+            except ValueError:
+                logger.warning("unreadable claim failure entry %s ignored", key[:12])
+        return out
+
+    async def _count_failures(
+        self,
+        outcome: ClaimOutcome,
+        asked: Mapping[str, Sequence[tuple[UnitText, list[str]]]],
+        attempts: Mapping[str, UnitAttempts],
+    ) -> None:
+        """Count this run's failures per claim fingerprint; clear those answered completely."""
+        now = time.time()
+        written: dict[str, str] = {}
+        for unit_id, reason in sorted(outcome.failed.items()):
+            key = outcome.fingerprints[unit_id]
+            if key in written:
+                continue
+            before = attempts[key].failures if key in attempts else 0
+            unit = asked[key][0][0] if key in asked else None
+            written[key] = UnitAttempts(
+                failures=before + 1, error=reason, text_unit_id=unit_id,
+                path=unit.path if unit is not None else "", updated_at=now,
+            ).model_dump_json()  # fmt: skip
+        cleared = [k for k in asked if k in attempts and k not in written]
+        if written:
+            await self._records.put_many(CLAIM_FAILURES_NAMESPACE, written)
+        if cleared:
+            await self._records.delete(CLAIM_FAILURES_NAMESPACE, cleared)
 
     async def stored_keys(self, keys: Collection[str]) -> set[str]:
         """Return those of ``keys`` whose stored claim record is complete (no call needed)."""
@@ -298,19 +358,23 @@ class ClaimExtractor:
         )
 
     async def sweep(self, keep: Collection[str]) -> int:
-        """Delete the claim records whose key is not in ``keep``; return how many.
+        """Delete the claim records (and failure entries) not in ``keep``; return the records'.
 
         Raises:
             StoreError: the record store failed (the next build sweeps what is left).
         """
         wanted = set(keep)
-        doomed = [k for k in await self._records.keys(CLAIMS_NAMESPACE) if k not in wanted]
-        deleted = 0
-        for i in range(0, len(doomed), 2000):
-            deleted += await self._records.delete(CLAIMS_NAMESPACE, doomed[i : i + 2000])
-        if deleted:
-            logger.info("deleted %d claim records no text unit reads", deleted)
-        return deleted
+        swept = 0
+        for namespace in (CLAIMS_NAMESPACE, CLAIM_FAILURES_NAMESPACE):
+            doomed = [k for k in await self._records.keys(namespace) if k not in wanted]
+            deleted = 0
+            for i in range(0, len(doomed), 2000):
+                deleted += await self._records.delete(namespace, doomed[i : i + 2000])
+            if deleted:
+                logger.info("deleted %d %s entries no text unit reads", deleted, namespace)
+            if namespace == CLAIMS_NAMESPACE:
+                swept = deleted
+        return swept
 
 
 async def claim_stage(
@@ -349,6 +413,7 @@ async def claim_stage(
         units_asked=found.extracted,
         records_reused=found.reused,
         units_failed=len(found.failed),
+        units_quarantined=len(found.quarantined),
         records_swept=await extractor.sweep(found.fingerprints.values()),
     )
     result = resolve_claims(

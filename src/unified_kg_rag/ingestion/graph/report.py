@@ -53,6 +53,9 @@ class ClaimFigures(BaseModel):
         units_asked: text units sent to the model this run.
         records_reused: text units whose stored claim record was used (no model call).
         units_failed: text units whose claim call failed or was cut (asked again next run).
+        units_quarantined: text units not asked: their claims failed on
+            ``indexing.quarantine_after`` consecutive runs (until their text, entities or the
+            claim settings change, or ``--force-rebuild``).
         dropped_subject: claim statements dropped because their subject is not one of their
             text unit's own entities.
         records_swept: claim records no text unit of this build reads, deleted.
@@ -62,6 +65,7 @@ class ClaimFigures(BaseModel):
     units_asked: int = 0
     records_reused: int = 0
     units_failed: int = 0
+    units_quarantined: int = 0
     dropped_subject: int = 0
     records_swept: int = 0
 
