@@ -117,6 +117,7 @@ def test_a_lone_claim_object_is_a_whole_reply() -> None:
 
 def test_nothing_to_claim_and_unreadable_replies() -> None:
     assert parse_claims_reply('{"claims": []}').claims == ()
+    assert parse_claims_reply('{"claims": null}').claims == ()
     assert parse_claims_reply("None").claims == ()
     assert parse_claims_reply("<think>hmm</think>[]").claims == ()
     with pytest.raises(ModelOutputError, match="empty"):

@@ -53,6 +53,8 @@ _STATUS_WORDS = {
 }
 _STATUS_OF = {w: s for s, words in _STATUS_WORDS.items() for w in words}
 _DECODER = json.JSONDecoder()
+_MAX_SALVAGE_STARTS = 2000
+"""Most ``{`` positions a broken reply is decoded from (bounds the cost of a reply of braces)."""
 
 
 class _Model(BaseModel):
@@ -230,8 +232,9 @@ def _first_list(text: str) -> list[object] | None:
 def _salvage(text: str) -> list[dict[str, object]]:
     """Return the complete claim objects of a reply whose outer JSON does not decode."""
     out: list[dict[str, object]] = []
-    start = text.find("{", max(text.find("["), 0))
-    while start != -1:
+    start, tries = text.find("{", max(text.find("["), 0)), 0
+    while start != -1 and tries < _MAX_SALVAGE_STARTS:
+        tries += 1
         try:
             value, end = _DECODER.raw_decode(text, start)
         except (json.JSONDecodeError, RecursionError):
@@ -272,6 +275,8 @@ def parse_claims_reply(
     items: list[dict[str, object]] | None = None
     if obj is not None and isinstance(obj.get("claims"), list):
         items = _objects(obj["claims"])
+    elif obj is not None and "claims" in obj and not obj["claims"]:  # "claims": null
+        items = []
     elif (listed := _first_list(text)) is not None:
         items = _objects(listed)
     if items is None:
