@@ -43,7 +43,8 @@ from pydantic import BaseModel, Field
 from unified_kg_rag.domain.llm.json_reply import parse_json_object
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.models import Message, TokenUsage
-from unified_kg_rag.domain.prompts import load_prompt
+from unified_kg_rag.domain.prompts.library import PACKAGED
+from unified_kg_rag.domain.prompts.render import render_text
 from unified_kg_rag.evaluation.autoq_sampling import (
     ClusterSample,
     TextUnitRecord,
@@ -317,12 +318,14 @@ async def _local_questions(
     dropped: list[DroppedItem],
 ) -> tuple[list[str], list[list[str]]]:
     """Return each cluster's topic label and questions (empty for a dropped cluster)."""
-    template = load_prompt("autoq_local.v1")
+    template = PACKAGED.get("autoq_local.v1")
     gate = asyncio.Semaphore(_CONCURRENCY)
 
     async def one(sample: ClusterSample) -> dict[str, object] | str:
-        prompt = template.format(count=settings.per_class, language=settings.language,
-                                 units=_numbered([sampled[i] for i in sample.units]))  # fmt: skip
+        prompt = render_text(template, {
+            "count": str(settings.per_class), "language": settings.language,
+            "units": _numbered([sampled[i] for i in sample.units]),
+        })  # fmt: skip
         async with gate:
             return await _ask(chat, prompt)
 
@@ -359,9 +362,10 @@ async def _global_questions(
         label = f" ({topics[c]})" if topics[c] else ""
         lines = "\n".join(f"- {q}" for q in local[c])
         blocks.append(f"Topic {samples[c].number}{label}:\n{lines}")
-    prompt = load_prompt("autoq_global.v1").format(
-        count=settings.per_class, language=settings.language, topics="\n\n".join(blocks)
-    )
+    prompt = PACKAGED.text("autoq_global.v1", {
+        "count": str(settings.per_class), "language": settings.language,
+        "topics": "\n\n".join(blocks),
+    })  # fmt: skip
     reply = await _ask(chat, prompt)
     entries = reply.get("questions") if isinstance(reply, dict) else None
     if isinstance(reply, str) or not isinstance(entries, list):
@@ -402,13 +406,14 @@ async def _finish(
     if not settings.assertions:
         return [_item(d, sampled, [], d.units) for d in drafts]
     say(f"Asking for the assertions of {len(drafts)} questions")
-    template = load_prompt("autoq_assertions.v1")
+    template = PACKAGED.get("autoq_assertions.v1")
     gate = asyncio.Semaphore(_CONCURRENCY)
 
     async def one(draft: _Draft) -> dict[str, object] | str:
-        prompt = template.format(count=settings.max_assertions, language=settings.language,
-                                 question=draft.question,
-                                 units=_numbered([sampled[i] for i in draft.units]))  # fmt: skip
+        prompt = render_text(template, {
+            "count": str(settings.max_assertions), "language": settings.language,
+            "question": draft.question, "units": _numbered([sampled[i] for i in draft.units]),
+        })  # fmt: skip
         async with gate:
             return await _ask(chat, prompt)
 

@@ -45,6 +45,7 @@ from unified_kg_rag.domain.models import (
     TextUnit,
     TokenUsage,
 )
+from unified_kg_rag.domain.prompts.library import PromptLibrary
 from unified_kg_rag.ingestion.commit import commit_batch
 from unified_kg_rag.ingestion.corpus import CorpusFile, discover, read_file
 from unified_kg_rag.ingestion.deletion import (
@@ -133,6 +134,7 @@ class IndexPipeline:
             (with ``run(reset=True)``: a reset that re-extracts everything too).
         keyphrase_extractor: the `lazy` concept graph's extractor (default: YAKE).
         message_sources: the message sources, in dispatch order (`ingestion.messages`).
+        prompts: the prompts in effect (None: read from ``config`` when needed).
     """
 
     def __init__(
@@ -150,6 +152,7 @@ class IndexPipeline:
         force_rebuild: bool = False,
         keyphrase_extractor: KeyphraseExtractor | None = None,
         message_sources: Sequence[MessageSource] = (),
+        prompts: PromptLibrary | None = None,
     ) -> None:
         self._stores = stores
         self._sources = list(message_sources)
@@ -169,6 +172,7 @@ class IndexPipeline:
             config, embedder=embedder, budget_tokenizer=self._budget_tokenizer,
             progress=self._progress, chat_model=chat_model, project_dir=project_dir,
             force_rebuild=force_rebuild, keyphrase_extractor=keyphrase_extractor,
+            prompts=prompts,
         )
 
     async def run(

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.config.prompts import load_prompt_library
 from unified_kg_rag.domain.graph.communities import detect_communities
 from unified_kg_rag.domain.graph.resolution import resolve_graph
 from unified_kg_rag.domain.index.attempts import UnitAttempts, is_quarantined
@@ -29,7 +30,7 @@ from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE
 from unified_kg_rag.domain.index.methodologies import METHODOLOGIES, builds_artifact
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.models import CommunityReport, Entity, Relationship
-from unified_kg_rag.domain.prompts import load_prompt
+from unified_kg_rag.domain.prompts.library import PromptLibrary
 from unified_kg_rag.ingestion.units import UnitText, load_units, processed_unit_paths
 from unified_kg_rag.ports import (
     ChatModel,
@@ -39,7 +40,6 @@ from unified_kg_rag.ports import (
     RecordStore,
     TokenCounter,
 )
-from unified_kg_rag.util.errors import ConfigurationError
 from unified_kg_rag.util.hashing import sha256_json
 
 from .delta import context_fingerprints, delta_partition, load_previous, save_partition
@@ -51,7 +51,7 @@ from .summarize import DescriptionSummarizer, summary_tasks
 from .unit_attempts import UnitLedger
 from .write import GraphItems, GraphWriter
 
-__all__ = ["BUILD_KEY", "GraphIndexer", "graph_extractor", "graph_methodologies", "load_template"]
+__all__ = ["BUILD_KEY", "GraphIndexer", "graph_extractor", "graph_methodologies"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,66 +67,34 @@ def graph_methodologies(methodologies: Sequence[str]) -> list[str]:
     )
 
 
-def load_template(
-    project_dir: Path | None,
-    file: str | None,
-    default: str,
-    field: str,
-    required: Sequence[str] = (),
-) -> str:
-    """Return a user prompt file's text (relative to the project), else the built-in template.
+def graph_extractor(
+    config: UkrConfig,
+    chat: ChatModel,
+    records: RecordStore,
+    project_dir: Path | None = None,
+    prompts: PromptLibrary | None = None,
+) -> GraphExtractor:
+    """Return the `GraphExtractor` of ``config`` (its prompts in effect, its settings).
 
     Args:
-        project_dir: where a relative ``file`` is looked up.
-        file: the user's prompt file, or None for the built-in template ``default``.
-        default: the built-in template's name.
-        field: the configuration field naming ``file`` (for messages).
-        required: placeholders the template must contain (``{text}`` ...).
+        config: the effective configuration.
+        chat: the wrapped chat model.
+        records: the index's record store.
+        project_dir: where relative prompt files are looked up (when ``prompts`` is None).
+        prompts: the prompts in effect (None: read from ``config``, `load_prompt_library`).
 
     Raises:
-        ConfigurationError: the file cannot be read, or lacks a required placeholder (names
-            ``field``, the path and the placeholder).
-    """
-    if file is None:
-        return load_prompt(default)
-    path = Path(file)
-    if not path.is_absolute() and project_dir is not None:
-        path = project_dir / path
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"cannot read prompt file {path}: {exc}", field=field) from exc
-    missing = [p for p in required if p not in text]
-    if missing:
-        raise ConfigurationError(
-            f"prompt file {path} lacks the placeholder(s) {', '.join(missing)} "
-            "(placeholders are case-sensitive)",
-            field=field,
-        )
-    return text
-
-
-def graph_extractor(
-    config: UkrConfig, chat: ChatModel, records: RecordStore, project_dir: Path | None = None
-) -> GraphExtractor:
-    """Return the `GraphExtractor` of ``config`` (its prompt files read, its settings).
-
-    Raises:
-        ConfigurationError: a configured prompt file is unreadable or lacks a placeholder.
+        ConfigurationError: a configured prompt file is unreadable or its placeholders are
+            wrong (one line naming the file).
     """
     graph = config.graph
+    library = prompts if prompts is not None else load_prompt_library(config, project_dir)
     return GraphExtractor(
         chat,
         records,
         graph.extraction,
-        extraction_template=load_template(
-            project_dir, graph.extraction.prompt_file, "extract_graph.v1",
-            "graph.extraction.prompt_file", ("{text}",),
-        ),
-        gleaning_template=load_template(
-            project_dir, graph.extraction.gleaning_prompt_file, "glean_graph.v1",
-            "graph.extraction.gleaning_prompt_file", ("{text}", "{current_items}"),
-        ),
+        extraction_template=library.get("extract_graph.v1"),
+        gleaning_template=library.get("glean_graph.v1"),
         concurrency=graph.unit_concurrency,
     )
 
@@ -140,8 +108,9 @@ class GraphIndexer:
         embedder: the index's embedding model.
         counter: token counter for budgets (the script-aware estimate).
         config: the effective configuration (``graph``, ``UkrConfig.methodologies()``).
-        project_dir: where relative prompt files are looked up.
+        project_dir: where relative prompt files are looked up (when ``prompts`` is None).
         progress: receives progress events.
+        prompts: the prompts in effect (None: read from ``config``, `load_prompt_library`).
     """
 
     def __init__(
@@ -154,8 +123,10 @@ class GraphIndexer:
         config: UkrConfig,
         project_dir: Path | None = None,
         progress: ProgressReporter | None = None,
+        prompts: PromptLibrary | None = None,
     ) -> None:
         graph = config.graph
+        library = prompts if prompts is not None else load_prompt_library(config, project_dir)
         self._stores = stores
         self._chat = chat
         self._embedder = embedder
@@ -163,18 +134,15 @@ class GraphIndexer:
         self._progress = progress
         self.methodologies = graph_methodologies(config.methodologies())
         fanout = graph.unit_concurrency
-        self.extractor = graph_extractor(config, chat, stores.records, project_dir)
+        self.extractor = graph_extractor(config, chat, stores.records, prompts=library)
         self.extraction_template = self.extractor.extraction_template
         self.gleaning_template = self.extractor.gleaning_template
         self.ledger = UnitLedger(stores.records, config.indexing.quarantine_after)
-        self._summary_template = load_prompt("summarize_descriptions.v1")
+        self._summary_template = library.get("summarize_descriptions.v1")
         self.summarizer = DescriptionSummarizer(
             chat, counter, graph.resolution, template=self._summary_template, concurrency=fanout
         )
-        self._report_template = load_template(
-            project_dir, graph.reports.prompt_file, "community_report.v1",
-            "graph.reports.prompt_file", ("{context}",),
-        )
+        self._report_template = library.get("community_report.v1")
         self.reporter = ReportWriter(
             chat, counter, graph.reports, template=self._report_template, concurrency=fanout
         )

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.config.prompts import load_prompt_library
 from unified_kg_rag.domain.index.methodologies import METHODOLOGIES
+from unified_kg_rag.domain.prompts.library import PromptLibrary
 from unified_kg_rag.ports import (
     ChatModel,
     Embedder,
@@ -54,6 +56,7 @@ class StageContext:
         project_dir: where relative prompt files are looked up.
         force_rebuild: ask the LLM again and rebuild even when the inputs are unchanged.
         keyphrase_extractor: the `lazy` concept graph's extractor (None: YAKE).
+        prompts: the prompts in effect (None: read from ``config`` when a stage needs them).
     """
 
     config: UkrConfig
@@ -64,6 +67,17 @@ class StageContext:
     project_dir: Path | None = None
     force_rebuild: bool = False
     keyphrase_extractor: KeyphraseExtractor | None = None
+    prompts: PromptLibrary | None = None
+
+    def prompt_library(self) -> PromptLibrary:
+        """Return the prompts in effect (``prompts``, else `load_prompt_library` of config).
+
+        Raises:
+            ConfigurationError: a configured prompt file is unreadable or wrong.
+        """
+        if self.prompts is not None:
+            return self.prompts
+        return load_prompt_library(self.config, self.project_dir)
 
     @property
     def methodologies(self) -> list[str]:
