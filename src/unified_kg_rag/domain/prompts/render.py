@@ -29,6 +29,7 @@ from unified_kg_rag.domain.models import Message
 
 __all__ = [
     "USER_SEPARATOR",
+    "escape_braces",
     "fill",
     "placeholders",
     "render_messages",
@@ -63,6 +64,11 @@ def fill(text: str, values: Mapping[str, str]) -> str:
         return values[name] if name in values else m.group(0)
 
     return _TOKEN.sub(sub, text)
+
+
+def escape_braces(text: str) -> str:
+    """Return ``text`` with its braces doubled, to stand as literal text inside a template."""
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 def split_template(template: str) -> tuple[str, str]:
