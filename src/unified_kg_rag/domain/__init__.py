@@ -33,6 +33,8 @@ Module map (new code goes in the room of its concept):
   `methodologies` (the registered methodology profiles: what each builds, its stage).
 - `tree/` — the RAPTOR summary tree: `nodes` (`SummaryNode`, `SummaryTree`), `clustering`
   (one level's clusters), `extractive` (LLM-free summaries, input keys), `lineage`.
-- `prompts/` — the prompt templates (Markdown files, versioned by name) and `render` (a
-  template's system and user messages).
+- `prompts/` — the prompt templates (Markdown files, versioned by name), `render` (the one
+  template mechanism: placeholders, the system/user split, filling), `library` (the prompts
+  in effect: packaged texts and the user's checked overrides) and `tuning` (prompt tuning's
+  sample, corpus profile, adapted prompts and draft schema).
 """
