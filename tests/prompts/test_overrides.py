@@ -147,3 +147,28 @@ def test_literal_braces_and_optional_settings_in_an_override(tmp_path: Path) -> 
     system, user = library.messages("community_report", {"context": "C {x}",
                                                          "community_name": "N"})  # fmt: skip
     assert (system.content, user.content) == ('Reply {"title": ...}.', "C {x}")
+
+
+def test_an_override_reaches_the_judge_call(tmp_path: Path) -> None:
+    from unified_kg_rag.evaluation.judges.correctness import judge_correctness
+
+    (tmp_path / "judge.md").write_text(
+        "Grade strictly.\n=== user ===\nQ: {question}\nRefs: {references}\nA: {answer}\n"
+        'Reply {{"label": "correct"}}\n', encoding="utf-8")  # fmt: skip
+
+    async def main(server: FakeOpenAIServer) -> str | None:
+        config = _config(server, files={"judge_correctness": "judge.md"})
+        async with build_app(config, tmp_path) as app:
+            assert app.chat_model is not None
+            verdict = await judge_correctness(app.chat_model, "Q1?", ["R1"], "A1",
+                                              prompts=app.prompts)  # fmt: skip
+            return verdict.label
+
+    with FakeOpenAIServer(reply=lambda body: '{"label": "correct", "reason": "ok"}') as server:
+        label = asyncio.run(main(server))
+        messages = server.requests_to("/chat/completions")[0].body["messages"]
+    assert label == "correct"
+    assert messages == [
+        {"role": "system", "content": "Grade strictly."},
+        {"role": "user", "content": 'Q: Q1?\nRefs: - R1\nA: A1\nReply {"label": "correct"}'},
+    ]

@@ -47,13 +47,14 @@ class ExtractionConfig(_Section):
     prompt_file: str | None = Field(
         default=None,
         description="A file replacing the whole extraction prompt (relative to the project "
-        "directory). System part, a line `=== user ===`, then the user part; `{entity_types}` "
-        "and `{text}` are filled in. Changing it re-extracts every text unit.",
+        "directory); the same as `prompts.files.extract_graph`. System part, a line "
+        "`=== user ===`, then the user part; `{entity_types}` and `{text}` are filled in "
+        "(`{text}` required). Changing it re-extracts every text unit.",
     )
     gleaning_prompt_file: str | None = Field(
         default=None,
         description="A file replacing the gleaning prompt (same layout; also "
-        "`{current_items}`).",
+        "`{current_items}`); the same as `prompts.files.glean_graph`.",
     )
     max_gleaning_rounds: int = Field(
         default=3,
@@ -151,7 +152,8 @@ class ReportsConfig(_Section):
     prompt_file: str | None = Field(
         default=None,
         description="A file replacing the report prompt (system part, `=== user ===`, user "
-        "part; `{community_name}` and `{context}` are filled in).",
+        "part; `{community_name}` and `{context}` are filled in); the same as "
+        "`prompts.files.community_report`.",
     )
 
 

@@ -43,7 +43,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 REPORT_PROMPT = "community_report.v1"
-"""Name of the bundled report prompt template (`load_prompt(REPORT_PROMPT)`)."""
+"""Name of the packaged report prompt template (`PromptLibrary.get`; overridable)."""
 
 _THINK_BLOCK = regex.compile(r"<think>.*?</think>", regex.DOTALL | regex.IGNORECASE)
 _NUMBER = regex.compile(r"[-+]?\d+(?:\.\d+)?")
@@ -82,7 +82,7 @@ def render_report_messages(
     Args:
         community_name: the community's display name.
         context: the packed context (`build_report_context`).
-        template: the template text (``load_prompt(REPORT_PROMPT)``); a line ``=== user ===``
+        template: the template in effect (``REPORT_PROMPT`` or its override); ``=== user ===``
             splits the system part from the user part; without it the whole template is one
             user message.
 
