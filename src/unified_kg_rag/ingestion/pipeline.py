@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
 from unified_kg_rag.domain.index.methodologies import builds_artifact, needs_llm
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.messages.transcripts import TranscriptDoc
@@ -133,6 +134,7 @@ class IndexPipeline:
             (with ``run(reset=True)``: a reset that re-extracts everything too).
         keyphrase_extractor: the `lazy` concept graph's extractor (default: YAKE).
         message_sources: the message sources, in dispatch order (`ingestion.messages`).
+        extraction_schema: the extraction schema (None: no schema).
     """
 
     def __init__(
@@ -150,6 +152,7 @@ class IndexPipeline:
         force_rebuild: bool = False,
         keyphrase_extractor: KeyphraseExtractor | None = None,
         message_sources: Sequence[MessageSource] = (),
+        extraction_schema: ExtractionSchema | None = None,
     ) -> None:
         self._stores = stores
         self._sources = list(message_sources)
@@ -169,6 +172,7 @@ class IndexPipeline:
             config, embedder=embedder, budget_tokenizer=self._budget_tokenizer,
             progress=self._progress, chat_model=chat_model, project_dir=project_dir,
             force_rebuild=force_rebuild, keyphrase_extractor=keyphrase_extractor,
+            extraction_schema=extraction_schema,
         )
 
     async def run(

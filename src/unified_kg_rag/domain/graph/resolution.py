@@ -155,6 +155,33 @@ def _group_keys(
     return grouping.root_of
 
 
+def _join_synonyms(root_of: dict[str, str], synonyms: Mapping[str, str]) -> int:
+    """Join each alias's group into its canonical name's group, in place; return the joins.
+
+    Order-free: groups are joined through a union-find whose root is the smallest group
+    root, so the same statements give the same groups whatever the order.
+    """
+    parent: dict[str, str] = {}
+
+    def find(root: str) -> str:
+        while parent.get(root, root) != root:
+            root = parent[root]
+        return root
+
+    joins = 0
+    for alias, canonical in sorted(synonyms.items()):
+        if alias not in root_of or canonical not in root_of:
+            continue
+        a, b = find(root_of[alias]), find(root_of[canonical])
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+            joins += 1
+    if joins:
+        for key, root in root_of.items():
+            root_of[key] = find(root)
+    return joins
+
+
 def _entity_id(key: str) -> str:
     """`identity.entity_id` from the name's key, already computed (a test checks they agree)."""
     return sha256_text("entity:" + key)
@@ -219,7 +246,10 @@ def _display_names(rows: _Rows, root_of: dict[str, str], keys: _Keys) -> dict[st
 
 
 def resolve_graph(
-    records: Sequence[tuple[str, ExtractionRecord]], *, fuzzy_threshold: float | None = None
+    records: Sequence[tuple[str, ExtractionRecord]],
+    *,
+    fuzzy_threshold: float | None = None,
+    synonyms: Mapping[str, str] | None = None,
 ) -> ResolvedGraph:
     r"""Merge the extraction records of every text unit into one graph.
 
@@ -244,6 +274,10 @@ def resolve_graph(
         records: ``(text_unit_id, record)`` pairs, in any order; a pair repeated with the same
             text unit id and fingerprint is read once.
         fuzzy_threshold: None (off), or a 0-100 similarity threshold.
+        synonyms: alias `entity_key` → canonical `entity_key` (an extraction schema's SKOS
+            ``altLabel`` → ``prefLabel``): the group of a name stated as an alias joins the
+            group of its canonical name when that name is stated too (counted as merge rule
+            ``synonym``, present only when synonyms are given). Default: none.
 
     Returns:
         The `ResolvedGraph`, entities and relationships sorted by id.
@@ -262,6 +296,8 @@ def resolve_graph(
     stated_keys = {r[0] for r in rows.stated}
     merges["entity_key"] = len(rows.stated) - len(stated_keys)
     root_of = _group_keys(rows, fuzzy_threshold, merges)
+    if synonyms:
+        merges["synonym"] = _join_synonyms(root_of, synonyms)
     named = _display_names(rows, root_of, keys)
     fragments: dict[str, tuple[str, ...]] = {}
     entities = _build_entities(rows, root_of, named, fragments)

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
 from unified_kg_rag.domain.graph.communities import detect_communities
 from unified_kg_rag.domain.graph.resolution import resolve_graph
 from unified_kg_rag.domain.index.attempts import UnitAttempts, is_quarantined
@@ -47,6 +48,7 @@ from .extract import RECORDS_NAMESPACE, ExtractionOutcome, GraphExtractor
 from .record_sweep import current_keys, sweep_records
 from .report import GraphBuildReport, StageReport, UnitFailure
 from .reports import ReportWriter
+from .schema_step import SchemaStep, schema_extractor_settings
 from .summarize import DescriptionSummarizer, summary_tasks
 from .unit_attempts import UnitLedger
 from .write import GraphItems, GraphWriter
@@ -107,28 +109,38 @@ def load_template(
 
 
 def graph_extractor(
-    config: UkrConfig, chat: ChatModel, records: RecordStore, project_dir: Path | None = None
+    config: UkrConfig,
+    chat: ChatModel,
+    records: RecordStore,
+    project_dir: Path | None = None,
+    schema: ExtractionSchema | None = None,
 ) -> GraphExtractor:
     """Return the `GraphExtractor` of ``config`` (its prompt files read, its settings).
+
+    With ``schema``, the schema's templates (``*_schema.v1``, unless a prompt file overrides
+    them) get the schema filled in and its entity types replace ``entity_types``
+    (`schema_step.schema_extractor_settings`); without one, nothing changes.
 
     Raises:
         ConfigurationError: a configured prompt file is unreadable or lacks a placeholder.
     """
     graph = config.graph
+    suffix = "" if schema is None else "_schema"
+    extraction = graph.extraction
+    extract = load_template(
+        project_dir, extraction.prompt_file, f"extract_graph{suffix}.v1",
+        "graph.extraction.prompt_file", ("{text}",),
+    )  # fmt: skip
+    glean = load_template(
+        project_dir, extraction.gleaning_prompt_file, f"glean_graph{suffix}.v1",
+        "graph.extraction.gleaning_prompt_file", ("{text}", "{current_items}"),
+    )  # fmt: skip
+    if schema is not None:
+        extraction, extract, glean = schema_extractor_settings(extraction, schema, extract, glean)
     return GraphExtractor(
-        chat,
-        records,
-        graph.extraction,
-        extraction_template=load_template(
-            project_dir, graph.extraction.prompt_file, "extract_graph.v1",
-            "graph.extraction.prompt_file", ("{text}",),
-        ),
-        gleaning_template=load_template(
-            project_dir, graph.extraction.gleaning_prompt_file, "glean_graph.v1",
-            "graph.extraction.gleaning_prompt_file", ("{text}", "{current_items}"),
-        ),
+        chat, records, extraction, extraction_template=extract, gleaning_template=glean,
         concurrency=graph.unit_concurrency,
-    )
+    )  # fmt: skip
 
 
 class GraphIndexer:
@@ -142,6 +154,8 @@ class GraphIndexer:
         config: the effective configuration (``graph``, ``UkrConfig.methodologies()``).
         project_dir: where relative prompt files are looked up.
         progress: receives progress events.
+        schema: the extraction schema (``graph.extraction.schema_sources``, loaded by the
+            composition root); None: no schema.
     """
 
     def __init__(
@@ -154,6 +168,7 @@ class GraphIndexer:
         config: UkrConfig,
         project_dir: Path | None = None,
         progress: ProgressReporter | None = None,
+        schema: ExtractionSchema | None = None,
     ) -> None:
         graph = config.graph
         self._stores = stores
@@ -163,7 +178,8 @@ class GraphIndexer:
         self._progress = progress
         self.methodologies = graph_methodologies(config.methodologies())
         fanout = graph.unit_concurrency
-        self.extractor = graph_extractor(config, chat, stores.records, project_dir)
+        self.extractor = graph_extractor(config, chat, stores.records, project_dir, schema)
+        self.schema_step = SchemaStep(schema, graph.extraction, chat)
         self.extraction_template = self.extractor.extraction_template
         self.gleaning_template = self.extractor.gleaning_template
         self.ledger = UnitLedger(stores.records, config.indexing.quarantine_after)
@@ -196,6 +212,8 @@ class GraphIndexer:
         }
         if held := sorted(quarantined):
             value["quarantined"] = held
+        if (schema := self.schema_step.fingerprint) is not None:
+            value["schema"] = schema
         return sha256_json(value)
 
     async def run(
@@ -238,10 +256,12 @@ class GraphIndexer:
         report.records_swept = await self._sweep(units)
 
         with self._stage(report, "resolve") as stage:
+            records = [(u.id, outcome.records[u.id]) for u in units if u.id in outcome.records]
+            records, report.schema_conformance = await self.schema_step.conform(records)
             resolved = resolve_graph(
-                [(u.id, outcome.records[u.id]) for u in units if u.id in outcome.records],
-                fuzzy_threshold=self._config.graph.resolution.fuzzy_threshold,
-            )
+                records, fuzzy_threshold=self._config.graph.resolution.fuzzy_threshold,
+                synonyms=self.schema_step.synonyms,
+            )  # fmt: skip
             stage.items = len(resolved.entities)
         report.merges = dict(resolved.merges)
 
@@ -252,6 +272,7 @@ class GraphIndexer:
                 entities, relationships, resolved.description_fragments, report
             )
             stage.items = report.descriptions_summarized
+        entities, relationships = self.schema_step.annotate(entities, relationships)
         report.entities, report.relationships = len(entities), len(relationships)
 
         items = GraphItems(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
 from unified_kg_rag.domain.index.methodologies import METHODOLOGIES
 from unified_kg_rag.ports import (
     ChatModel,
@@ -54,6 +55,8 @@ class StageContext:
         project_dir: where relative prompt files are looked up.
         force_rebuild: ask the LLM again and rebuild even when the inputs are unchanged.
         keyphrase_extractor: the `lazy` concept graph's extractor (None: YAKE).
+        extraction_schema: the extraction schema of ``graph.extraction.schema_sources``
+            (None: no schema).
     """
 
     config: UkrConfig
@@ -64,6 +67,7 @@ class StageContext:
     project_dir: Path | None = None
     force_rebuild: bool = False
     keyphrase_extractor: KeyphraseExtractor | None = None
+    extraction_schema: ExtractionSchema | None = None
 
     @property
     def methodologies(self) -> list[str]:
