@@ -224,10 +224,13 @@ class _Named(NamedTuple):
     id: str
 
 
-def _display_names(rows: _Rows, root_of: dict[str, str], keys: _Keys) -> dict[str, _Named]:
+def _display_names(
+    rows: _Rows, root_of: dict[str, str], keys: _Keys, preferred: frozenset[str] = frozenset()
+) -> dict[str, _Named]:
     """Group root → display name (cited by the most text units, ties: smallest), key and id.
 
     A group no unit lists (a stub) is named from the endpoint names its relationships use.
+    Names whose key is in ``preferred`` (canonical names of synonyms) win over the others.
     """
     cited = {(root_of[key], name, unit) for key, unit, name, _, _, _ in rows.stated}
     stated = {root for root, _, _ in cited}
@@ -239,7 +242,8 @@ def _display_names(rows: _Rows, root_of: dict[str, str], keys: _Keys) -> dict[st
         votes: dict[str, int] = {}
         for _, name, _ in group:
             votes[name] = votes.get(name, 0) + 1
-        name = majority(votes)
+        canonical = {n: v for n, v in votes.items() if keys[n][1] in preferred}
+        name = majority(canonical or votes)
         key = keys[name][1]
         named[root] = _Named(name, key, _entity_id(key))
     return named
@@ -276,8 +280,9 @@ def resolve_graph(
         fuzzy_threshold: None (off), or a 0-100 similarity threshold.
         synonyms: alias `entity_key` → canonical `entity_key` (an extraction schema's SKOS
             ``altLabel`` → ``prefLabel``): the group of a name stated as an alias joins the
-            group of its canonical name when that name is stated too (counted as merge rule
-            ``synonym``, present only when synonyms are given). Default: none.
+            group of its canonical name when that name is stated too, and the canonical name
+            names the group (counted as merge rule ``synonym``, present only when synonyms
+            are given). Default: none.
 
     Returns:
         The `ResolvedGraph`, entities and relationships sorted by id.
@@ -298,7 +303,7 @@ def resolve_graph(
     root_of = _group_keys(rows, fuzzy_threshold, merges)
     if synonyms:
         merges["synonym"] = _join_synonyms(root_of, synonyms)
-    named = _display_names(rows, root_of, keys)
+    named = _display_names(rows, root_of, keys, frozenset((synonyms or {}).values()))
     fragments: dict[str, tuple[str, ...]] = {}
     entities = _build_entities(rows, root_of, named, fragments)
     relationships = _build_relationships(rows, root_of, named, fragments, merges)
