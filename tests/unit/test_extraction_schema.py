@@ -260,3 +260,28 @@ def test_resolution_merges_names_through_synonyms() -> None:
     # order-free: the same statements in another order give the same graph
     assert resolve_graph(records[::-1], synonyms=synonyms).entities == merged.entities
     assert "synonym" not in plain.merges
+
+
+def test_patterns_constrain_only_the_types_they_name() -> None:
+    schema = ExtractionSchema(
+        entity_types=(EntityTypeSpec(name="PERSON"), EntityTypeSpec(name="CITY")),
+        relationship_types=(RelationshipTypeSpec(name="BORN_IN"),
+                            RelationshipTypeSpec(name="KNOWS")),
+        patterns=(("PERSON", "BORN_IN", "CITY"),),
+    )  # fmt: skip
+    assert schema.allows("CITY", "KNOWS", "PERSON")  # no pattern names KNOWS
+    assert not schema.allows("CITY", "BORN_IN", "PERSON")
+    unit = record("f", [ent("Ada", "PERSON"), ent("London", "CITY")],
+                  [rel("London", "Ada", "KNOWS"), rel("London", "Ada", "BORN_IN"),
+                   rel("Ada", "London", "BORN_IN")])  # fmt: skip
+    out, report = conform_records([("u", unit)], schema, "strict")
+    assert [(r.source, r.type) for r in out[0][1].relationships] == [
+        ("London", "KNOWS"), ("Ada", "BORN_IN")]
+    assert report.pattern_violations == 1
+
+
+def test_name_alignment_ignores_partial_matches() -> None:
+    candidates = {"LOCATED_IN": "LOCATED_IN", "BORN_ON": "BORN_ON"}
+    assert align_by_name("IS_LOCATED_IN", candidates) == "LOCATED_IN"
+    assert align_by_name("IN", candidates) is None
+    assert align_by_name("IS", candidates) is None

@@ -81,8 +81,8 @@ class ExtractionConfig(_Section):
     schema_mode: SchemaMode = Field(
         default="open",
         description="What a build does with items off the schema: `open` keeps and flags "
-        "them (`in_schema: false`), `strict` drops them (and relationships no pattern "
-        "allows), `align` maps their type to the closest declared one. Changing it "
+        "them (`in_schema: false`), `strict` drops them (and relationships the patterns of their "
+        "type do not allow), `align` maps their type to the closest declared one. Changing it "
         "re-annotates the graph without re-extracting.",
     )
     schema_align: SchemaAlign = Field(
@@ -95,8 +95,8 @@ class ExtractionConfig(_Section):
         default=85.0,
         ge=0,
         le=100,
-        description="Least string similarity (rapidfuzz WRatio, 0-100) for name alignment's "
-        "fallback.",
+        description="Least string similarity (rapidfuzz ratio of the type names, 0-100) for "
+        "name alignment's fallback.",
     )
 
     @field_validator("entity_types")

@@ -176,8 +176,8 @@ class ExtractionSchema(_Doc):
     Attributes:
         entity_types: declared entity types, in source order (the prompt's order).
         relationship_types: declared relationship types, in source order.
-        patterns: allowed (source type, relationship type, target type); none declared means
-            any pair of types may be related.
+        patterns: allowed (source type, relationship type, target type); a relationship
+            type no pattern names may link any pair of types.
         name_synonyms: (alias entity name, canonical entity name) pairs: an entity named by
             the alias is the entity named by the canonical name (SKOS ``altLabel`` /
             ``hiddenLabel`` → ``prefLabel``), used by resolution.
@@ -219,12 +219,20 @@ class ExtractionSchema(_Doc):
         """Return the declared relationship type ``label`` names (by key), else None."""
         return self._relationship_index.get(schema_key(label))
 
-    def allows(self, source_type: str, relation: str, target_type: str) -> bool:
-        """Whether a pattern allows (source type, relation, target type); True without any.
+    @cached_property
+    def _patterned(self) -> frozenset[str]:
+        return frozenset(r for _, r, _ in self.patterns)
 
+    def allows(self, source_type: str, relation: str, target_type: str) -> bool:
+        """Whether the patterns allow (source type, relation, target type).
+
+        Patterns constrain only the relationship types they name: a type no pattern names
+        may link any two types (an ontology property without ``rdfs:domain``/``rdfs:range``).
         All three are declared names (`entity_type(...).name`, `relationship_type(...).name`).
         """
-        return not self.patterns or (source_type, relation, target_type) in self._pattern_set
+        if relation not in self._patterned:
+            return True
+        return (source_type, relation, target_type) in self._pattern_set
 
     def entity_type_names(self) -> list[str]:
         """The declared entity type names, in order (what the extraction prompt offers)."""

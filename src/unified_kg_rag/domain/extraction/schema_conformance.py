@@ -50,7 +50,7 @@ __all__ = [
 SchemaMode = Literal["open", "strict", "align"]
 
 DEFAULT_ALIGN_THRESHOLD = 85.0
-"""Least rapidfuzz ``WRatio`` (0-100) of two type keys for name alignment's fallback."""
+"""Least rapidfuzz ``ratio`` (Indel similarity, 0-100) of two type keys for name alignment."""
 
 UnitRecords = Sequence[tuple[str, ExtractionRecord]]
 
@@ -117,8 +117,10 @@ def align_by_name(
     """Return the declared type name ``label`` aligns to by name, else None.
 
     Tries, in order: the label's `schema_key` equal to a candidate key (a declared name or
-    synonym), then the closest candidate key by rapidfuzz ``WRatio`` at or above
-    ``threshold`` (ties: the smallest key), so ``ORGANISATION`` → ``ORGANIZATION``.
+    synonym), then the closest candidate key by rapidfuzz ``ratio`` (Indel similarity of the
+    whole keys; partial matches do not count, so ``IN`` is not ``LOCATED_IN``) at or above
+    ``threshold`` (ties: the smallest key), so ``ORGANISATION`` → ``ORGANIZATION`` and
+    ``IS_LOCATED_IN`` → ``LOCATED_IN``.
 
     Args:
         label: the extracted type label.
@@ -131,7 +133,7 @@ def align_by_name(
         return None
     if key in candidates:
         return candidates[key]
-    scored = process.extract(key, sorted(candidates), scorer=fuzz.WRatio, limit=None)
+    scored = process.extract(key, sorted(candidates), scorer=fuzz.ratio, limit=None)
     best = [(-score, choice) for choice, score, _ in scored if score >= threshold]
     return candidates[min(best)[1]] if best else None
 
@@ -250,7 +252,8 @@ def conform_records(
     - a declared type (by key or synonym) is written as declared;
     - ``strict`` drops an off-schema entity with the unit's relationships naming it, a
       relationship of an off-schema type, and one whose endpoints the unit types with
-      declared types that no pattern allows (patterns only when the schema has any);
+      declared types that the patterns of its type do not allow (a type no pattern names
+      is not checked);
     - ``align`` maps an off-schema type through ``alignment``; one it does not map is kept
       and flagged;
     - ``open`` keeps everything (off-schema statements are flagged).
