@@ -33,6 +33,7 @@ from tests.support.replay_server import (  # noqa: E402
     render_record,
     require_replay_data,
 )
+
 from unified_kg_rag.domain.extraction.format import parse_extraction_reply  # noqa: E402
 from unified_kg_rag.domain.extraction.records import ExtractionRecord  # noqa: E402
 from unified_kg_rag.domain.extraction.schema import SchemaDocument, schema_from_document  # noqa: E402
