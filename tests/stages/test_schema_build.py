@@ -165,6 +165,8 @@ def test_modes_reannotate_without_extracting_again(tmp_path: Path) -> None:
         async with build_app(config, project) as app:
             report = await _build(app, corpus)
             entities, edges = await _graph(app)
+            status = await app.status()  # its extractor keys records as the build's does
+        assert status.indexes[0].extraction_records_orphaned == 0
         return {"report": report, "entities": entities, "edges": edges,
                 "extraction_calls": len(_extraction_calls(server)),
                 "alignment_calls": _alignment_calls(server)}  # fmt: skip
