@@ -32,8 +32,10 @@ from unified_kg_rag.adapters.registry import (
     RERANKERS,
     STORE_BACKENDS,
 )
+from unified_kg_rag.adapters.schema_sources import load_extraction_schema
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.config.prompts import load_prompt_library
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
 from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.ports import (
@@ -137,6 +139,25 @@ class App:
     graph_views: BuildCache[GraphView] = field(default_factory=BuildCache)
     summary_trees: BuildCache[LoadedTree] = field(default_factory=BuildCache)
     prompts: PromptLibrary = PACKAGED
+    _schema: tuple[ExtractionSchema | None] | None = field(default=None, init=False, repr=False)
+
+    def extraction_schema(self) -> ExtractionSchema | None:
+        """Return the extraction schema of ``graph.extraction.schema_sources`` (read once).
+
+        None when no LLM graph is built (no LLM, or no methodology that extracts) or no
+        source is configured, so a lazy-only project never reads its ontology.
+
+        Raises:
+            ConfigurationError: a source cannot be read (one line naming the file or field).
+        """
+        from unified_kg_rag.domain.index.methodologies import needs_llm
+
+        if self.chat_model is None or not needs_llm(self.config.methodologies()):
+            return None
+        if self._schema is None:
+            self._schema = (load_extraction_schema(self.config.graph.extraction,
+                                                   self.project_dir),)  # fmt: skip
+        return self._schema[0]
 
     def index(self, name: str | None = None) -> IndexStores:
         """Return the store ports of index ``name`` (default: ``query.index``).
@@ -190,6 +211,7 @@ class App:
             keyphrase_extractor=self.keyphrase_extractor,
             message_sources=self.message_sources,
             prompts=self.prompts,
+            extraction_schema=self.extraction_schema(),
         )
 
     def chain(self, index: str | None = None, *, query: QueryConfig | None = None) -> RAGChain:
@@ -273,7 +295,8 @@ class App:
         for name in await self.backend.list_indexes():
             index = self.index(name)
             chat = self.chat_model if needs_llm(self.config.methodologies()) else None
-            extractor = (graph_extractor(self.config, chat, index.records, prompts=self.prompts)
+            extractor = (graph_extractor(self.config, chat, index.records,
+                                         schema=self.extraction_schema(), prompts=self.prompts)
                          if chat is not None else None)  # fmt: skip
             indexes.append(await describe_index(
                 index, reset_drift_share=self.config.indexing.reset_drift_share,

@@ -94,7 +94,7 @@ def test_prompt_tune_writes_adapted_prompts_a_schema_and_the_config_lines(
     assert placeholders(extract) == placeholders(PACKAGED.packaged("extract_graph"))
     assert placeholders(report) == placeholders(PACKAGED.packaged("community_report"))
     assert "The texts come from this domain: observational astronomy." in extract
-    assert "- TELESCOPE: An instrument {{space or ground}} that observes." in extract
+    assert "- TELESCOPE: An instrument (space or ground) that observes." in extract
     assert "- OPERATES: The organization runs the telescope." in extract
     assert extract.endswith(PACKAGED.packaged("extract_graph").partition("\n\n")[2])
     assert "Write for this reader: An astronomer who follows telescope missions." in report
@@ -182,16 +182,17 @@ def test_prompts_list_and_show_with_an_override_and_errors(
     assert rows["query_keywords"] == {"name": "query_keywords", "version": "v1",
                                       "placeholders": ["question"], "required": ["question"],
                                       "source": "mine.md"}  # fmt: skip
-    assert rows["extract_graph"]["placeholders"] == ["entity_types", "text"]
+    assert rows["extract_graph"]["placeholders"] == ["entity_types", "schema_types", "text"]
     assert rows["extract_graph"]["required"] == ["text"]
     table = runner.invoke(app, ["prompts", "list", "-C", str(tmp_path)])
     line = next(x for x in table.stdout.splitlines() if x.strip().startswith("extract_graph"))
-    assert line.split() == ["extract_graph", "v1", "[entity_types]", "text", "packaged"]
+    words = line.split()  # the placeholders column may wrap onto the next line
+    assert words[:3] == ["extract_graph", "v1", "[entity_types]"] and words[-1] == "packaged"
     shown = runner.invoke(app, ["prompts", "show", "query_keywords", "-C", str(tmp_path)])
     assert shown.stdout == "Keywords of: {question}\n"
     unknown = runner.invoke(app, ["prompts", "show", "nope", "-C", str(tmp_path)])
     assert unknown.exit_code == 2 and unknown.stderr.startswith(
-        "ConfigurationError: no prompt named 'nope'; prompts: answer_system, ")
+        "ConfigurationError: no prompt named 'nope'; prompts: align_schema_types, answer_system, ")
     (tmp_path / "mine.md").write_text("Keywords.\n", encoding="utf-8")
     bad = runner.invoke(app, ["prompts", "list", "-C", str(tmp_path)])
     assert bad.exit_code == 2

@@ -40,13 +40,15 @@ def test_the_capture_covers_every_packaged_template() -> None:
     # every template that existed before the unification; the tune_* ones came after it
     new = [n for n in packaged_names() if n not in EXPECTED]
     assert new == ["tune_extract_note.v1", "tune_profile.v1", "tune_report_note.v1"]
-    assert len(EXPECTED) == 27
+    assert len(EXPECTED) == 30  # 27 at the base, 3 of the extraction schema (captured on main)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_every_packaged_template_renders_byte_identically(name: str) -> None:
     case = EXPECTED[name]
     template = PACKAGED.get(name)
+    if name.endswith("_graph_schema.v1"):  # the schema step fills {schema_types} first
+        template = template.replace("{schema_types}", case["values"]["schema_types"])
     if case["family"] == "split":
         got = _dump(render_messages(template, case["values"]))
     else:
@@ -56,7 +58,8 @@ def test_every_packaged_template_renders_byte_identically(name: str) -> None:
 
 def test_the_declared_placeholders_are_the_names_the_callers_fill() -> None:
     for name, case in EXPECTED.items():
-        assert PACKAGED.placeholders(name) == frozenset(case["values"]), name
+        assert placeholders(PACKAGED.packaged(name)) == frozenset(case["values"]), name
+    assert PACKAGED.placeholders("extract_graph") == {"text", "entity_types", "schema_types"}
     assert PACKAGED.placeholders("judge_pairwise") == {
         "criteria", "reply_shape", "question", "answer_1", "answer_2"}
     assert PACKAGED.required("extract_graph") == {"text"}
@@ -98,6 +101,12 @@ def test_literal_expectations_of_representative_templates() -> None:
 
 def test_fill_rules() -> None:
     assert fill("{a} {b} {{a}} }}", {"a": "{b}"}) == "{b} {b} {a} }"
+    # without "{{" every brace that is no placeholder is kept: nested JSON survives
+    assert fill('{"a": {"b": {x}}}', {"x": "1"}) == '{"a": {"b": 1}}'
+    assert fill('{{"a": {{"b": {x}}}}}', {"x": "1"}) == '{"a": {"b": 1}}'
+    # a split template's parts follow the whole template's mode
+    system, user = render_messages('S {{"k": 1}}\n=== user ===\n{"j": {q}}}', {"q": "2"})
+    assert (system.content, user.content) == ('S {"k": 1}', '{"j": 2}')
     assert placeholders("{a} {{b}} {{{c}}} {\"j\": 1} {d e}") == {"a", "c"}
     assert split_template("Sys\n\n=== user ===\nUser {text}\n") == ("Sys", "User {text}")
     assert split_template("Only user {text}") == ("", "Only user {text}")

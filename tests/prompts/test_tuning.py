@@ -56,10 +56,10 @@ def test_adapted_prompts_keep_placeholders_and_escape_the_profile() -> None:
     profile = parse_profile(json.dumps({**REPLY, "domain": "law {text} of the sea"}))
     texts = adapted_prompts(PACKAGED, profile)
     extract = texts["extract_graph.v1"]
-    assert "this domain: law {{text}} of the sea." in extract
+    assert "this domain: law (text) of the sea." in extract
     messages = PACKAGED.with_override("extract_graph", extract, "x").messages(
         "extract_graph", {"text": "T", "entity_types": "VESSEL"})
-    assert "this domain: law {text} of the sea." in messages[0].content
+    assert "this domain: law (text) of the sea." in messages[0].content
     assert messages[1].content.count("<text>\nT\n</text>") == 1
     assert "- PORT_AUTHORITY: Runs a port." in messages[0].content
     assert "- VESSEL\n" in messages[0].content

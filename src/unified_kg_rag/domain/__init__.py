@@ -13,7 +13,10 @@ Module map (new code goes in the room of its concept):
 - `llm/` — `cache_control` (response-cache scopes), `usage` (metering scopes), `json_reply`
   (the JSON object of a reply).
 - `extraction/` — `records` (extraction records), `format` (prompt messages, reply parsing),
-  `xml_records` (lenient XML record reader and its escaping).
+  `xml_records` (lenient XML record reader and its escaping), `schema` (the extraction
+  schema: types, patterns, synonyms, the schema file's shape, merging sources),
+  `schema_conformance` (strict/align/open per unit, name alignment, the LLM alignment
+  prompt's reply, the conformance report, `in_schema`/IRI annotations).
 - `graph/` — `resolution` (records → one graph), `name_matching`, `summaries` (description
   summaries), `communities` (hierarchical Leiden), `report_context`, `reports` (community
   reports), `membership` (the communities selected entities belong to, ranked), `item_text`

@@ -22,6 +22,7 @@ from unified_kg_rag.domain.prompts.render import placeholders, render_messages, 
 from unified_kg_rag.util.errors import ConfigurationError
 
 __all__ = [
+    "EXTRA_PLACEHOLDERS",
     "OPTIONAL_PLACEHOLDERS",
     "PACKAGED",
     "PromptLibrary",
@@ -30,11 +31,19 @@ __all__ = [
 
 OPTIONAL_PLACEHOLDERS = frozenset({
     "entity_types", "community_name", "language", "count", "max_words", "max_steps",
-    "max_bridges", "max_queries",
+    "max_bridges", "max_queries", "schema_types",
 })  # fmt: skip
 """Placeholders that carry a setting rather than the input; an override may leave them out
 (an extraction prompt that names its own entity types has no ``{entity_types}``). Every other
 declared placeholder carries the prompt's input and is required."""
+
+EXTRA_PLACEHOLDERS = {
+    "extract_graph.v1": frozenset({"schema_types"}),
+    "glean_graph.v1": frozenset({"schema_types"}),
+}
+"""Placeholders a prompt accepts beyond those of its packaged text: an extraction or gleaning
+override may show the extraction schema where it wants it (``{schema_types}``, filled by
+the schema step like its ``*_schema`` variant's)."""
 
 _VERSIONED = regex.compile(r"^(?P<base>[a-z0-9_]+)\.v(?P<version>\d+)$")
 
@@ -111,8 +120,10 @@ class PromptLibrary:
         return override.source if override is not None else "packaged"
 
     def placeholders(self, name: str) -> frozenset[str]:
-        """Return the placeholders prompt ``name`` declares (those of its packaged text)."""
-        return placeholders(self.packaged(name))
+        """Return the placeholders prompt ``name`` declares (packaged and `EXTRA_PLACEHOLDERS`)."""
+        canonical = self.resolve(name)
+        extra = EXTRA_PLACEHOLDERS.get(canonical, frozenset())
+        return placeholders(load_prompt(canonical)) | extra
 
     def required(self, name: str) -> frozenset[str]:
         """Return the declared placeholders an override must keep (not `OPTIONAL_PLACEHOLDERS`)."""

@@ -3,9 +3,10 @@
 A template is Markdown text with ``{name}`` placeholders. Filling is one left-to-right pass:
 
 - ``{name}`` is replaced by ``values[name]`` when ``name`` is given; a name that is not given
-  is left as written (so a prompt may show ``{"key": ...}`` JSON literally);
-- ``{{`` and ``}}`` read as one literal brace (``str.format``'s escape, which the JSON examples
-  of most packaged prompts use);
+  is left as written;
+- a template that writes ``{{`` anywhere uses ``str.format``'s escapes: ``{{`` and ``}}`` read
+  as one literal brace (most packaged prompts show their JSON examples so); a template
+  without ``{{`` keeps every brace that is not a placeholder as written (``{"a": {"b": 1}}``);
 - a value is inserted as given and never read again, so braces inside a value (unit text,
   code, JSON) are never taken for placeholders.
 
@@ -29,12 +30,12 @@ from unified_kg_rag.domain.models import Message
 
 __all__ = [
     "USER_SEPARATOR",
-    "escape_braces",
     "fill",
     "placeholders",
     "render_messages",
     "render_text",
     "split_template",
+    "uses_escapes",
 ]
 
 USER_SEPARATOR = "=== user ==="
@@ -49,26 +50,29 @@ def placeholders(template: str) -> frozenset[str]:
     return frozenset(m.group(1) for m in _TOKEN.finditer(template) if m.group(1))
 
 
-def fill(text: str, values: Mapping[str, str]) -> str:
+def uses_escapes(template: str) -> bool:
+    """Return whether ``template`` uses ``{{``/``}}`` escapes (it writes ``{{`` somewhere)."""
+    return "{{" in template
+
+
+def fill(text: str, values: Mapping[str, str], *, escapes: bool | None = None) -> str:
     """Return ``text`` with its placeholders filled in one pass (see the module docstring).
 
     Args:
         text: template text.
         values: placeholder name → text; other names are left as written.
+        escapes: read ``{{``/``}}`` as literal braces (None: when ``text`` writes ``{{``;
+            a part of a split template takes the whole template's answer).
     """
+    unescape = uses_escapes(text) if escapes is None else escapes
 
     def sub(m: regex.Match[str]) -> str:
         name = m.group(1)
-        if name is None:
-            return m.group(0)[0]  # "{{" → "{", "}}" → "}"
+        if name is None:  # "{{" or "}}"
+            return m.group(0)[0] if unescape else m.group(0)
         return values[name] if name in values else m.group(0)
 
     return _TOKEN.sub(sub, text)
-
-
-def escape_braces(text: str) -> str:
-    """Return ``text`` with its braces doubled, to stand as literal text inside a template."""
-    return text.replace("{", "{{").replace("}", "}}")
 
 
 def split_template(template: str) -> tuple[str, str]:
@@ -90,7 +94,8 @@ def render_messages(template: str, values: Mapping[str, str]) -> list[Message]:
         template: the template text.
         values: placeholder name → text; only these names are substituted.
     """
-    system, user = (fill(part, values) for part in split_template(template))
+    escapes = uses_escapes(template)
+    system, user = (fill(part, values, escapes=escapes) for part in split_template(template))
     messages = [Message(role="system", content=system)] if system else []
     return [*messages, Message(role="user", content=user)]
 

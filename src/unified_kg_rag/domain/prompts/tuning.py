@@ -19,7 +19,6 @@ from pydantic import BaseModel, ConfigDict
 from unified_kg_rag.domain.llm.json_reply import parse_json_object
 from unified_kg_rag.domain.models import Message
 from unified_kg_rag.domain.prompts.library import PromptLibrary
-from unified_kg_rag.domain.prompts.render import escape_braces
 from unified_kg_rag.util.errors import ModelOutputError
 
 __all__ = [
@@ -200,8 +199,8 @@ def adapted_prompts(library: PromptLibrary, profile: CorpusProfile) -> dict[str,
     """Return the domain-adapted prompt texts, prompt name → text (override files' content).
 
     Each is the packaged prompt with its note (`ADAPTED_PROMPTS`) inserted after the first
-    paragraph of its system part; the profile's text has its braces doubled, so it is never
-    read as a placeholder. Every text passes the override check (`PromptLibrary.check`).
+    paragraph of its system part; the profile's braces become parentheses, so they are never
+    read as placeholders. Every text passes the override check (`PromptLibrary.check`).
 
     Raises:
         ConfigurationError: an adapted text fails the placeholder check (a note override
@@ -212,7 +211,8 @@ def adapted_prompts(library: PromptLibrary, profile: CorpusProfile) -> dict[str,
         "entity_types": _described(profile.entity_types),
         "relationship_types": _described(profile.relationship_types),
     }  # fmt: skip
-    values = {k: escape_braces(v) for k, v in values.items()}
+    # no brace of the model's text may read as a placeholder (or switch on escapes)
+    values = {k: v.replace("{", "(").replace("}", ")") for k, v in values.items()}
     out: dict[str, str] = {}
     for name, note_name in ADAPTED_PROMPTS.items():
         note = library.text(note_name, values).strip()

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.config.prompts import load_prompt_library
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
 from unified_kg_rag.domain.graph.communities import detect_communities
 from unified_kg_rag.domain.graph.resolution import resolve_graph
 from unified_kg_rag.domain.index.attempts import UnitAttempts, is_quarantined
@@ -47,6 +48,7 @@ from .extract import RECORDS_NAMESPACE, ExtractionOutcome, GraphExtractor
 from .record_sweep import current_keys, sweep_records
 from .report import GraphBuildReport, StageReport, UnitFailure
 from .reports import ReportWriter
+from .schema_step import SchemaStep, schema_extractor_settings
 from .summarize import DescriptionSummarizer, summary_tasks
 from .unit_attempts import UnitLedger
 from .write import GraphItems, GraphWriter
@@ -67,20 +69,35 @@ def graph_methodologies(methodologies: Sequence[str]) -> list[str]:
     )
 
 
+def _template(library: PromptLibrary, base: str, with_schema: bool) -> str:
+    """Return ``base``'s template in effect, or its ``_schema`` variant's with a schema."""
+    if with_schema and (library.source(f"{base}_schema") != "packaged"
+                        or library.source(base) == "packaged"):  # fmt: skip
+        return library.get(f"{base}_schema")
+    return library.get(base)
+
+
 def graph_extractor(
     config: UkrConfig,
     chat: ChatModel,
     records: RecordStore,
     project_dir: Path | None = None,
+    schema: ExtractionSchema | None = None,
     prompts: PromptLibrary | None = None,
 ) -> GraphExtractor:
     """Return the `GraphExtractor` of ``config`` (its prompts in effect, its settings).
+
+    With ``schema``, the schema's templates (``*_schema.v1``; an override of them wins, then
+    an override of the plain ``extract_graph``/``glean_graph``) get the schema filled in and
+    its entity types replace ``entity_types`` (`schema_step.schema_extractor_settings`);
+    without one, nothing changes.
 
     Args:
         config: the effective configuration.
         chat: the wrapped chat model.
         records: the index's record store.
         project_dir: where relative prompt files are looked up (when ``prompts`` is None).
+        schema: the extraction schema (None: none).
         prompts: the prompts in effect (None: read from ``config``, `load_prompt_library`).
 
     Raises:
@@ -89,14 +106,15 @@ def graph_extractor(
     """
     graph = config.graph
     library = prompts if prompts is not None else load_prompt_library(config, project_dir)
+    extraction = graph.extraction
+    extract = _template(library, "extract_graph", schema is not None)
+    glean = _template(library, "glean_graph", schema is not None)
+    if schema is not None:
+        extraction, extract, glean = schema_extractor_settings(extraction, schema, extract, glean)
     return GraphExtractor(
-        chat,
-        records,
-        graph.extraction,
-        extraction_template=library.get("extract_graph.v1"),
-        gleaning_template=library.get("glean_graph.v1"),
+        chat, records, extraction, extraction_template=extract, gleaning_template=glean,
         concurrency=graph.unit_concurrency,
-    )
+    )  # fmt: skip
 
 
 class GraphIndexer:
@@ -110,6 +128,8 @@ class GraphIndexer:
         config: the effective configuration (``graph``, ``UkrConfig.methodologies()``).
         project_dir: where relative prompt files are looked up (when ``prompts`` is None).
         progress: receives progress events.
+        schema: the extraction schema (``graph.extraction.schema_sources``, loaded by the
+            composition root); None: no schema.
         prompts: the prompts in effect (None: read from ``config``, `load_prompt_library`).
     """
 
@@ -123,6 +143,7 @@ class GraphIndexer:
         config: UkrConfig,
         project_dir: Path | None = None,
         progress: ProgressReporter | None = None,
+        schema: ExtractionSchema | None = None,
         prompts: PromptLibrary | None = None,
     ) -> None:
         graph = config.graph
@@ -134,7 +155,9 @@ class GraphIndexer:
         self._progress = progress
         self.methodologies = graph_methodologies(config.methodologies())
         fanout = graph.unit_concurrency
-        self.extractor = graph_extractor(config, chat, stores.records, prompts=library)
+        self.extractor = graph_extractor(config, chat, stores.records, schema=schema,
+                                         prompts=library)  # fmt: skip
+        self.schema_step = SchemaStep(schema, graph.extraction, chat, prompts=library)
         self.extraction_template = self.extractor.extraction_template
         self.gleaning_template = self.extractor.gleaning_template
         self.ledger = UnitLedger(stores.records, config.indexing.quarantine_after)
@@ -164,6 +187,8 @@ class GraphIndexer:
         }
         if held := sorted(quarantined):
             value["quarantined"] = held
+        if (schema := self.schema_step.fingerprint) is not None:
+            value["schema"] = schema
         return sha256_json(value)
 
     async def run(
@@ -206,10 +231,12 @@ class GraphIndexer:
         report.records_swept = await self._sweep(units)
 
         with self._stage(report, "resolve") as stage:
+            records = [(u.id, outcome.records[u.id]) for u in units if u.id in outcome.records]
+            records, report.schema_conformance = await self.schema_step.conform(records)
             resolved = resolve_graph(
-                [(u.id, outcome.records[u.id]) for u in units if u.id in outcome.records],
-                fuzzy_threshold=self._config.graph.resolution.fuzzy_threshold,
-            )
+                records, fuzzy_threshold=self._config.graph.resolution.fuzzy_threshold,
+                synonyms=self.schema_step.synonyms,
+            )  # fmt: skip
             stage.items = len(resolved.entities)
         report.merges = dict(resolved.merges)
 
@@ -220,6 +247,7 @@ class GraphIndexer:
                 entities, relationships, resolved.description_fragments, report
             )
             stage.items = report.descriptions_summarized
+        entities, relationships = self.schema_step.annotate(entities, relationships)
         report.entities, report.relationships = len(entities), len(relationships)
 
         items = GraphItems(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.config.prompts import load_prompt_library
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
 from unified_kg_rag.domain.index.methodologies import METHODOLOGIES
 from unified_kg_rag.domain.prompts.library import PromptLibrary
 from unified_kg_rag.ports import (
@@ -57,6 +58,8 @@ class StageContext:
         force_rebuild: ask the LLM again and rebuild even when the inputs are unchanged.
         keyphrase_extractor: the `lazy` concept graph's extractor (None: YAKE).
         prompts: the prompts in effect (None: read from ``config`` when a stage needs them).
+        extraction_schema: the extraction schema of ``graph.extraction.schema_sources``
+            (None: no schema).
     """
 
     config: UkrConfig
@@ -78,6 +81,7 @@ class StageContext:
         if self.prompts is not None:
             return self.prompts
         return load_prompt_library(self.config, self.project_dir)
+    extraction_schema: ExtractionSchema | None = None
 
     @property
     def methodologies(self) -> list[str]:
