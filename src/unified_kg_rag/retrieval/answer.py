@@ -217,18 +217,6 @@ def _marker_undecided(held: str) -> bool:
     return len(held) < MARKER_WINDOW and len(lead) < len(NO_ANSWER) and NO_ANSWER.startswith(lead)
 
 
-_MAP_PROMPT = (
-    "List the facts in the numbered sources below that help answer the question, one per "
-    "line, each ending with the [n] of the source it comes from. If none helps, write NONE."
-    "\n\nQuestion: {question}\n\nSources:\n{sources}"
-)
-_REDUCE_PROMPT = (
-    "Answer the question from these notes only, citing the sources as [n] exactly as the "
-    "notes do. If the notes do not answer it, say so.\n\nQuestion: {question}\n\n"
-    "Notes:\n{notes}"
-)
-
-
 async def map_reduce_answer(
     chat_model: ChatModel,
     question: str,
@@ -241,8 +229,9 @@ async def map_reduce_answer(
     """Answer from ``sources`` in two steps (LazyGraphRAG's map-reduce answer).
 
     Map: each batch of ``batch_size`` sources gives the facts it holds that help, each
-    citing its ``[n]``. Reduce: the answer is written from those notes, citing the same
-    numbers. A context of at most one batch is answered in one call (`generative_answer`).
+    citing its ``[n]`` (``lazy_map.v1``). Reduce: the answer is written from those notes,
+    citing the same numbers (``answer_system.v1``, then the user part of ``lazy_reduce.v1``).
+    A context of at most one batch is answered in one call (`generative_answer`).
 
     Returns:
         The answer with the reduce reply's finish reason; a map reply that was cut is kept
@@ -259,12 +248,10 @@ async def map_reduce_answer(
     incomplete: dict[str, str] = {}
     for number, i in enumerate(range(0, len(sources), batch_size), start=1):
         batch = sources[i : i + batch_size]
-        prompt = _MAP_PROMPT.format(
-            question=question, sources="\n\n".join(render_source(s) for s in batch)
-        )
-        reply = await chat_model.complete(
-            [Message(role="user", content=prompt)], max_tokens=max_tokens, temperature=0.0
-        )
+        messages = prompts.messages("lazy_map.v1", {
+            "question": question, "sources": "\n\n".join(render_source(s) for s in batch),
+        })  # fmt: skip
+        reply = await chat_model.complete(messages, max_tokens=max_tokens, temperature=0.0)
         if not reply.complete:
             incomplete[f"lazy_map.{number}"] = reply.finish_reason
         text = reply.text.strip()
@@ -277,8 +264,8 @@ async def map_reduce_answer(
         return AnswerText(answer.text, answer.finish_reason, incomplete)
     completion = await chat_model.complete(
         [Message(role="system", content=prompts.text("answer_system.v1")),
-         Message(role="user", content=_REDUCE_PROMPT.format(question=question,
-                                                            notes="\n".join(notes)))],
+         prompts.messages("lazy_reduce.v1", {"question": question,
+                                             "notes": "\n".join(notes)})[-1]],
         max_tokens=max_tokens,
         temperature=0.0,
     )  # fmt: skip

@@ -31,7 +31,7 @@ __all__ = [
 
 OPTIONAL_PLACEHOLDERS = frozenset({
     "entity_types", "community_name", "language", "count", "max_words", "max_steps",
-    "max_bridges", "max_queries", "schema_types",
+    "max_bridges", "max_queries", "schema_types", "n",
 })  # fmt: skip
 """Placeholders that carry a setting rather than the input; an override may leave them out
 (an extraction prompt that names its own entity types has no ``{entity_types}``). Every other
