@@ -173,3 +173,28 @@ def test_an_override_reaches_the_judge_call(tmp_path: Path) -> None:
         {"role": "system", "content": "Grade strictly."},
         {"role": "user", "content": 'Q: Q1?\nRefs: - R1\nA: A1\nReply {"label": "correct"}'},
     ]
+
+
+def test_with_a_schema_the_schema_variant_or_the_users_override_is_used(tmp_path: Path) -> None:
+    from unified_kg_rag.domain.extraction.schema import EntityTypeSpec, ExtractionSchema
+
+    schema = ExtractionSchema(entity_types=(EntityTypeSpec(name="VESSEL", description="A ship."),))
+    (tmp_path / "plain.md").write_text("PLAIN {text}\n{schema_types}\n", encoding="utf-8")
+    (tmp_path / "variant.md").write_text("VARIANT {text}\n{schema_types}\n", encoding="utf-8")
+
+    def templates(**files: str) -> tuple[str, str]:
+        library = load_prompt_library(_config(files=files), tmp_path)
+        ext = graph_extractor(_config(), None, None,  # type: ignore[arg-type]
+                              schema=schema, prompts=library)
+        return ext.extraction_template, ext.gleaning_template
+
+    extract, glean = templates()
+    assert extract.startswith(PACKAGED.packaged("extract_graph_schema")[:40])
+    assert "- VESSEL: A ship." in extract and "{schema_types}" not in glean
+    extract, _ = templates(extract_graph="plain.md")
+    assert extract.startswith("PLAIN {text}\n") and "- VESSEL: A ship." in extract
+    extract, _ = templates(extract_graph="plain.md", extract_graph_schema="variant.md")
+    assert extract.startswith("VARIANT {text}\n")
+    library = load_prompt_library(_config(files={"extract_graph": "plain.md"}), tmp_path)
+    plain = graph_extractor(_config(), None, None, prompts=library)  # type: ignore[arg-type]
+    assert plain.extraction_template == "PLAIN {text}\n{schema_types}\n"  # no schema: as written
