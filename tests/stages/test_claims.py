@@ -387,8 +387,8 @@ def test_a_claim_prompt_file_is_used_and_one_without_its_placeholders_refused(
         return config.model_copy(update={"graph": graph})
 
     async def main(server: FakeOpenAIServer) -> tuple[str, IndexReport]:
-        async with build_app(configured(server, "bad.md"), project) as app:
-            with pytest.raises(ConfigurationError) as refused:
+        with pytest.raises(ConfigurationError) as refused:  # at start, or at the first build
+            async with build_app(configured(server, "bad.md"), project) as app:
                 await _run(app, [corpus])
         async with build_app(configured(server, "good.md"), project) as app:
             return str(refused.value), await _run(app, [corpus])

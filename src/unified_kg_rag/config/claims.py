@@ -55,9 +55,10 @@ class ClaimsConfig(BaseModel):
     )
     prompt_file: str | None = Field(
         default=None,
-        description="A file replacing the claim prompt (relative to the project directory; "
-        "system part, a line `=== user ===`, user part). `{text}` and `{entity_names}` are "
-        "required; `{claim_description}` and `{claim_types}` are filled in too. Changing it "
+        description="A file replacing the claim prompt `extract_claims` (relative to the "
+        "project directory; the same as `prompts.files.extract_claims`): system part, a line "
+        "`=== user ===`, user part. `{text}` and `{entity_names}` are required; "
+        "`{claim_description}` and `{claim_types}` are filled in where written. Changing it "
         "asks every unit again.",
     )
 

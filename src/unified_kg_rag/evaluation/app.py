@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from unified_kg_rag.config.models import UkrConfig
+    from unified_kg_rag.domain.prompts.library import PromptLibrary
     from unified_kg_rag.ingestion.status import StatusReport
     from unified_kg_rag.ports import ChatModel, Embedder, IndexStores
     from unified_kg_rag.retrieval.chain import RAGChain
@@ -28,6 +29,11 @@ class EvalApp(Protocol):
     @property
     def chat_model(self) -> ChatModel | None:
         """The answer model, or None (extractive answers)."""
+        ...
+
+    @property
+    def prompts(self) -> PromptLibrary:
+        """The prompt templates in effect."""
         ...
 
     @property

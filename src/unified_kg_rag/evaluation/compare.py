@@ -322,7 +322,7 @@ async def _answer(
         try:
             if arm == CLOSED_BOOK:
                 assert app.chat_model is not None  # checked by _preflight
-                out = await answer_closed_book(app.chat_model, item.question)
+                out = await answer_closed_book(app.chat_model, item.question, prompts=app.prompts)
                 # no chain meters this call: its usage is the scope's
                 out = out.model_copy(update={"usage": usage.model_copy()})
             elif manifest.retrieval_only:

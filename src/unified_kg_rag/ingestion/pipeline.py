@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
 from unified_kg_rag.domain.index.methodologies import builds_artifact, needs_llm
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.messages.transcripts import TranscriptDoc
@@ -45,6 +46,7 @@ from unified_kg_rag.domain.models import (
     TextUnit,
     TokenUsage,
 )
+from unified_kg_rag.domain.prompts.library import PromptLibrary
 from unified_kg_rag.ingestion.commit import commit_batch
 from unified_kg_rag.ingestion.corpus import CorpusFile, discover, read_file
 from unified_kg_rag.ingestion.deletion import (
@@ -134,6 +136,8 @@ class IndexPipeline:
             (with ``run(reset=True)``: a reset that re-extracts everything too).
         keyphrase_extractor: the `lazy` concept graph's extractor (default: YAKE).
         message_sources: the message sources, in dispatch order (`ingestion.messages`).
+        prompts: the prompts in effect (None: read from ``config`` when needed).
+        extraction_schema: the extraction schema (None: no schema).
     """
 
     def __init__(
@@ -151,6 +155,8 @@ class IndexPipeline:
         force_rebuild: bool = False,
         keyphrase_extractor: KeyphraseExtractor | None = None,
         message_sources: Sequence[MessageSource] = (),
+        prompts: PromptLibrary | None = None,
+        extraction_schema: ExtractionSchema | None = None,
     ) -> None:
         self._stores = stores
         self._sources = list(message_sources)
@@ -170,6 +176,8 @@ class IndexPipeline:
             config, embedder=embedder, budget_tokenizer=self._budget_tokenizer,
             progress=self._progress, chat_model=chat_model, project_dir=project_dir,
             force_rebuild=force_rebuild, keyphrase_extractor=keyphrase_extractor,
+            prompts=prompts,
+            extraction_schema=extraction_schema,
         )
 
     async def run(

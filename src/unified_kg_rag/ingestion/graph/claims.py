@@ -51,7 +51,6 @@ __all__ = [
     "CLAIMS_NAMESPACE",
     "CLAIM_FAILURES_NAMESPACE",
     "CLAIM_PROMPT",
-    "CLAIM_PROMPT_REQUIRED",
     "ClaimExtractor",
     "ClaimOutcome",
     "ClaimPlan",
@@ -70,10 +69,8 @@ CLAIM_FAILURES_NAMESPACE = "claim_failures"
 (`UnitAttempts`); at ``indexing.quarantine_after`` the unit's claims are no longer asked."""
 
 CLAIM_PROMPT = "extract_claims.v1"
-"""The built-in claim prompt template."""
-
-CLAIM_PROMPT_REQUIRED = ("{text}", "{entity_names}")
-"""Placeholders a claim prompt file must contain (``graph.claims.prompt_file``)."""
+"""The claim prompt (packaged; replaced by ``prompts.files.extract_claims`` or
+``graph.claims.prompt_file``, see `config.prompts`)."""
 
 
 def claim_units(

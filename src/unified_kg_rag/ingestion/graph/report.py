@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from unified_kg_rag.domain.extraction.schema_conformance import ConformanceReport
 from unified_kg_rag.domain.models import TokenUsage
 
 __all__ = ["ClaimFigures", "GraphBuildReport", "StageReport", "UnitFailure"]
@@ -102,6 +103,9 @@ class GraphBuildReport(BaseModel):
         items_removed: graph items of an earlier build that this build no longer has.
         claims: the claim stage's figures; None (and left out of the JSON) when claim
             extraction is off.
+        schema_conformance: how the extraction conformed to the extraction schema
+            (conforming, aligned, dropped, flagged per kind; the most frequent off-schema
+            types); None without a schema.
         stages: per-stage figures (``extract``, ``resolve``, ``summarize``, ``communities``,
             ``reports``, ``write``).
     """
@@ -126,6 +130,7 @@ class GraphBuildReport(BaseModel):
     reports_failed: int = 0
     items_removed: int = 0
     claims: ClaimFigures | None = Field(default=None, exclude_if=lambda v: v is None)
+    schema_conformance: ConformanceReport | None = None
     stages: dict[str, StageReport] = Field(default_factory=dict)
 
     @property

@@ -34,6 +34,8 @@ def graph_indexer(ctx: StageContext, stores: IndexStores, chat: ChatModel) -> Gr
     return GraphIndexer(
         stores, chat=chat, embedder=ctx.embedder, counter=ctx.budget_tokenizer,
         config=ctx.config, project_dir=ctx.project_dir, progress=ctx.progress,
+        prompts=ctx.prompt_library(),
+        schema=ctx.extraction_schema,
     )  # fmt: skip
 
 
