@@ -30,7 +30,6 @@ from unified_kg_rag.ingestion.messages import (
 )
 from unified_kg_rag.ingestion.units import UnitText
 from unified_kg_rag.ports import (
-    ChatModel,
     DocumentParser,
     IndexStores,
     MessageSource,
@@ -58,7 +57,6 @@ async def estimate_index(
     sources: Sequence[MessageSource],
     parse: ParseChunk,
     derived: DerivedStages,
-    chat: ChatModel | None,
     counter: TokenCounter,
     messages: MessageRun | None = None,
 ) -> CostEstimate:
@@ -71,17 +69,21 @@ async def estimate_index(
         parsers: parser per file extension.
         sources: the message sources, in dispatch order.
         parse: parses and chunks one entry (the pipeline's own step).
-        derived: the pipeline's derived stages (the graph indexer's prompts and settings).
-        chat: the model of the graph build; None when no LLM is configured.
+        derived: the pipeline's derived stages (the graph indexer's prompts and settings,
+            and the models of the ``extraction`` and ``summaries`` roles).
         counter: the token counter prompts are measured with.
         messages: options of the message archives among ``paths``.
 
     Raises:
-        UsageError: no LLM is configured, or no selected methodology calls one.
+        UsageError: no selected methodology calls a model, or no model serves the roles
+            they call (``extraction``; ``summaries`` for a summary tree).
     """
     methodologies = config.methodologies()
-    tree = "raptor" in methodologies and config.graph.raptor.summaries != "extractive"
-    if chat is None or not (needs_llm(methodologies) or tree):
+    chat = derived.context.model("extraction")
+    graph_calls = needs_llm(methodologies) and chat is not None
+    tree = ("raptor" in methodologies and config.graph.raptor.summaries != "extractive"
+            and derived.context.model("summaries") is not None)  # fmt: skip
+    if not (graph_calls or tree):
         raise UsageError(
             "--estimate needs an LLM and a methodology that calls it (llm.kind, "
             "indexing.methodologies: graphrag, lightrag, hipporag, or raptor with LLM "
@@ -108,7 +110,7 @@ async def estimate_index(
         for r in parsed if r.value is not None for u in r.value
     ]
     est = CostEstimate(units=len(units))
-    if needs_llm(methodologies):
+    if graph_calls and chat is not None:
         graph = derived.graph_indexer(stores, chat)
         stored = await graph.extractor.stored(units)
         est = estimate_graph_cost(

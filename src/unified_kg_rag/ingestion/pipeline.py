@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.llm.roles import RoleModels
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.messages.transcripts import TranscriptDoc
 from unified_kg_rag.domain.models import (
@@ -119,6 +120,8 @@ class IndexPipeline:
             ``graph``).
         progress: receives progress events (optional).
         chat_model: the wrapped LLM; None (``llm.kind: none``) indexes text units only.
+        models: the model of each role (``llm.roles``: extraction, summaries, reports);
+            None: ``chat_model`` serves every role.
         budget_tokenizer: token counter for prompt budgets (default: the chunk tokenizer).
         project_dir: where relative prompt files of the configuration are looked up.
         force_rebuild: ask the LLM again for every extraction record and rebuild the graph
@@ -137,6 +140,7 @@ class IndexPipeline:
         config: UkrConfig,
         progress: ProgressReporter | None = None,
         chat_model: ChatModel | None = None,
+        models: RoleModels[ChatModel] | None = None,
         budget_tokenizer: TokenCounter | None = None,
         project_dir: Path | None = None,
         force_rebuild: bool = False,
@@ -145,7 +149,6 @@ class IndexPipeline:
     ) -> None:
         self._stores = stores
         self._sources = list(message_sources)
-        self._chat = chat_model
         self._budget_tokenizer = budget_tokenizer or chunk_tokenizer
         self._embedder = embedder
         self._tokenizer = chunk_tokenizer
@@ -159,7 +162,8 @@ class IndexPipeline:
         self._to_index = 0  # the ``index`` task's total: documents to index, less failures
         self._derived = DerivedStages(  # graphs and record collection after the text units
             config, embedder=embedder, budget_tokenizer=self._budget_tokenizer,
-            progress=self._progress, chat_model=chat_model, project_dir=project_dir,
+            progress=self._progress, chat_model=chat_model, models=models,
+            project_dir=project_dir,
             force_rebuild=force_rebuild, keyphrase_extractor=keyphrase_extractor,
         )
 
@@ -326,7 +330,7 @@ class IndexPipeline:
         return await estimate_index(
             paths, stores=self._stores, config=self._config, parsers=self._parsers,
             sources=self._sources, parse=self._parse_entry, derived=self._derived,
-            chat=self._chat, counter=self._budget_tokenizer, messages=messages,
+            counter=self._budget_tokenizer, messages=messages,
         )  # fmt: skip
 
     # ----------------------------------------------------------------- stages

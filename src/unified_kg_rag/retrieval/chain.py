@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from unified_kg_rag.config.models import QueryConfig
 from unified_kg_rag.domain.llm.deadline import QueryDeadline, note_deadline, query_deadline
 from unified_kg_rag.domain.llm.finish import StreamFinish
+from unified_kg_rag.domain.llm.roles import ModelRole, RoleModels
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.models import (
     RAGOutput,
@@ -125,7 +126,10 @@ class RAGChain:
     Args:
         stores: the index's store ports.
         embedder: the embedding model the index was built with.
-        chat_model: the (wrapped) LLM, or None for extractive answers.
+        chat_model: the (wrapped) default LLM, or None for extractive answers.
+        models: the model of each role (`domain.llm.roles`): ``answer`` writes answers,
+            ``query`` rewrites follow-ups and processes queries; None: ``chat_model`` serves
+            every role.
         budget_tokenizer: counts context tokens for packing.
         config: default query settings; per-call overrides take precedence.
         reranker: the reranker of ``query.rerank`` (None: keep the fused order).
@@ -141,6 +145,7 @@ class RAGChain:
         embedder: Embedder,
         chat_model: ChatModel | None,
         budget_tokenizer: TokenCounter,
+        models: RoleModels[ChatModel] | None = None,
         config: QueryConfig,
         reranker: Reranker | None = None,
         concept_graphs: BuildCache[LoadedConceptGraph] | None = None,
@@ -150,10 +155,15 @@ class RAGChain:
         self._summary_trees = summary_trees if summary_trees is not None else BuildCache()
         self._stores = stores
         self._embedder = embedder
-        self._chat = chat_model
+        self._default = chat_model
+        self._models = models
+        self._chat = self._model("answer")  # the answer model
         self._counter = budget_tokenizer
         self._config = config
         self._reranker = reranker
+
+    def _model(self, role: ModelRole) -> ChatModel | None:
+        return self._default if self._models is None else self._models.for_role(role)
 
     # ------------------------------------------------------------------ public API
 
@@ -328,13 +338,14 @@ class RAGChain:
             )  # fmt: skip
             prior = await memory.prior_turns()
         if prior is not None:
-            standalone, how = await rewrite_followup(question, prior, self._chat)
+            standalone, how = await rewrite_followup(question, prior, self._model("query"))
             metadata["rewrite"] = how
             metadata["standalone_question"] = standalone
             timings["rewrite"] = _ms(t0)
         ctx = QueryContext(
             question=standalone, stores=self._stores, embedder=self._embedder,
-            chat_model=self._chat, config=cfg, filters=dict(filters), held=held,
+            chat_model=self._default, models=self._models, config=cfg, filters=dict(filters),
+            held=held,
             metadata=metadata, deadline=deadline, concept_graphs=self._concept_graphs,
             summary_trees=self._summary_trees,
         )  # fmt: skip

@@ -60,6 +60,14 @@ BUILD_KEY = "graph_build"
 
 
 
+def _bare(model_id: str) -> str:
+    """A model id without its endpoint (``openai:gpt-4o@http://...`` → ``openai:gpt-4o``).
+
+    As the extraction fingerprint reads it: moving a model to another server rebuilds nothing.
+    """
+    return model_id.split("@", 1)[0]
+
+
 def graph_methodologies(methodologies: Sequence[str]) -> list[str]:
     """Return those of ``methodologies`` the ``graph`` stage builds, sorted (their profiles)."""
     return sorted(
@@ -136,7 +144,9 @@ class GraphIndexer:
 
     Args:
         stores: the index's stores (fenced by the run's lease).
-        chat: the wrapped chat model.
+        chat: the wrapped chat model of extraction and gleaning (the ``extraction`` role).
+        summary_chat: the model of description summaries (``summaries``); None: ``chat``.
+        report_chat: the model of community reports (``reports``); None: ``chat``.
         embedder: the index's embedding model.
         counter: token counter for budgets (the script-aware estimate).
         config: the effective configuration (``graph``, ``UkrConfig.methodologies()``).
@@ -149,6 +159,8 @@ class GraphIndexer:
         stores: IndexStores,
         *,
         chat: ChatModel,
+        summary_chat: ChatModel | None = None,
+        report_chat: ChatModel | None = None,
         embedder: Embedder,
         counter: TokenCounter,
         config: UkrConfig,
@@ -158,6 +170,8 @@ class GraphIndexer:
         graph = config.graph
         self._stores = stores
         self._chat = chat
+        self._summary_chat = summary_chat or chat
+        self._report_chat = report_chat or chat
         self._embedder = embedder
         self._config = config
         self._progress = progress
@@ -169,21 +183,25 @@ class GraphIndexer:
         self.ledger = UnitLedger(stores.records, config.indexing.quarantine_after)
         self._summary_template = load_prompt("summarize_descriptions.v1")
         self.summarizer = DescriptionSummarizer(
-            chat, counter, graph.resolution, template=self._summary_template, concurrency=fanout
+            self._summary_chat, counter, graph.resolution, template=self._summary_template,
+            concurrency=fanout,
         )
         self._report_template = load_template(
             project_dir, graph.reports.prompt_file, "community_report.v1",
             "graph.reports.prompt_file", ("{context}",),
         )
         self.reporter = ReportWriter(
-            chat, counter, graph.reports, template=self._report_template, concurrency=fanout
+            self._report_chat, counter, graph.reports, template=self._report_template,
+            concurrency=fanout,
         )
 
     def digest(self, unit_ids: list[str], quarantined: Iterable[str] = ()) -> str:
-        """Return the digest of a build's inputs: text units, model, prompts, settings.
+        """Return the digest of a build's inputs: text units, models, prompts, settings.
 
         ``quarantined`` (the fingerprints of the quarantined extractions) enters only when
-        not empty, so releasing them makes the next run build again.
+        not empty, so releasing them makes the next run build again. The extraction model
+        enters through the extractor's fingerprint; the summary and report models enter
+        only when they differ from it (`role_models`), so a one-model index keeps its digest.
         """
         value: dict[str, object] = {
             "units": sorted(unit_ids),
@@ -196,7 +214,21 @@ class GraphIndexer:
         }
         if held := sorted(quarantined):
             value["quarantined"] = held
+        if models := self.role_models():
+            value["models"] = models
         return sha256_json(value)
+
+    def role_models(self) -> dict[str, str]:
+        """Return the summary and report models that differ from the extraction model.
+
+        ``{"summaries": model id, "reports": model id}``, each only when it differs; empty
+        when one model serves all three (the digest and report contexts then read as before
+        roles existed).
+        """
+        extraction = _bare(self._chat.model_id)
+        return {role: _bare(m.model_id) for role, m in
+                (("summaries", self._summary_chat), ("reports", self._report_chat))
+                if _bare(m.model_id) != extraction}  # fmt: skip
 
     async def run(
         self, *, force: bool = False, rebuild: bool = False, retry_quarantined: bool = False
@@ -403,6 +435,8 @@ class GraphIndexer:
         for c in communities:
             report.communities_per_level[c.level] = report.communities_per_level.get(c.level, 0) + 1
         contexts = context_fingerprints(communities, entities, items.relationships)
+        if (writer := self.role_models().get("reports")) is not None:  # a report model's own
+            contexts = {c: sha256_json([f, writer]) for c, f in contexts.items()}
         kept: dict[str, CommunityReport] = {}
         if previous is not None:
             same = [c.id for c in communities if previous.contexts.get(c.id) == contexts[c.id]]

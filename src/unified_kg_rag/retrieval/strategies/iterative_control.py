@@ -101,7 +101,8 @@ async def llm_verdict(
     Raises:
         ModelError: the call failed (the caller decides whether that is fatal).
     """
-    assert ctx.chat_model is not None
+    chat = ctx.model("query")
+    assert chat is not None
     cfg = ctx.config.iterative
     budget = cfg.controller_context_tokens or ctx.config.max_context_tokens
     prompt = load_prompt("iterative_controller.v1").format(
@@ -112,7 +113,7 @@ async def llm_verdict(
         max_queries=cfg.max_next_queries,
     )
     try:
-        reply = await ctx.chat_model.complete(
+        reply = await chat.complete(
             [Message(role="user", content=prompt)], max_tokens=_REPLY_TOKENS, temperature=0.0
         )
     finally:
@@ -141,13 +142,14 @@ async def llm_decompose(ctx: QueryContext) -> tuple[str, ...]:
     Raises:
         ModelError: the call failed (the caller decides whether that is fatal).
     """
-    assert ctx.chat_model is not None
+    chat = ctx.model("query")
+    assert chat is not None
     limit = ctx.config.iterative.max_rounds + 1
     prompt = load_prompt("iterative_decompose.v1").format(
         question=ctx.question, max_steps=limit
     )
     try:
-        reply = await ctx.chat_model.complete(
+        reply = await chat.complete(
             [Message(role="user", content=prompt)], max_tokens=_REPLY_TOKENS, temperature=0.0
         )
     finally:

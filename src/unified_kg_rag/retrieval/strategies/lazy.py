@@ -96,11 +96,12 @@ class LazyStrategy:
         return [text_unit_candidate(h) for h in chosen[: ctx.config.top_k]]
 
     async def _subqueries(self, ctx: QueryContext) -> list[str]:
-        if ctx.chat_model is None:
+        chat = ctx.model("query")
+        if chat is None:
             return [ctx.question]
         n = ctx.config.lazy.max_subqueries
         try:
-            reply = await ctx.chat_model.complete(
+            reply = await chat.complete(
                 [Message(role="user", content=_SPLIT_PROMPT.format(n=n, question=ctx.question))],
                 max_tokens=200,
             )
@@ -164,11 +165,12 @@ class LazyStrategy:
         self, ctx: QueryContext, subquery: str, text: str, similarity: float
     ) -> bool:
         by_similarity = similarity >= ctx.config.lazy.relevance_threshold
-        if ctx.chat_model is None:
+        chat = ctx.model("query")
+        if chat is None:
             return by_similarity
         if not ctx.out_of_time:
             try:
-                reply = await ctx.chat_model.complete(
+                reply = await chat.complete(
                     [Message(role="user",
                              content=_RELEVANCE_PROMPT.format(question=subquery, passage=text))],
                     max_tokens=3,
