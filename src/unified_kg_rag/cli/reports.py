@@ -105,16 +105,16 @@ def render_estimate(est: CostEstimate) -> None:
 
 
 def _role_table(est: CostEstimate) -> Table:
-    """The per-role figures of an estimate: model, calls, tokens, cost."""
-    table = Table(title="Per role", box=None)
-    for column in ("role", "model", "calls", "prompt tokens", "reply tokens", "cost"):
-        table.add_column(column, justify="left" if column in ("role", "model") else "right")
+    """The per-role figures of an estimate: the role's model, then its calls, tokens, cost."""
+    table = Table(title="Per role", show_header=False, box=None)
     for role, fig in est.roles.items():
         cost = (f"{fig.cost_min:,.2f} - {fig.cost_max:,.2f}"
                 if fig.cost_min is not None and fig.cost_max is not None else "no prices")
-        table.add_row(role, fig.model, f"{fig.calls_min:,} - {fig.calls_max:,}",
-                      f"{fig.input_tokens_min:,} - {fig.input_tokens_max:,}",
-                      f"{fig.output_tokens:,}", cost)  # fmt: skip
+        table.add_row(role, fig.model)
+        table.add_row("  calls", f"{fig.calls_min:,} - {fig.calls_max:,}")
+        table.add_row("  prompt tokens", f"{fig.input_tokens_min:,} - {fig.input_tokens_max:,}")
+        table.add_row("  reply tokens", f"{fig.output_tokens:,}")
+        table.add_row("  cost", cost)
     return table
 
 
