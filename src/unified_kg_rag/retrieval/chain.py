@@ -65,6 +65,7 @@ from unified_kg_rag.retrieval.memory import (
 from unified_kg_rag.retrieval.message_sources import attach_messages
 from unified_kg_rag.retrieval.models import (
     CANNOT_ANSWER,
+    DECLINED,
     FILTER_FIELDS,
     MAX_QUESTION_CHARS,
     FilterMap,
@@ -93,6 +94,7 @@ from unified_kg_rag.util.errors import (
 
 __all__ = [
     "CANNOT_ANSWER",
+    "DECLINED",
     "FILTER_FIELDS",
     "MAX_QUESTION_CHARS",
     "PriorTurn",
