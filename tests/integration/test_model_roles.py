@@ -56,13 +56,14 @@ def _model(server: FakeOpenAIServer, name: str) -> dict[str, Any]:
                                          "model": name}}  # fmt: skip
 
 
-def _config(server: FakeOpenAIServer, **llm: Any) -> UkrConfig:
+def _config(server: FakeOpenAIServer, *, sections: dict[str, Any] | None = None,
+            **llm: Any) -> UkrConfig:
     return UkrConfig(
         llm={**_model(server, "default-m"), "retry_initial_s": 0.01, "retry_max_s": 0.05,
              "tiers": {"fast": _model(server, "fast-m"), "strong": _model(server, "strong-m")},
              **llm},
-        graph={"communities": {"min_community_size": 2}},
-    )  # type: ignore[arg-type]
+        **(sections or {"graph": {"communities": {"min_community_size": 2}}}),
+    )
 
 
 async def _index(app: App, corpus: Path) -> IndexReport:
@@ -194,3 +195,32 @@ def test_an_explicit_evaluation_judge_wins_over_the_judge_role(tmp_path: Path) -
 
     with FakeOpenAIServer(reply=reply) as server:
         asyncio.run(main(server))
+
+
+def test_the_summary_tree_is_written_by_the_summaries_model_and_rewritten_on_a_change(
+    tmp_path: Path,
+) -> None:
+    corpus = write_docs(tmp_path / "corpus")
+    raptor = {"raptor": {"target_children": 2, "min_nodes_to_cluster": 1,
+                         "min_level_shrink": 0.0, "summaries": "llm"}}  # fmt: skip
+
+    def config(server: FakeOpenAIServer, summaries: str) -> UkrConfig:
+        return _config(server, roles={"summaries": summaries},
+                       sections={"graph": raptor, "indexing": {"methodologies": ["raptor"]}})
+
+    async def main(server: FakeOpenAIServer) -> tuple[set[str], set[str], IndexReport]:
+        async with build_app(config(server, "strong"), tmp_path / "p") as app:
+            first = await _index(app, corpus)
+        assert first.summary_tree is not None and first.summary_tree.summaries_written > 0
+        before = {r.body["model"] for r in server.requests_to("/chat/completions")}
+        server.requests.clear()
+        async with build_app(config(server, "fast"), tmp_path / "p") as app:
+            second = await _index(app, corpus)
+        after = {r.body["model"] for r in server.requests_to("/chat/completions")}
+        return before, after, second
+
+    with FakeOpenAIServer(reply=reply) as server:
+        before, after, second = asyncio.run(main(server))
+    assert before == {"strong-m"}
+    assert after == {"fast-m"}  # the tree's fingerprint holds its model: rewritten by fast
+    assert second.summary_tree is not None and second.summary_tree.summaries_written > 0
