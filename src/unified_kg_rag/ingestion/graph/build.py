@@ -42,6 +42,7 @@ from unified_kg_rag.ports import (
 from unified_kg_rag.util.errors import ConfigurationError
 from unified_kg_rag.util.hashing import sha256_json
 
+from .build_models import models_besides_extraction
 from .delta import context_fingerprints, delta_partition, load_previous, save_partition
 from .extract import RECORDS_NAMESPACE, ExtractionOutcome, GraphExtractor
 from .record_sweep import current_keys, sweep_records
@@ -58,14 +59,6 @@ logger = logging.getLogger(__name__)
 BUILD_KEY = "graph_build"
 """RecordStore ``index`` key of the last graph build's input digest and completeness."""
 
-
-
-def _bare(model_id: str) -> str:
-    """A model id without its endpoint (``openai:gpt-4o@http://...`` → ``openai:gpt-4o``).
-
-    As the extraction fingerprint reads it: moving a model to another server rebuilds nothing.
-    """
-    return model_id.split("@", 1)[0]
 
 
 def graph_methodologies(methodologies: Sequence[str]) -> list[str]:
@@ -219,16 +212,8 @@ class GraphIndexer:
         return sha256_json(value)
 
     def role_models(self) -> dict[str, str]:
-        """Return the summary and report models that differ from the extraction model.
-
-        ``{"summaries": model id, "reports": model id}``, each only when it differs; empty
-        when one model serves all three (the digest and report contexts then read as before
-        roles existed).
-        """
-        extraction = _bare(self._chat.model_id)
-        return {role: _bare(m.model_id) for role, m in
-                (("summaries", self._summary_chat), ("reports", self._report_chat))
-                if _bare(m.model_id) != extraction}  # fmt: skip
+        """The summary and report models that differ from the extraction model (by id)."""
+        return models_besides_extraction(self._chat, self._summary_chat, self._report_chat)
 
     async def run(
         self, *, force: bool = False, rebuild: bool = False, retry_quarantined: bool = False
