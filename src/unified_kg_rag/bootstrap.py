@@ -33,8 +33,12 @@ from unified_kg_rag.adapters.registry import (
     RERANKERS,
     STORE_BACKENDS,
 )
+from unified_kg_rag.adapters.schema_sources import load_extraction_schema
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.config.prompts import load_prompt_library
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
 from unified_kg_rag.domain.llm.roles import ROLES, ModelRole, RoleModels
+from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.ports import (
     ChatModel,
@@ -121,6 +125,8 @@ class App:
             the next queries (the service answers many over one load).
         graph_views: the graphs loaded for browsing (`graph_reader`), kept per build.
         summary_trees: the `raptor` summary trees loaded by this app's chains (`tree`).
+        prompts: the prompt templates in effect (packaged, with the ``prompts`` section's
+            and the older ``*.prompt_file`` fields' overrides), read and checked at start.
     """
 
     config: UkrConfig
@@ -138,6 +144,26 @@ class App:
     concept_graphs: BuildCache[LoadedConceptGraph] = field(default_factory=BuildCache)
     graph_views: BuildCache[GraphView] = field(default_factory=BuildCache)
     summary_trees: BuildCache[LoadedTree] = field(default_factory=BuildCache)
+    prompts: PromptLibrary = PACKAGED
+    _schema: tuple[ExtractionSchema | None] | None = field(default=None, init=False, repr=False)
+
+    def extraction_schema(self) -> ExtractionSchema | None:
+        """Return the extraction schema of ``graph.extraction.schema_sources`` (read once).
+
+        None when no LLM graph is built (no LLM, or no methodology that extracts) or no
+        source is configured, so a lazy-only project never reads its ontology.
+
+        Raises:
+            ConfigurationError: a source cannot be read (one line naming the file or field).
+        """
+        from unified_kg_rag.domain.index.methodologies import needs_llm
+
+        if self.model_for("extraction") is None or not needs_llm(self.config.methodologies()):
+            return None
+        if self._schema is None:
+            self._schema = (load_extraction_schema(self.config.graph.extraction,
+                                                   self.project_dir),)  # fmt: skip
+        return self._schema[0]
 
     @property
     def role_models(self) -> RoleModels[ChatModel]:
@@ -200,6 +226,8 @@ class App:
             force_rebuild=force_rebuild,
             keyphrase_extractor=self.keyphrase_extractor,
             message_sources=self.message_sources,
+            prompts=self.prompts,
+            extraction_schema=self.extraction_schema(),
         )
 
     def chain(self, index: str | None = None, *, query: QueryConfig | None = None) -> RAGChain:
@@ -224,6 +252,7 @@ class App:
             reranker=self.reranker,
             concept_graphs=self.concept_graphs,
             summary_trees=self.summary_trees,
+            prompts=self.prompts,
         )
 
     def graph_reader(self, index: str | None = None) -> GraphReader:
@@ -284,7 +313,8 @@ class App:
         for name in await self.backend.list_indexes():
             index = self.index(name)
             chat = self.model_for("extraction") if needs_llm(self.config.methodologies()) else None
-            extractor = (graph_extractor(self.config, chat, index.records, self.project_dir)
+            extractor = (graph_extractor(self.config, chat, index.records,
+                                         schema=self.extraction_schema(), prompts=self.prompts)
                          if chat is not None else None)  # fmt: skip
             indexes.append(await describe_index(
                 index, reset_drift_share=self.config.indexing.reset_drift_share,
@@ -380,8 +410,10 @@ def build_app(config: UkrConfig, project_dir: Path) -> App:
 
     Raises:
         ConfigurationError: a ``kind`` names no registered provider (the message lists them),
-            or a role names a tier that is not configured.
+            or a role names a tier that is not configured, or a prompt override file is
+            unreadable or has wrong placeholders (one line naming the file).
     """
+    prompts = load_prompt_library(config, project_dir)
     backend = STORE_BACKENDS.get(config.stores.kind)(config.stores, project_dir)
     embedder = EMBEDDERS.get(config.embeddings.kind)(config.embeddings)
     chunk_tokenizer = CHUNK_TOKENIZERS.get(config.embeddings.kind)(config.embeddings)
@@ -403,4 +435,5 @@ def build_app(config: UkrConfig, project_dir: Path) -> App:
         ),
         reranker=RERANKERS.get(config.query.rerank.kind)(config.query.rerank),
         message_sources=load_message_sources(),
+        prompts=prompts,
     )

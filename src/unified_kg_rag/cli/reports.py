@@ -13,6 +13,7 @@ from rich.table import Table
 from unified_kg_rag.cli.common import counted, err_console, out_console, printable
 
 if TYPE_CHECKING:  # the application modules load when a command runs, not for `ukr --help`
+    from unified_kg_rag.domain.extraction.schema_conformance import ConformanceReport
     from unified_kg_rag.ingestion.graph.estimate import CostEstimate
     from unified_kg_rag.ingestion.graph.report import GraphBuildReport
     from unified_kg_rag.ingestion.report import DeleteReport, IndexReport
@@ -58,6 +59,8 @@ def render_graph(graph: GraphBuildReport) -> None:
         table.add_row("reports", f"{graph.reports} ({graph.reports_failed} failed)")
     if graph.items_removed:
         table.add_row("items of the previous build removed", str(graph.items_removed))
+    if graph.schema_conformance is not None:
+        _schema_rows(table, graph.schema_conformance)
     out_console.print(table)
     stages = Table(title="Model spend per stage", box=None)
     for col in ("stage", "items", "calls", "cache hits", "tokens in", "tokens out", "time s"):
@@ -72,6 +75,22 @@ def render_graph(graph: GraphBuildReport) -> None:
             f"[red]extraction failed[/]: {escape(f.path)} (unit {f.text_unit_id[:12]}): "
             f"{escape(f.reason)}{_quarantine_note(f.failures, f.quarantined)}", soft_wrap=True,
         )
+
+
+def _schema_rows(table: Table, conf: ConformanceReport) -> None:
+    """Rows of the schema conformance: per kind, then the most frequent off-schema types."""
+    by = f", aligned by {conf.aligned_by}" if conf.aligned_by else ""
+    table.add_row("extraction schema", f"mode {conf.mode}{by}")
+    for kind, c in (("entities", conf.entities), ("relationships", conf.relationships)):
+        table.add_row(f"  {kind}", f"{c.conforming} conforming, {c.aligned} aligned, "
+                      f"{c.dropped} dropped, {c.flagged} flagged")  # fmt: skip
+    if conf.pattern_violations:
+        table.add_row("  outside every pattern", str(conf.pattern_violations))
+    for kind, top in (("entity", conf.off_schema_entity_types),
+                      ("relationship", conf.off_schema_relationship_types)):
+        if top:
+            listed = ", ".join(f"{escape(k)} {v}" for k, v in list(top.items())[:5])
+            table.add_row(f"  off-schema {kind} types", listed)
 
 
 def _quarantine_note(failures: int, quarantined: bool) -> str:

@@ -27,6 +27,7 @@ from unified_kg_rag.config.llm import (
 )
 from unified_kg_rag.config.llm import http_url as _http_url
 from unified_kg_rag.config.messages import MessagesConfig
+from unified_kg_rag.config.prompts import PromptsConfig
 from unified_kg_rag.config.query import QueryConfig
 from unified_kg_rag.config.service import ServiceConfig
 from unified_kg_rag.config.stores import PostgresConfig, SqliteConfig, StoresConfig
@@ -51,6 +52,7 @@ __all__ = [
     "OpenAIEmbeddingsConfig",
     "ParsingConfig",
     "PostgresConfig",
+    "PromptsConfig",
     "QueryConfig",
     "ScriptedLLMConfig",
     "ScriptedReply",
@@ -336,6 +338,10 @@ class UkrConfig(BaseSettings):
     )
     evaluation: EvaluationConfig = Field(
         default_factory=EvaluationConfig, description="`ukr eval`: judge, prices, statistics."
+    )
+    prompts: PromptsConfig = Field(
+        default_factory=PromptsConfig,
+        description="Prompt override files (`ukr prompts list`, `ukr prompt-tune`).",
     )
 
     @classmethod

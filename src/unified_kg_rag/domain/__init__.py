@@ -13,7 +13,10 @@ Module map (new code goes in the room of its concept):
 - `llm/` — `cache_control` (response-cache scopes), `usage` (metering scopes), `json_reply`
   (the JSON object of a reply), `roles` (the roles a chat model plays, `RoleModels`).
 - `extraction/` — `records` (extraction records), `format` (prompt messages, reply parsing),
-  `xml_records` (lenient XML record reader and its escaping).
+  `xml_records` (lenient XML record reader and its escaping), `schema` (the extraction
+  schema: types, patterns, synonyms, the schema file's shape, merging sources),
+  `schema_conformance` (strict/align/open per unit, name alignment, the LLM alignment
+  prompt's reply, the conformance report, `in_schema`/IRI annotations).
 - `graph/` — `resolution` (records → one graph), `name_matching`, `summaries` (description
   summaries), `communities` (hierarchical Leiden), `report_context`, `reports` (community
   reports), `membership` (the communities selected entities belong to, ranked), `item_text`
@@ -33,6 +36,8 @@ Module map (new code goes in the room of its concept):
   `methodologies` (the registered methodology profiles: what each builds, its stage).
 - `tree/` — the RAPTOR summary tree: `nodes` (`SummaryNode`, `SummaryTree`), `clustering`
   (one level's clusters), `extractive` (LLM-free summaries, input keys), `lineage`.
-- `prompts/` — the prompt templates (Markdown files, versioned by name) and `render` (a
-  template's system and user messages).
+- `prompts/` — the prompt templates (Markdown files, versioned by name), `render` (the one
+  template mechanism: placeholders, the system/user split, filling), `library` (the prompts
+  in effect: packaged texts and the user's checked overrides) and `tuning` (prompt tuning's
+  sample, corpus profile, adapted prompts and draft schema).
 """

@@ -329,7 +329,7 @@ async def _answer(
             if arm == CLOSED_BOOK:
                 closed = app.model_for("answer")
                 assert closed is not None  # checked by _preflight
-                out = await answer_closed_book(closed, item.question)
+                out = await answer_closed_book(closed, item.question, prompts=app.prompts)
                 # no chain meters this call: its usage is the scope's
                 out = out.model_copy(update={"usage": usage.model_copy()})
             elif manifest.retrieval_only:

@@ -14,8 +14,10 @@ import logging
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
 from unified_kg_rag.domain.index.methodologies import needs_llm
 from unified_kg_rag.domain.llm.roles import RoleModels
+from unified_kg_rag.domain.prompts.library import PromptLibrary
 from unified_kg_rag.ingestion.graph.build import GraphIndexer
 from unified_kg_rag.ingestion.methodologies import record_methodologies
 from unified_kg_rag.ingestion.report import IndexReport
@@ -49,6 +51,8 @@ class DerivedStages:
         project_dir: where relative prompt files are looked up.
         force_rebuild: ask the LLM again for every extraction record and rebuild the graphs.
         keyphrase_extractor: the `lazy` concept graph's extractor (default: YAKE).
+        prompts: the prompts in effect (None: read from ``config`` when needed).
+        extraction_schema: the extraction schema (None: no schema).
     """
 
     def __init__(
@@ -63,11 +67,15 @@ class DerivedStages:
         project_dir: Path | None = None,
         force_rebuild: bool = False,
         keyphrase_extractor: KeyphraseExtractor | None = None,
+        prompts: PromptLibrary | None = None,
+        extraction_schema: ExtractionSchema | None = None,
     ) -> None:
         self._ctx = StageContext(
             config=config, embedder=embedder, budget_tokenizer=budget_tokenizer,
             progress=progress, chat_model=chat_model, models=models, project_dir=project_dir,
             force_rebuild=force_rebuild, keyphrase_extractor=keyphrase_extractor,
+            prompts=prompts,
+            extraction_schema=extraction_schema,
         )  # fmt: skip
 
     @property

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
 from unified_kg_rag.domain.llm.roles import RoleModels
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.messages.transcripts import TranscriptDoc
@@ -45,6 +46,7 @@ from unified_kg_rag.domain.models import (
     TextUnit,
     TokenUsage,
 )
+from unified_kg_rag.domain.prompts.library import PromptLibrary
 from unified_kg_rag.ingestion.commit import commit_batch
 from unified_kg_rag.ingestion.corpus import CorpusFile, discover, read_file
 from unified_kg_rag.ingestion.deletion import (
@@ -128,6 +130,8 @@ class IndexPipeline:
             (with ``run(reset=True)``: a reset that re-extracts everything too).
         keyphrase_extractor: the `lazy` concept graph's extractor (default: YAKE).
         message_sources: the message sources, in dispatch order (`ingestion.messages`).
+        prompts: the prompts in effect (None: read from ``config`` when needed).
+        extraction_schema: the extraction schema (None: no schema).
     """
 
     def __init__(
@@ -146,6 +150,8 @@ class IndexPipeline:
         force_rebuild: bool = False,
         keyphrase_extractor: KeyphraseExtractor | None = None,
         message_sources: Sequence[MessageSource] = (),
+        prompts: PromptLibrary | None = None,
+        extraction_schema: ExtractionSchema | None = None,
     ) -> None:
         self._stores = stores
         self._sources = list(message_sources)
@@ -165,6 +171,8 @@ class IndexPipeline:
             progress=self._progress, chat_model=chat_model, models=models,
             project_dir=project_dir,
             force_rebuild=force_rebuild, keyphrase_extractor=keyphrase_extractor,
+            prompts=prompts,
+            extraction_schema=extraction_schema,
         )
 
     async def run(

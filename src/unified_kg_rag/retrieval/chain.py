@@ -35,6 +35,7 @@ from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.models import (
     RAGOutput,
 )
+from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, Reranker, TokenCounter
 from unified_kg_rag.retrieval.answer import (
     AnswerText,
@@ -138,6 +139,7 @@ class RAGChain:
         concept_graphs: loaded `lazy` concept graphs to share with other chains (the
             `App`'s); None: this chain keeps its own.
         summary_trees: loaded `raptor` summary trees to share likewise; None: its own.
+        prompts: the prompt templates in effect (default: the packaged ones).
     """
 
     def __init__(
@@ -152,7 +154,9 @@ class RAGChain:
         reranker: Reranker | None = None,
         concept_graphs: BuildCache[LoadedConceptGraph] | None = None,
         summary_trees: BuildCache[LoadedTree] | None = None,
+        prompts: PromptLibrary = PACKAGED,
     ) -> None:
+        self._prompts = prompts
         self._concept_graphs = concept_graphs if concept_graphs is not None else BuildCache()
         self._summary_trees = summary_trees if summary_trees is not None else BuildCache()
         self._stores = stores
@@ -294,7 +298,7 @@ class RAGChain:
                         self._chat, prep.ctx.question, retrieval.sources,
                         max_tokens=cfg.answer_max_tokens, style=self._style(prep),
                         abstention=cfg.abstention.mode == "mark", outcome=outcome,
-                        finish=finish,
+                        finish=finish, prompts=self._prompts,
                     ):  # fmt: skip
                         parts.append(delta)
                         yield delta
@@ -340,7 +344,9 @@ class RAGChain:
             )  # fmt: skip
             prior = await memory.prior_turns()
         if prior is not None:
-            standalone, how = await rewrite_followup(question, prior, self._model("query"))
+            standalone, how = await rewrite_followup(
+                question, prior, self._model("query"), prompts=self._prompts
+            )
             metadata["rewrite"] = how
             metadata["standalone_question"] = standalone
             timings["rewrite"] = _ms(t0)
@@ -349,7 +355,7 @@ class RAGChain:
             chat_model=self._default, models=self._models, config=cfg, filters=dict(filters),
             held=held,
             metadata=metadata, deadline=deadline, concept_graphs=self._concept_graphs,
-            summary_trees=self._summary_trees,
+            summary_trees=self._summary_trees, prompts=self._prompts,
         )  # fmt: skip
         t0 = time.perf_counter()
         chosen = await route(ctx) if cfg.strategy == "auto" else None  # the one router
@@ -420,12 +426,14 @@ class RAGChain:
         try:
             if prep.map_reduce:
                 written = await map_reduce_answer(
-                    self._chat, prep.ctx.question, sources, max_tokens=cfg.answer_max_tokens
+                    self._chat, prep.ctx.question, sources, max_tokens=cfg.answer_max_tokens,
+                    prompts=self._prompts,
                 )
             else:
                 written = await generative_answer(
                     self._chat, prep.ctx.question, sources, max_tokens=cfg.answer_max_tokens,
                     style=self._style(prep), abstention=cfg.abstention.mode == "mark",
+                    prompts=self._prompts,
                 )  # fmt: skip
         except QueryDeadlineError:
             return await self._extractive(prep, retrieval, deadline_cut=True)

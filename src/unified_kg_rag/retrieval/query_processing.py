@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from unified_kg_rag.domain.llm.json_reply import parse_json_object
 from unified_kg_rag.domain.models import Collection, Message, SearchMode
-from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.retrieval.strategies.base import QueryContext, is_fatal
 
 __all__ = [
@@ -92,7 +91,7 @@ async def extract_keywords(ctx: QueryContext) -> QueryKeywords:
     """
     if _use_llm(ctx):
         data = await _ask_json(
-            ctx, load_prompt("query_keywords.v1").format(question=ctx.question)
+            ctx, ctx.prompts.text("query_keywords.v1", {"question": ctx.question})
         )
         if data is not None:
             high = _strings(data.get("high_level_keywords"))
@@ -136,7 +135,7 @@ async def extract_query_entities(ctx: QueryContext) -> list[str]:
     """
     if _use_llm(ctx):
         data = await _ask_json(
-            ctx, load_prompt("query_entities.v1").format(question=ctx.question)
+            ctx, ctx.prompts.text("query_entities.v1", {"question": ctx.question})
         )
         names = list(_strings(data.get("entities"))) if data is not None else []
         if names:

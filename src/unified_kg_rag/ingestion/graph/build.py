@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.config.prompts import load_prompt_library
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
 from unified_kg_rag.domain.graph.communities import detect_communities
 from unified_kg_rag.domain.graph.resolution import resolve_graph
 from unified_kg_rag.domain.index.attempts import UnitAttempts, is_quarantined
@@ -29,7 +31,7 @@ from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE
 from unified_kg_rag.domain.index.methodologies import METHODOLOGIES, builds_artifact
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.models import CommunityReport, Entity, Relationship
-from unified_kg_rag.domain.prompts import load_prompt
+from unified_kg_rag.domain.prompts.library import PromptLibrary
 from unified_kg_rag.ingestion.units import UnitText, load_units, processed_unit_paths
 from unified_kg_rag.ports import (
     ChatModel,
@@ -39,7 +41,6 @@ from unified_kg_rag.ports import (
     RecordStore,
     TokenCounter,
 )
-from unified_kg_rag.util.errors import ConfigurationError
 from unified_kg_rag.util.hashing import sha256_json
 
 from .build_models import models_besides_extraction
@@ -48,11 +49,12 @@ from .extract import RECORDS_NAMESPACE, ExtractionOutcome, GraphExtractor
 from .record_sweep import current_keys, sweep_records
 from .report import GraphBuildReport, StageReport, UnitFailure
 from .reports import ReportWriter
+from .schema_step import SchemaStep, schema_extractor_settings
 from .summarize import DescriptionSummarizer, summary_tasks
 from .unit_attempts import UnitLedger
 from .write import GraphItems, GraphWriter
 
-__all__ = ["BUILD_KEY", "GraphIndexer", "graph_extractor", "graph_methodologies", "load_template"]
+__all__ = ["BUILD_KEY", "GraphIndexer", "graph_extractor", "graph_methodologies"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,68 +70,52 @@ def graph_methodologies(methodologies: Sequence[str]) -> list[str]:
     )
 
 
-def load_template(
-    project_dir: Path | None,
-    file: str | None,
-    default: str,
-    field: str,
-    required: Sequence[str] = (),
-) -> str:
-    """Return a user prompt file's text (relative to the project), else the built-in template.
-
-    Args:
-        project_dir: where a relative ``file`` is looked up.
-        file: the user's prompt file, or None for the built-in template ``default``.
-        default: the built-in template's name.
-        field: the configuration field naming ``file`` (for messages).
-        required: placeholders the template must contain (``{text}`` ...).
-
-    Raises:
-        ConfigurationError: the file cannot be read, or lacks a required placeholder (names
-            ``field``, the path and the placeholder).
-    """
-    if file is None:
-        return load_prompt(default)
-    path = Path(file)
-    if not path.is_absolute() and project_dir is not None:
-        path = project_dir / path
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"cannot read prompt file {path}: {exc}", field=field) from exc
-    missing = [p for p in required if p not in text]
-    if missing:
-        raise ConfigurationError(
-            f"prompt file {path} lacks the placeholder(s) {', '.join(missing)} "
-            "(placeholders are case-sensitive)",
-            field=field,
-        )
-    return text
+def _template(library: PromptLibrary, base: str, with_schema: bool) -> str:
+    """Return ``base``'s template in effect, or its ``_schema`` variant's with a schema."""
+    if with_schema and (library.source(f"{base}_schema") != "packaged"
+                        or library.source(base) == "packaged"):  # fmt: skip
+        return library.get(f"{base}_schema")
+    return library.get(base)
 
 
 def graph_extractor(
-    config: UkrConfig, chat: ChatModel, records: RecordStore, project_dir: Path | None = None
+    config: UkrConfig,
+    chat: ChatModel,
+    records: RecordStore,
+    project_dir: Path | None = None,
+    schema: ExtractionSchema | None = None,
+    prompts: PromptLibrary | None = None,
 ) -> GraphExtractor:
-    """Return the `GraphExtractor` of ``config`` (its prompt files read, its settings).
+    """Return the `GraphExtractor` of ``config`` (its prompts in effect, its settings).
+
+    With ``schema``, the schema's templates (``*_schema.v1``; an override of them wins, then
+    an override of the plain ``extract_graph``/``glean_graph``) get the schema filled in and
+    its entity types replace ``entity_types`` (`schema_step.schema_extractor_settings`);
+    without one, nothing changes.
+
+    Args:
+        config: the effective configuration.
+        chat: the wrapped chat model.
+        records: the index's record store.
+        project_dir: where relative prompt files are looked up (when ``prompts`` is None).
+        schema: the extraction schema (None: none).
+        prompts: the prompts in effect (None: read from ``config``, `load_prompt_library`).
 
     Raises:
-        ConfigurationError: a configured prompt file is unreadable or lacks a placeholder.
+        ConfigurationError: a configured prompt file is unreadable or its placeholders are
+            wrong (one line naming the file).
     """
     graph = config.graph
+    library = prompts if prompts is not None else load_prompt_library(config, project_dir)
+    extraction = graph.extraction
+    extract = _template(library, "extract_graph", schema is not None)
+    glean = _template(library, "glean_graph", schema is not None)
+    if schema is not None:
+        extraction, extract, glean = schema_extractor_settings(extraction, schema, extract, glean)
     return GraphExtractor(
-        chat,
-        records,
-        graph.extraction,
-        extraction_template=load_template(
-            project_dir, graph.extraction.prompt_file, "extract_graph.v1",
-            "graph.extraction.prompt_file", ("{text}",),
-        ),
-        gleaning_template=load_template(
-            project_dir, graph.extraction.gleaning_prompt_file, "glean_graph.v1",
-            "graph.extraction.gleaning_prompt_file", ("{text}", "{current_items}"),
-        ),
+        chat, records, extraction, extraction_template=extract, gleaning_template=glean,
         concurrency=graph.unit_concurrency,
-    )
+    )  # fmt: skip
 
 
 class GraphIndexer:
@@ -143,8 +129,11 @@ class GraphIndexer:
         embedder: the index's embedding model.
         counter: token counter for budgets (the script-aware estimate).
         config: the effective configuration (``graph``, ``UkrConfig.methodologies()``).
-        project_dir: where relative prompt files are looked up.
+        project_dir: where relative prompt files are looked up (when ``prompts`` is None).
         progress: receives progress events.
+        schema: the extraction schema (``graph.extraction.schema_sources``, loaded by the
+            composition root); None: no schema.
+        prompts: the prompts in effect (None: read from ``config``, `load_prompt_library`).
     """
 
     def __init__(
@@ -159,8 +148,11 @@ class GraphIndexer:
         config: UkrConfig,
         project_dir: Path | None = None,
         progress: ProgressReporter | None = None,
+        schema: ExtractionSchema | None = None,
+        prompts: PromptLibrary | None = None,
     ) -> None:
         graph = config.graph
+        library = prompts if prompts is not None else load_prompt_library(config, project_dir)
         self._stores = stores
         self._chat = chat
         self._summary_chat = summary_chat or chat
@@ -170,19 +162,18 @@ class GraphIndexer:
         self._progress = progress
         self.methodologies = graph_methodologies(config.methodologies())
         fanout = graph.unit_concurrency
-        self.extractor = graph_extractor(config, chat, stores.records, project_dir)
+        self.extractor = graph_extractor(config, chat, stores.records, schema=schema,
+                                         prompts=library)  # fmt: skip
+        self.schema_step = SchemaStep(schema, graph.extraction, chat, prompts=library)
         self.extraction_template = self.extractor.extraction_template
         self.gleaning_template = self.extractor.gleaning_template
         self.ledger = UnitLedger(stores.records, config.indexing.quarantine_after)
-        self._summary_template = load_prompt("summarize_descriptions.v1")
+        self._summary_template = library.get("summarize_descriptions.v1")
         self.summarizer = DescriptionSummarizer(
             self._summary_chat, counter, graph.resolution, template=self._summary_template,
             concurrency=fanout,
         )
-        self._report_template = load_template(
-            project_dir, graph.reports.prompt_file, "community_report.v1",
-            "graph.reports.prompt_file", ("{context}",),
-        )
+        self._report_template = library.get("community_report.v1")
         self.reporter = ReportWriter(
             self._report_chat, counter, graph.reports, template=self._report_template,
             concurrency=fanout,
@@ -209,6 +200,8 @@ class GraphIndexer:
             value["quarantined"] = held
         if models := self.role_models():
             value["models"] = models
+        if (schema := self.schema_step.fingerprint) is not None:
+            value["schema"] = schema
         return sha256_json(value)
 
     def role_models(self) -> dict[str, str]:
@@ -255,10 +248,12 @@ class GraphIndexer:
         report.records_swept = await self._sweep(units)
 
         with self._stage(report, "resolve") as stage:
+            records = [(u.id, outcome.records[u.id]) for u in units if u.id in outcome.records]
+            records, report.schema_conformance = await self.schema_step.conform(records)
             resolved = resolve_graph(
-                [(u.id, outcome.records[u.id]) for u in units if u.id in outcome.records],
-                fuzzy_threshold=self._config.graph.resolution.fuzzy_threshold,
-            )
+                records, fuzzy_threshold=self._config.graph.resolution.fuzzy_threshold,
+                synonyms=self.schema_step.synonyms,
+            )  # fmt: skip
             stage.items = len(resolved.entities)
         report.merges = dict(resolved.merges)
 
@@ -269,6 +264,7 @@ class GraphIndexer:
                 entities, relationships, resolved.description_fragments, report
             )
             stage.items = report.descriptions_summarized
+        entities, relationships = self.schema_step.annotate(entities, relationships)
         report.entities, report.relationships = len(entities), len(relationships)
 
         items = GraphItems(

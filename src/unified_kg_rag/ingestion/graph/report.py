@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from unified_kg_rag.domain.extraction.schema_conformance import ConformanceReport
 from unified_kg_rag.domain.models import TokenUsage
 
 __all__ = ["GraphBuildReport", "StageReport", "UnitFailure"]
@@ -75,6 +76,9 @@ class GraphBuildReport(BaseModel):
         reports: community reports written.
         reports_failed: communities whose report failed (retried by the next run).
         items_removed: graph items of an earlier build that this build no longer has.
+        schema_conformance: how the extraction conformed to the extraction schema
+            (conforming, aligned, dropped, flagged per kind; the most frequent off-schema
+            types); None without a schema.
         stages: per-stage figures (``extract``, ``resolve``, ``summarize``, ``communities``,
             ``reports``, ``write``).
     """
@@ -98,6 +102,7 @@ class GraphBuildReport(BaseModel):
     reports: int = 0
     reports_failed: int = 0
     items_removed: int = 0
+    schema_conformance: ConformanceReport | None = None
     stages: dict[str, StageReport] = Field(default_factory=dict)
 
     @property

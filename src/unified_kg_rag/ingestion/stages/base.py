@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.config.prompts import load_prompt_library
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
 from unified_kg_rag.domain.index.methodologies import METHODOLOGIES
 from unified_kg_rag.domain.llm.roles import ModelRole, RoleModels
+from unified_kg_rag.domain.prompts.library import PromptLibrary
 from unified_kg_rag.ports import (
     ChatModel,
     Embedder,
@@ -57,6 +60,9 @@ class StageContext:
         project_dir: where relative prompt files are looked up.
         force_rebuild: ask the LLM again and rebuild even when the inputs are unchanged.
         keyphrase_extractor: the `lazy` concept graph's extractor (None: YAKE).
+        prompts: the prompts in effect (None: read from ``config`` when a stage needs them).
+        extraction_schema: the extraction schema of ``graph.extraction.schema_sources``
+            (None: no schema).
     """
 
     config: UkrConfig
@@ -68,6 +74,18 @@ class StageContext:
     project_dir: Path | None = None
     force_rebuild: bool = False
     keyphrase_extractor: KeyphraseExtractor | None = None
+    prompts: PromptLibrary | None = None
+
+    def prompt_library(self) -> PromptLibrary:
+        """Return the prompts in effect (``prompts``, else `load_prompt_library` of config).
+
+        Raises:
+            ConfigurationError: a configured prompt file is unreadable or wrong.
+        """
+        if self.prompts is not None:
+            return self.prompts
+        return load_prompt_library(self.config, self.project_dir)
+    extraction_schema: ExtractionSchema | None = None
 
     def model(self, role: ModelRole) -> ChatModel | None:
         """Return the model serving ``role`` (``chat_model`` without ``models``), or None."""

@@ -40,6 +40,8 @@ def graph_indexer(ctx: StageContext, stores: IndexStores, chat: ChatModel) -> Gr
         report_chat=ctx.model("reports") or chat, embedder=ctx.embedder,
         counter=ctx.budget_tokenizer,
         config=ctx.config, project_dir=ctx.project_dir, progress=ctx.progress,
+        prompts=ctx.prompt_library(),
+        schema=ctx.extraction_schema,
     )  # fmt: skip
 
 

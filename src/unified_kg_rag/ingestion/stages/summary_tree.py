@@ -14,7 +14,7 @@ import logging
 
 from unified_kg_rag.ingestion.stages.base import StageContext, StageRun, register_stage
 from unified_kg_rag.ingestion.summary_tree import SummaryTreeBuilder, SummaryTreeReport
-from unified_kg_rag.ingestion.tree_summaries import ClusterSummarizer
+from unified_kg_rag.ingestion.tree_summaries import CLUSTER_PROMPT, ClusterSummarizer
 from unified_kg_rag.util.errors import ModelError
 
 __all__ = ["SummaryTreeStage"]
@@ -43,6 +43,7 @@ class SummaryTreeStage:
         summarizer = ClusterSummarizer(
             cfg, embedder=ctx.embedder, counter=ctx.budget_tokenizer, chat=chat,
             concurrency=ctx.config.llm.max_concurrency,
+            template=ctx.prompt_library().get(CLUSTER_PROMPT),
         )  # fmt: skip
         builder = SummaryTreeBuilder(
             run.stores, cfg, summarizer=summarizer, embedder=ctx.embedder,

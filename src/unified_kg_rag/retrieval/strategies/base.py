@@ -31,6 +31,7 @@ from unified_kg_rag.domain.index.methodologies import how_to_build
 from unified_kg_rag.domain.llm.deadline import QueryDeadline
 from unified_kg_rag.domain.llm.roles import ModelRole, RoleModels
 from unified_kg_rag.domain.models import Completion, MetadataValue, SearchMode
+from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.domain.ranking.fusion import weighted_rrf
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores
 from unified_kg_rag.util.errors import (
@@ -265,6 +266,7 @@ class QueryContext:
             start no new round of calls once it has passed.
         concept_graphs: loaded `lazy` concept graphs kept between queries (`BuildCache`).
         summary_trees: loaded `raptor` summary trees kept between queries (`BuildCache`).
+        prompts: the prompt templates in effect (packaged, or the user's overrides).
     """
 
     question: str
@@ -279,6 +281,7 @@ class QueryContext:
     deadline: QueryDeadline | None = None
     concept_graphs: BuildCache[LoadedConceptGraph] = field(default_factory=BuildCache)
     summary_trees: BuildCache[LoadedTree] = field(default_factory=BuildCache)
+    prompts: PromptLibrary = PACKAGED
     _query_vector: NDArray[np.float32] | None = None
     _vector_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _keywords: QueryKeywords | None = None

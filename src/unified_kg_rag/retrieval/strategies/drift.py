@@ -35,7 +35,6 @@ from typing import TypeVar
 
 from unified_kg_rag.domain.llm.json_reply import parse_json_object
 from unified_kg_rag.domain.models import Collection, CommunityReport, Message, SearchMode
-from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.domain.ranking.budget import pack_typed
 from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.retrieval.strategies.base import (
@@ -273,9 +272,9 @@ class DriftStrategy:
         return reports, [r for r in results if r is not None]
 
     async def _hyde(self, ctx: QueryContext, template: str) -> str:
-        prompt = load_prompt("drift_hyde.v1").format(
-            question=ctx.question, template=_COUNTER.truncate(template, _TEMPLATE_TOKENS)
-        )
+        prompt = ctx.prompts.text("drift_hyde.v1", {
+            "question": ctx.question, "template": _COUNTER.truncate(template, _TEMPLATE_TOKENS)
+        })  # fmt: skip
         text = await self._ask(ctx, prompt)
         if not text.strip():
             raise ModelOutputError("the hypothetical answer is empty")
@@ -297,9 +296,9 @@ class DriftStrategy:
             parts.append(part)
             if budget <= 0:
                 break
-        prompt = load_prompt("drift_primer.v1").format(
-            question=ctx.question, reports="\n\n".join(parts)
-        )
+        prompt = ctx.prompts.text("drift_primer.v1", {
+            "question": ctx.question, "reports": "\n\n".join(parts)
+        })  # fmt: skip
         async with sem:
             reply = await self._ask(ctx, prompt, f"drift.primer.{number}")
             return _parse(reply, ctx.question, "primer")
@@ -320,7 +319,7 @@ class DriftStrategy:
             sub = QueryContext(
                 question=followup, stores=ctx.stores, embedder=ctx.embedder, chat_model=None,
                 config=ctx.config, filters=ctx.filters, held=ctx.held,
-                concept_graphs=ctx.concept_graphs,
+                concept_graphs=ctx.concept_graphs, prompts=ctx.prompts,
             )  # fmt: skip
             try:
                 result = await LocalStrategy().retrieve(sub)
@@ -329,9 +328,9 @@ class DriftStrategy:
             candidates = fuse(result.buckets, ctx.config.rrf_k)
             shares = ctx.config.type_shares.model_dump()
             context = pack_context(candidates, shares, cfg.action_context_tokens)
-            prompt = load_prompt("drift_followup.v1").format(
-                question=ctx.question, followup=followup, context=context
-            )
+            prompt = ctx.prompts.text("drift_followup.v1", {
+                "question": ctx.question, "followup": followup, "context": context
+            })  # fmt: skip
 
             async def answer_it() -> IntermediateAnswer:
                 return _parse(await self._ask(ctx, prompt, f"{name}.answer"), followup, "action")

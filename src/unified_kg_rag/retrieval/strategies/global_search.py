@@ -39,7 +39,6 @@ from unified_kg_rag.domain.answers.global_map import (
 )
 from unified_kg_rag.domain.llm.roles import ModelRole
 from unified_kg_rag.domain.models import Collection, Community, Message, SearchMode
-from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.retrieval.strategies.base import (
     Bucket,
@@ -205,7 +204,7 @@ async def _complete(
 
 async def _rate(ctx: QueryContext, report: Report) -> int:
     """Rate one report's relevance to the question, 1-10 (one model call)."""
-    prompt = load_prompt(RATING_PROMPT).format(question=ctx.question, report=report.text)
+    prompt = ctx.prompts.text(RATING_PROMPT, {"question": ctx.question, "report": report.text})
     rating = parse_rating(await _complete(ctx, prompt, _RATING_MAX_TOKENS, role="query"))
     if rating is None:
         raise ModelOutputError(f"rating of report {report.id}: the reply held no number")
@@ -335,8 +334,8 @@ def _batches(reports: Sequence[Report], max_tokens: int) -> list[_Batch]:
 
 async def _map_batch(ctx: QueryContext, batch: _Batch) -> list[KeyPoint]:
     """Run one map call; raise `ModelOutputError` when its reply holds no key points."""
-    prompt = load_prompt(MAP_PROMPT).format(
-        question=ctx.question, reports=format_batch(batch.texts)
+    prompt = ctx.prompts.text(
+        MAP_PROMPT, {"question": ctx.question, "reports": format_batch(batch.texts)}
     )
     reply = await _complete(
         ctx, prompt, ctx.config.global_search.map_max_tokens, f"global_map.{batch.number}"

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from unified_kg_rag.domain.models import Collection, Community, Message, SearchHit, SearchMode
+from unified_kg_rag.domain.models import Collection, Community, SearchHit, SearchMode
 from unified_kg_rag.retrieval.strategies.base import Candidate, QueryContext, register_strategy
 from unified_kg_rag.retrieval.strategies.naive import text_unit_candidate
 from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph, load_concept_graph
@@ -36,17 +36,6 @@ from unified_kg_rag.util.errors import QueryDeadlineError, UsageError
 __all__ = ["LazyStrategy"]
 
 logger = logging.getLogger(__name__)
-
-_SPLIT_PROMPT = (
-    "Split the question into at most {n} self-contained subqueries, one per line, that "
-    "together cover what must be looked up to answer it. A simple question is one subquery. "
-    "Write only the subqueries.\n\nQuestion: {question}"
-)
-_RELEVANCE_PROMPT = (
-    "Does this passage contain information that helps answer the question? Answer yes or "
-    "no.\n\nQuestion: {question}\n\nPassage:\n{passage}"
-)
-
 
 @register_strategy(
     "lazy",
@@ -102,7 +91,7 @@ class LazyStrategy:
         n = ctx.config.lazy.max_subqueries
         try:
             reply = await chat.complete(
-                [Message(role="user", content=_SPLIT_PROMPT.format(n=n, question=ctx.question))],
+                ctx.prompts.messages("lazy_split.v1", {"n": str(n), "question": ctx.question}),
                 max_tokens=200,
             )
         except QueryDeadlineError:
@@ -171,8 +160,8 @@ class LazyStrategy:
         if not ctx.out_of_time:
             try:
                 reply = await chat.complete(
-                    [Message(role="user",
-                             content=_RELEVANCE_PROMPT.format(question=subquery, passage=text))],
+                    ctx.prompts.messages("lazy_relevance.v1",
+                                         {"question": subquery, "passage": text}),
                     max_tokens=3,
                 )  # fmt: skip
             except QueryDeadlineError:
