@@ -13,6 +13,7 @@ one process (tests) do not share state. Close an app with ``await app.aclose()``
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from dataclasses import dataclass, field
@@ -127,6 +128,8 @@ class App:
         summary_trees: the `raptor` summary trees loaded by this app's chains (`tree`).
         prompts: the prompt templates in effect (packaged, with the ``prompts`` section's
             and the older ``*.prompt_file`` fields' overrides), read and checked at start.
+        opened_models: the unwrapped provider models built for ``models``; `aclose` closes
+            the HTTP clients of those that hold any.
     """
 
     config: UkrConfig
@@ -145,6 +148,7 @@ class App:
     graph_views: BuildCache[GraphView] = field(default_factory=BuildCache)
     summary_trees: BuildCache[LoadedTree] = field(default_factory=BuildCache)
     prompts: PromptLibrary = PACKAGED
+    opened_models: list[object] = field(default_factory=list)
     _schema: tuple[ExtractionSchema | None] | None = field(default=None, init=False, repr=False)
 
     def extraction_schema(self) -> ExtractionSchema | None:
@@ -291,6 +295,7 @@ class App:
         judge = self.model_for("judge")
         if judge_cfg.kind != "none" and (raw := CHAT_MODELS.get(judge_cfg.kind)(judge_cfg)):
             cache = self.backend.record_store(SHARED_SCOPE) if judge_cfg.cache else None
+            self.opened_models.append(raw)
             judge = wrap_chat_model(raw, judge_cfg, cache)
         if judge is None:
             return None, False
@@ -343,7 +348,13 @@ class App:
         return out
 
     async def aclose(self) -> None:
-        """Release the store backend's connections and threads."""
+        """Release the model clients' connections, then the store backend's (seed 000 §8.2)."""
+        for model in self.opened_models:
+            close = getattr(model, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
+        self.opened_models.clear()
         await self.backend.aclose()
 
     async def __aenter__(self) -> App:
@@ -418,7 +429,8 @@ def build_app(config: UkrConfig, project_dir: Path) -> App:
     embedder = EMBEDDERS.get(config.embeddings.kind)(config.embeddings)
     chunk_tokenizer = CHUNK_TOKENIZERS.get(config.embeddings.kind)(config.embeddings)
     cache = backend.record_store(SHARED_SCOPE) if config.llm.cache else None
-    models = build_role_models(config.llm, cache)
+    opened: list[object] = []
+    models = build_role_models(config.llm, cache, opened)
     parsers = {ext: PARSERS.get(ext)(config.parsing) for ext in PARSERS.names()}
     return App(
         config=config,
@@ -436,4 +448,5 @@ def build_app(config: UkrConfig, project_dir: Path) -> App:
         reranker=RERANKERS.get(config.query.rerank.kind)(config.query.rerank),
         message_sources=load_message_sources(),
         prompts=prompts,
+        opened_models=opened,
     )

@@ -51,12 +51,16 @@ def check_role_models(llm: LLMConfig) -> None:
             )
 
 
-def build_role_models(llm: LLMConfig, cache: RecordStore | None) -> RoleModels[ChatModel]:
+def build_role_models(
+    llm: LLMConfig, cache: RecordStore | None, opened: list[object] | None = None
+) -> RoleModels[ChatModel]:
     """Return the wrapped model of each role.
 
     Args:
         llm: the ``llm`` section (shared settings, default model, tiers, roles).
         cache: the response cache's store; None (or ``llm.cache`` false) leaves it out.
+        opened: when given, each unwrapped provider model built is appended (the caller
+            closes those with an ``aclose`` when it is done: `App.aclose`).
 
     Returns:
         `RoleModels` whose ``default`` is the top-level model (None for ``llm.kind: none``)
@@ -72,6 +76,8 @@ def build_role_models(llm: LLMConfig, cache: RecordStore | None) -> RoleModels[C
         key = _provider_key(section)
         if key not in built:
             raw = CHAT_MODELS.get(section.kind)(section)
+            if raw is not None and opened is not None:
+                opened.append(raw)
             built[key] = None if raw is None else wrap_chat_model(raw, section, cache)
         return built[key]
 
