@@ -121,6 +121,7 @@ async def estimate_index(
             extraction_template=graph.extraction_template,
             gleaning_template=graph.gleaning_template,
             reports_needed=builds_artifact(graph.methodologies, "community_reports"),
+            entity_types=graph.extractor.entity_types,
         )
     if tree:
         est = add_tree_cost(est, units, config=config, counter=counter)

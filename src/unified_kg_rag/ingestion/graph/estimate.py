@@ -149,6 +149,7 @@ def estimate_graph_cost(
     extraction_template: str,
     gleaning_template: str,
     reports_needed: bool,
+    entity_types: Sequence[str] | None = None,
 ) -> CostEstimate:
     """Return the estimate of a build over ``units`` that extracts ``to_extract``.
 
@@ -160,9 +161,11 @@ def estimate_graph_cost(
         extraction_template: the extraction prompt in effect.
         gleaning_template: the gleaning prompt in effect.
         reports_needed: True when ``graphrag`` is built (community reports).
+        entity_types: the types the prompts offer (an extraction schema's); None:
+            ``graph.extraction.entity_types``.
     """
     cfg = config.graph
-    types = cfg.extraction.entity_types
+    types = list(entity_types) if entity_types is not None else cfg.extraction.entity_types
     rounds = cfg.extraction.max_gleaning_rounds
     est = CostEstimate(units=len(units), units_to_extract=len(to_extract))
     empty = ExtractionRecord(fingerprint="")
