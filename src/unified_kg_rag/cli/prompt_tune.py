@@ -73,7 +73,7 @@ def prompt_tune_command(
         project_dir, config = load(project, config_file, verbose=verbose)
         async with build_app(config, project_dir) as app:
             result = await tune_prompts(
-                corpus, config=app.config, chat=app.chat_model,
+                corpus, config=app.config, chat=app.model_for("extraction"),
                 tokenizer=app.chunk_tokenizer, parsers=app.parsers, prompts=app.prompts,
                 out_dir=out_dir, schema_out=schema_file,
                 sample=sample, language=language,

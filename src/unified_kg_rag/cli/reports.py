@@ -125,8 +125,26 @@ def render_estimate(est: CostEstimate) -> None:
     if est.cost_min is not None and est.cost_max is not None:
         table.add_row("cost", f"{est.cost_min:,.2f} - {est.cost_max:,.2f}")
     else:
-        table.add_row("cost", "set llm.input_price_per_1m and llm.output_price_per_1m")
+        unpriced = [r for r, f in est.roles.items() if f.cost_min is None] or ["extraction"]
+        table.add_row("cost", "set input_price_per_1m and output_price_per_1m of the model of "
+                      + ", ".join(unpriced) + " (llm, its tier, or its own)")
     out_console.print(table)
+    if est.roles:
+        out_console.print(_role_table(est))
+
+
+def _role_table(est: CostEstimate) -> Table:
+    """The per-role figures of an estimate: the role's model, then its calls, tokens, cost."""
+    table = Table(title="Per role", show_header=False, box=None)
+    for role, fig in est.roles.items():
+        cost = (f"{fig.cost_min:,.2f} - {fig.cost_max:,.2f}"
+                if fig.cost_min is not None and fig.cost_max is not None else "no prices")
+        table.add_row(role, fig.model)
+        table.add_row("  calls", f"{fig.calls_min:,} - {fig.calls_max:,}")
+        table.add_row("  prompt tokens", f"{fig.input_tokens_min:,} - {fig.input_tokens_max:,}")
+        table.add_row("  reply tokens", f"{fig.output_tokens:,}")
+        table.add_row("  cost", cost)
+    return table
 
 
 def render_report(report: IndexReport) -> None:

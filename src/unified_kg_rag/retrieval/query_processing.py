@@ -62,9 +62,10 @@ def _note(ctx: QueryContext, what: str, how: str) -> None:
 
 
 async def _ask_json(ctx: QueryContext, prompt: str) -> dict[str, object] | None:
-    assert ctx.chat_model is not None
+    chat = ctx.model("query")
+    assert chat is not None
     try:
-        reply = await ctx.chat_model.complete(
+        reply = await chat.complete(
             [Message(role="user", content=prompt)], max_tokens=300, temperature=0.0
         )
     except Exception as exc:
@@ -78,7 +79,7 @@ async def _ask_json(ctx: QueryContext, prompt: str) -> dict[str, object] | None:
 
 
 def _use_llm(ctx: QueryContext) -> bool:
-    return ctx.chat_model is not None and ctx.config.llm_query_processing
+    return ctx.model("query") is not None and ctx.config.llm_query_processing
 
 
 async def extract_keywords(ctx: QueryContext) -> QueryKeywords:

@@ -44,6 +44,7 @@ from unified_kg_rag.ports import (
 )
 from unified_kg_rag.util.hashing import sha256_json
 
+from .build_models import models_besides_extraction
 from .claims import CLAIM_PROMPT, ClaimExtractor, claim_stage
 from .delta import context_fingerprints, delta_partition, load_previous, save_partition
 from .extract import RECORDS_NAMESPACE, ExtractionOutcome, GraphExtractor
@@ -124,7 +125,9 @@ class GraphIndexer:
 
     Args:
         stores: the index's stores (fenced by the run's lease).
-        chat: the wrapped chat model.
+        chat: the wrapped chat model of extraction and gleaning (the ``extraction`` role).
+        summary_chat: the model of description summaries (``summaries``); None: ``chat``.
+        report_chat: the model of community reports (``reports``); None: ``chat``.
         embedder: the index's embedding model.
         counter: token counter for budgets (the script-aware estimate).
         config: the effective configuration (``graph``, ``UkrConfig.methodologies()``).
@@ -140,6 +143,8 @@ class GraphIndexer:
         stores: IndexStores,
         *,
         chat: ChatModel,
+        summary_chat: ChatModel | None = None,
+        report_chat: ChatModel | None = None,
         embedder: Embedder,
         counter: TokenCounter,
         config: UkrConfig,
@@ -152,6 +157,8 @@ class GraphIndexer:
         library = prompts if prompts is not None else load_prompt_library(config, project_dir)
         self._stores = stores
         self._chat = chat
+        self._summary_chat = summary_chat or chat
+        self._report_chat = report_chat or chat
         self._embedder = embedder
         self._config = config
         self._progress = progress
@@ -165,11 +172,13 @@ class GraphIndexer:
         self.ledger = UnitLedger(stores.records, config.indexing.quarantine_after)
         self._summary_template = library.get("summarize_descriptions.v1")
         self.summarizer = DescriptionSummarizer(
-            chat, counter, graph.resolution, template=self._summary_template, concurrency=fanout
+            self._summary_chat, counter, graph.resolution, template=self._summary_template,
+            concurrency=fanout,
         )
         self._report_template = library.get("community_report.v1")
         self.reporter = ReportWriter(
-            chat, counter, graph.reports, template=self._report_template, concurrency=fanout
+            self._report_chat, counter, graph.reports, template=self._report_template,
+            concurrency=fanout,
         )
         self.claim_extractor = ClaimExtractor(  # the extraction model states the claims too
             chat, stores.records, graph.claims, concurrency=fanout,
@@ -177,10 +186,12 @@ class GraphIndexer:
         ) if graph.claims.enabled else None  # fmt: skip
 
     def digest(self, unit_ids: list[str], quarantined: Iterable[str] = ()) -> str:
-        """Return the digest of a build's inputs: text units, model, prompts, settings.
+        """Return the digest of a build's inputs: text units, models, prompts, settings.
 
         ``quarantined`` (the fingerprints of the quarantined extractions) enters only when
-        not empty, so releasing them makes the next run build again.
+        not empty, so releasing them makes the next run build again. The extraction model
+        enters through the extractor's fingerprint; the summary and report models enter
+        only when they differ from it (`role_models`), so a one-model index keeps its digest.
         """
         value: dict[str, object] = {
             "units": sorted(unit_ids),
@@ -197,9 +208,15 @@ class GraphIndexer:
             value["claim_prompt"] = self.claim_extractor.template
         if held := sorted(quarantined):
             value["quarantined"] = held
+        if models := self.role_models():
+            value["models"] = models
         if (schema := self.schema_step.fingerprint) is not None:
             value["schema"] = schema
         return sha256_json(value)
+
+    def role_models(self) -> dict[str, str]:
+        """The summary and report models that differ from the extraction model (by id)."""
+        return models_besides_extraction(self._chat, self._summary_chat, self._report_chat)
 
     async def run(
         self, *, force: bool = False, rebuild: bool = False, retry_quarantined: bool = False
@@ -420,6 +437,8 @@ class GraphIndexer:
         for claim in items.claims:
             about.setdefault(claim.subject_id, []).append(claim)
         contexts = context_fingerprints(communities, entities, items.relationships, about)
+        if (writer := self.role_models().get("reports")) is not None:  # a report model's own
+            contexts = {c: sha256_json([f, writer]) for c, f in contexts.items()}
         kept: dict[str, CommunityReport] = {}
         if previous is not None:
             same = [c.id for c in communities if previous.contexts.get(c.id) == contexts[c.id]]

@@ -283,11 +283,10 @@ async def route(ctx: QueryContext) -> Route:
     """
     cfg, held = ctx.config, ctx.held
     candidates = routable_candidates(held, config=cfg)
-    if ctx.chat_model is not None and cfg.llm_router and cfg.search_mode != "lexical" and (
-        candidates
-    ):
+    router = ctx.model("query")
+    if router is not None and cfg.llm_router and cfg.search_mode != "lexical" and candidates:
         chosen = await route_with_llm(
-            ctx.chat_model, ctx.question, candidates, held=held, search_mode=cfg.search_mode,
+            router, ctx.question, candidates, held=held, search_mode=cfg.search_mode,
             prompts=ctx.prompts,
         )
         if len(candidates) > 1:

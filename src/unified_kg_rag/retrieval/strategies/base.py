@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from unified_kg_rag.config.models import QueryConfig
 from unified_kg_rag.domain.index.methodologies import how_to_build
 from unified_kg_rag.domain.llm.deadline import QueryDeadline
+from unified_kg_rag.domain.llm.roles import ModelRole, RoleModels
 from unified_kg_rag.domain.models import Completion, MetadataValue, SearchMode
 from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.domain.ranking.fusion import weighted_rrf
@@ -254,7 +255,9 @@ class QueryContext:
         question: the question, stripped.
         stores: the index's store ports.
         embedder: the embedding model.
-        chat_model: the LLM, or None.
+        chat_model: the default LLM, or None.
+        models: the model of each role (`domain.llm.roles`); None: ``chat_model`` serves
+            every role. Strategies ask `model` for their role's (``query``, ``answer``).
         config: query settings in effect (CLI overrides applied).
         filters: equality filters on text-unit fields.
         held: the methodologies the index holds.
@@ -273,6 +276,7 @@ class QueryContext:
     embedder: Embedder
     chat_model: ChatModel | None
     config: QueryConfig
+    models: RoleModels[ChatModel] | None = None
     filters: dict[str, MetadataValue | Sequence[MetadataValue]] = field(default_factory=dict)
     held: tuple[str, ...] = ()
     metadata: dict[str, object] = field(default_factory=dict)
@@ -284,6 +288,10 @@ class QueryContext:
     _vector_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _keywords: QueryKeywords | None = None
     _entities: list[str] | None = None
+
+    def model(self, role: ModelRole) -> ChatModel | None:
+        """Return the model serving ``role`` (``chat_model`` without ``models``), or None."""
+        return self.chat_model if self.models is None else self.models.for_role(role)
 
     async def query_vector(self) -> NDArray[np.float32]:
         """Return the question's embedding (computed once per query), ``ndarray[d] float32``.

@@ -176,7 +176,7 @@ class DriftStrategy:
         bound = 1 + cfg.primer_folds + cfg.n_depth * cfg.followups_per_round
         ctx.metadata["llm_calls_bound"] = bound
         ctx.metadata.setdefault("llm_calls", 0)
-        if ctx.chat_model is None:
+        if ctx.model("query") is None:
             ctx.metadata["fallback"] = (
                 "DRIFT needs an LLM (llm.kind is none); one local search stands in. "
                 f"{_NO_FOLLOW_UPS}."
@@ -351,9 +351,10 @@ class DriftStrategy:
 
     async def _ask(self, ctx: QueryContext, prompt: str, step: str = "") -> str:
         """Return the reply to ``prompt``; a cut reply of ``step`` is recorded (note_reply)."""
-        assert ctx.chat_model is not None
+        chat = ctx.model("query")
+        assert chat is not None
         try:
-            reply = await ctx.chat_model.complete(
+            reply = await chat.complete(
                 [Message(role="user", content=prompt)],
                 max_tokens=ctx.config.drift_search.reply_max_tokens,
                 temperature=0.0,

@@ -100,7 +100,8 @@ async def llm_verdict(
     Raises:
         ModelError: the call failed (the caller decides whether that is fatal).
     """
-    assert ctx.chat_model is not None
+    chat = ctx.model("query")
+    assert chat is not None
     cfg = ctx.config.iterative
     budget = cfg.controller_context_tokens or ctx.config.max_context_tokens
     prompt = ctx.prompts.text("iterative_controller.v1", {
@@ -111,7 +112,7 @@ async def llm_verdict(
         "max_queries": str(cfg.max_next_queries),
     })  # fmt: skip
     try:
-        reply = await ctx.chat_model.complete(
+        reply = await chat.complete(
             [Message(role="user", content=prompt)], max_tokens=_REPLY_TOKENS, temperature=0.0
         )
     finally:
@@ -140,13 +141,14 @@ async def llm_decompose(ctx: QueryContext) -> tuple[str, ...]:
     Raises:
         ModelError: the call failed (the caller decides whether that is fatal).
     """
-    assert ctx.chat_model is not None
+    chat = ctx.model("query")
+    assert chat is not None
     limit = ctx.config.iterative.max_rounds + 1
     prompt = ctx.prompts.text(
         "iterative_decompose.v1", {"question": ctx.question, "max_steps": str(limit)}
     )
     try:
-        reply = await ctx.chat_model.complete(
+        reply = await chat.complete(
             [Message(role="user", content=prompt)], max_tokens=_REPLY_TOKENS, temperature=0.0
         )
     finally:

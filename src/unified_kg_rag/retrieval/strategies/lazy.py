@@ -85,11 +85,12 @@ class LazyStrategy:
         return [text_unit_candidate(h) for h in chosen[: ctx.config.top_k]]
 
     async def _subqueries(self, ctx: QueryContext) -> list[str]:
-        if ctx.chat_model is None:
+        chat = ctx.model("query")
+        if chat is None:
             return [ctx.question]
         n = ctx.config.lazy.max_subqueries
         try:
-            reply = await ctx.chat_model.complete(
+            reply = await chat.complete(
                 ctx.prompts.messages("lazy_split.v1", {"n": str(n), "question": ctx.question}),
                 max_tokens=200,
             )
@@ -153,11 +154,12 @@ class LazyStrategy:
         self, ctx: QueryContext, subquery: str, text: str, similarity: float
     ) -> bool:
         by_similarity = similarity >= ctx.config.lazy.relevance_threshold
-        if ctx.chat_model is None:
+        chat = ctx.model("query")
+        if chat is None:
             return by_similarity
         if not ctx.out_of_time:
             try:
-                reply = await ctx.chat_model.complete(
+                reply = await chat.complete(
                     ctx.prompts.messages("lazy_relevance.v1",
                                          {"question": subquery, "passage": text}),
                     max_tokens=3,
