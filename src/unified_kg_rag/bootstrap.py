@@ -13,6 +13,7 @@ one process (tests) do not share state. Close an app with ``await app.aclose()``
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from unified_kg_rag.adapters import builtins
 from unified_kg_rag.adapters.llm.middleware import wrap_chat_model
+from unified_kg_rag.adapters.llm.roles import build_role_models, check_role_models
 from unified_kg_rag.adapters.messages import load_message_sources
 from unified_kg_rag.adapters.registry import (
     CHAT_MODELS,
@@ -32,7 +34,12 @@ from unified_kg_rag.adapters.registry import (
     RERANKERS,
     STORE_BACKENDS,
 )
+from unified_kg_rag.adapters.schema_sources import load_extraction_schema
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.config.prompts import load_prompt_library
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
+from unified_kg_rag.domain.llm.roles import ROLES, ModelRole, RoleModels
+from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.ports import (
     ChatModel,
@@ -51,7 +58,7 @@ from unified_kg_rag.util.errors import UsageError
 if TYPE_CHECKING:  # the application layer loads on first use: `import unified_kg_rag` stays cheap
     from unified_kg_rag.config.query import QueryConfig
     from unified_kg_rag.ingestion.pipeline import IndexPipeline
-    from unified_kg_rag.ingestion.status import StatusReport
+    from unified_kg_rag.ingestion.status import RoleModel, StatusReport
     from unified_kg_rag.ports import ProgressReporter
     from unified_kg_rag.retrieval.chain import RAGChain
     from unified_kg_rag.retrieval.graph_view import GraphReader, GraphView
@@ -104,7 +111,10 @@ class App:
         embedder: the embedding model (loads its weights on first use).
         chunk_tokenizer: the tokenizer text units are measured in (the embedder's own).
         budget_tokenizer: the script-aware estimate used for context budgets.
-        chat_model: the wrapped LLM, or None when ``llm.kind`` is ``none``.
+        chat_model: the wrapped default LLM (``llm``), or None when ``llm.kind`` is
+            ``none``.
+        models: the wrapped model of each role (``llm.tiers``, ``llm.roles``); by default
+            ``chat_model`` serves every role.
         parsers: parser per file extension (``.txt`` ...).
         keyphrase_extractor: the `lazy` concept graph's keyphrase extractor
             (``graph.lazy.extractor``; loads its library on first use).
@@ -116,6 +126,10 @@ class App:
             the next queries (the service answers many over one load).
         graph_views: the graphs loaded for browsing (`graph_reader`), kept per build.
         summary_trees: the `raptor` summary trees loaded by this app's chains (`tree`).
+        prompts: the prompt templates in effect (packaged, with the ``prompts`` section's
+            and the older ``*.prompt_file`` fields' overrides), read and checked at start.
+        opened_models: the unwrapped provider models built for ``models``; `aclose` closes
+            the HTTP clients of those that hold any.
     """
 
     config: UkrConfig
@@ -125,6 +139,7 @@ class App:
     chunk_tokenizer: TokenCounter
     budget_tokenizer: TokenCounter
     chat_model: ChatModel | None
+    models: RoleModels[ChatModel] | None = None
     parsers: dict[str, DocumentParser] = field(default_factory=dict)
     keyphrase_extractor: KeyphraseExtractor | None = None
     reranker: Reranker | None = None
@@ -132,6 +147,36 @@ class App:
     concept_graphs: BuildCache[LoadedConceptGraph] = field(default_factory=BuildCache)
     graph_views: BuildCache[GraphView] = field(default_factory=BuildCache)
     summary_trees: BuildCache[LoadedTree] = field(default_factory=BuildCache)
+    prompts: PromptLibrary = PACKAGED
+    opened_models: list[object] = field(default_factory=list)
+    _schema: tuple[ExtractionSchema | None] | None = field(default=None, init=False, repr=False)
+
+    def extraction_schema(self) -> ExtractionSchema | None:
+        """Return the extraction schema of ``graph.extraction.schema_sources`` (read once).
+
+        None when no LLM graph is built (no LLM, or no methodology that extracts) or no
+        source is configured, so a lazy-only project never reads its ontology.
+
+        Raises:
+            ConfigurationError: a source cannot be read (one line naming the file or field).
+        """
+        from unified_kg_rag.domain.index.methodologies import needs_llm
+
+        if self.model_for("extraction") is None or not needs_llm(self.config.methodologies()):
+            return None
+        if self._schema is None:
+            self._schema = (load_extraction_schema(self.config.graph.extraction,
+                                                   self.project_dir),)  # fmt: skip
+        return self._schema[0]
+
+    @property
+    def role_models(self) -> RoleModels[ChatModel]:
+        """The model of each role (``chat_model`` for every role when none were built)."""
+        return self.models if self.models is not None else RoleModels.single(self.chat_model)
+
+    def model_for(self, role: ModelRole) -> ChatModel | None:
+        """Return the wrapped model serving ``role`` (`domain.llm.roles`), or None."""
+        return self.role_models.for_role(role)
 
     def index(self, name: str | None = None) -> IndexStores:
         """Return the store ports of index ``name`` (default: ``query.index``).
@@ -179,11 +224,14 @@ class App:
             config=self.config,
             progress=progress,
             chat_model=self.chat_model,
+            models=self.role_models,
             budget_tokenizer=self.budget_tokenizer,
             project_dir=self.project_dir,
             force_rebuild=force_rebuild,
             keyphrase_extractor=self.keyphrase_extractor,
             message_sources=self.message_sources,
+            prompts=self.prompts,
+            extraction_schema=self.extraction_schema(),
         )
 
     def chain(self, index: str | None = None, *, query: QueryConfig | None = None) -> RAGChain:
@@ -202,11 +250,13 @@ class App:
             self.index(index),
             embedder=self.embedder,
             chat_model=self.chat_model,
+            models=self.role_models,
             budget_tokenizer=self.budget_tokenizer,
             config=query or self.config.query,
             reranker=self.reranker,
             concept_graphs=self.concept_graphs,
             summary_trees=self.summary_trees,
+            prompts=self.prompts,
         )
 
     def graph_reader(self, index: str | None = None) -> GraphReader:
@@ -227,27 +277,29 @@ class App:
                            indexes=self.backend.list_indexes)  # fmt: skip
 
     def judge_model(self) -> tuple[ChatModel | None, bool]:
-        """Return the model that judges answers (`evaluation.judge`) and whether it is ``llm``.
+        """Return the model that judges answers and whether it is the answer model.
 
-        ``evaluation.judge.kind: none`` falls back to the answer model (``chat_model``);
-        the flag then says True, so a run can warn that a judge favours its own answers
-        (seed 000 §9). A judge configured with the same provider and model name as ``llm``
-        also counts as the answer model. Built on each call (cheap: no connection is made
-        until the first request); replies are cached like the answer model's.
+        An ``evaluation.judge`` with a provider wins; with its ``kind: none`` (the default)
+        the model of ``llm.roles.judge`` judges (by default the top-level ``llm`` model).
+        The flag says True when the judge is also the answer model (``llm.roles.answer``),
+        so a run can warn that a judge favours its own answers (seed 000 §9); a judge
+        configured with the same provider and model name counts as the answer model too.
+        ``evaluation.judge`` is built on each call (cheap: no connection is made until the
+        first request); replies are cached like the answer model's.
 
         Raises:
             ConfigurationError: ``evaluation.judge.kind`` names no registered provider.
         """
         judge_cfg = self.config.evaluation.judge
-        if judge_cfg.kind == "none":
-            return self.chat_model, self.chat_model is not None
-        raw = CHAT_MODELS.get(judge_cfg.kind)(judge_cfg)
-        if raw is None:
-            return self.chat_model, self.chat_model is not None
-        cache = self.backend.record_store(SHARED_SCOPE) if judge_cfg.cache else None
-        judge = wrap_chat_model(raw, judge_cfg, cache)
-        same = self.chat_model is not None and judge.model_id == self.chat_model.model_id
-        return judge, same
+        answer = self.model_for("answer")
+        judge = self.model_for("judge")
+        if judge_cfg.kind != "none" and (raw := CHAT_MODELS.get(judge_cfg.kind)(judge_cfg)):
+            cache = self.backend.record_store(SHARED_SCOPE) if judge_cfg.cache else None
+            self.opened_models.append(raw)
+            judge = wrap_chat_model(raw, judge_cfg, cache)
+        if judge is None:
+            return None, False
+        return judge, answer is not None and judge.model_id == answer.model_id
 
     async def status(self) -> StatusReport:
         """Describe every index of the project (`ingestion.status.describe_index`).
@@ -265,19 +317,44 @@ class App:
         indexes = []
         for name in await self.backend.list_indexes():
             index = self.index(name)
-            chat = self.chat_model if needs_llm(self.config.methodologies()) else None
-            extractor = (graph_extractor(self.config, chat, index.records, self.project_dir)
+            chat = self.model_for("extraction") if needs_llm(self.config.methodologies()) else None
+            extractor = (graph_extractor(self.config, chat, index.records,
+                                         schema=self.extraction_schema(), prompts=self.prompts)
                          if chat is not None else None)  # fmt: skip
             indexes.append(await describe_index(
                 index, reset_drift_share=self.config.indexing.reset_drift_share,
                 quarantine_after=self.config.indexing.quarantine_after, extractor=extractor,
             ))  # fmt: skip
         return StatusReport(
-            project_dir=str(self.project_dir), store=self.backend.location, indexes=indexes
+            project_dir=str(self.project_dir), store=self.backend.location, indexes=indexes,
+            models=self.role_status(),
         )
 
+    def role_status(self) -> list[RoleModel]:
+        """Return which model serves each role (``ukr status``), in `ROLES` order.
+
+        The judge reads ``evaluation.judge`` when it names a provider (it wins).
+        """
+        from unified_kg_rag.ingestion.status import RoleModel
+
+        models = self.role_models
+        out = []
+        for role in ROLES:
+            model, source = models.for_role(role), models.source(role)
+            if role == "judge" and self.config.evaluation.judge.kind != "none":
+                model, source = self.judge_model()[0], "evaluation.judge"
+            out.append(RoleModel(role=role, model=model.model_id if model else None,
+                                 source=source))  # fmt: skip
+        return out
+
     async def aclose(self) -> None:
-        """Release the store backend's connections and threads."""
+        """Release the model clients' connections, then the store backend's (seed 000 §8.2)."""
+        for model in self.opened_models:
+            close = getattr(model, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
+        self.opened_models.clear()
         await self.backend.aclose()
 
     async def __aenter__(self) -> App:
@@ -296,12 +373,13 @@ def check_config(config: UkrConfig) -> None:
     """Check that every provider ``kind`` in ``config`` names a registered provider.
 
     Raises:
-        ConfigurationError: the first unknown kind, with its field and the registered names.
+        ConfigurationError: the first unknown kind, with its field and the registered names;
+            a role (``llm.roles.<role>``) naming a tier that is not configured.
     """
     STORE_BACKENDS.get(config.stores.kind)
     EMBEDDERS.get(config.embeddings.kind)
     CHUNK_TOKENIZERS.get(config.embeddings.kind)
-    CHAT_MODELS.get(config.llm.kind)
+    check_role_models(config.llm)
     CHAT_MODELS.get(config.evaluation.judge.kind)
     KEYPHRASE_EXTRACTORS.get(config.graph.lazy.extractor)
     RERANKERS.get(config.query.rerank.kind)
@@ -342,16 +420,17 @@ def build_app(config: UkrConfig, project_dir: Path) -> App:
     its file on first access.
 
     Raises:
-        ConfigurationError: a ``kind`` names no registered provider (the message lists them).
+        ConfigurationError: a ``kind`` names no registered provider (the message lists them),
+            or a role names a tier that is not configured, or a prompt override file is
+            unreadable or has wrong placeholders (one line naming the file).
     """
+    prompts = load_prompt_library(config, project_dir)
     backend = STORE_BACKENDS.get(config.stores.kind)(config.stores, project_dir)
     embedder = EMBEDDERS.get(config.embeddings.kind)(config.embeddings)
     chunk_tokenizer = CHUNK_TOKENIZERS.get(config.embeddings.kind)(config.embeddings)
-    raw_chat = CHAT_MODELS.get(config.llm.kind)(config.llm)
-    chat = None
-    if raw_chat is not None:
-        cache = backend.record_store(SHARED_SCOPE) if config.llm.cache else None
-        chat = wrap_chat_model(raw_chat, config.llm, cache)
+    cache = backend.record_store(SHARED_SCOPE) if config.llm.cache else None
+    opened: list[object] = []
+    models = build_role_models(config.llm, cache, opened)
     parsers = {ext: PARSERS.get(ext)(config.parsing) for ext in PARSERS.names()}
     return App(
         config=config,
@@ -360,11 +439,14 @@ def build_app(config: UkrConfig, project_dir: Path) -> App:
         embedder=embedder,
         chunk_tokenizer=chunk_tokenizer,
         budget_tokenizer=EstimateTokenCounter(),
-        chat_model=chat,
+        chat_model=models.default,
+        models=models,
         parsers=parsers,
         keyphrase_extractor=KEYPHRASE_EXTRACTORS.get(config.graph.lazy.extractor)(
             config.graph.lazy
         ),
         reranker=RERANKERS.get(config.query.rerank.kind)(config.query.rerank),
         message_sources=load_message_sources(),
+        prompts=prompts,
+        opened_models=opened,
     )

@@ -12,7 +12,8 @@ Asserted equal (`tests.support.index_compare`): every search record (text units,
 relationships, reports: ids, texts, fields) and its vector (allclose), lineage rows, registry
 records, graph-store entities (ids, names, types, descriptions, text_unit_ids, rank),
 relationships (weights, descriptions, text_unit_ids), communities and reports, the concept
-graph records, the extraction records, and the ranked results of a few queries in every
+graph records, the extraction records, the claims (claim extraction on: the ``claims``
+collection and the claim records), and the ranked results of a few queries in every
 collection and search mode.
 
 Communities and reports are compared as documented (`docs/guides/incremental.md`,
@@ -94,7 +95,8 @@ def config(server: FakeOpenAIServer) -> UkrConfig:
         llm={"kind": "openai", "retry_initial_s": 0.01, "retry_max_s": 0.05,
              "openai": {"base_url": server.base_url, "api_key": "k"}},
         graph={"communities": {"min_community_size": 2},
-               "raptor": {"target_children": 2, "min_nodes_to_cluster": 1, "min_leaves": 2}},
+               "raptor": {"target_children": 2, "min_nodes_to_cluster": 1, "min_leaves": 2},
+               "claims": {"enabled": True}},
         indexing={"methodologies": ["graphrag", "lightrag", "lazy", "raptor"],
                   "max_delete_share": 1.0},
     )  # type: ignore[arg-type]
@@ -181,6 +183,9 @@ def test_incremental_runs_equal_a_full_build_of_the_final_corpus(
     # the comparison is not vacuous: the final corpus's facts are there
     assert sorted(p for _, p, _ in full["docs"].values()) == files
     assert bool(full["entities"]) == bool(files)
+    # claims (and their records) are there whenever entities are
+    claims = [i for (c, i) in full["search"] if c == "claims"]
+    assert bool(claims) == bool(full["entities"]) == bool(full["claim_records"])
     assert len(full["vectors"]) >= len(files)
     tree = json.loads(full["raptor"]["tree"])
     assert bool(tree["nodes"]) == (len({t for _, _, t in full["docs"].values() if t}) >= 2)

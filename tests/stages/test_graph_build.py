@@ -549,7 +549,6 @@ def test_a_rejected_gleaning_request_keeps_the_extraction(tmp_path: Path) -> Non
 def test_a_prompt_file_without_its_placeholder_is_a_configuration_error(tmp_path: Path) -> None:
     from unified_kg_rag.util.errors import ConfigurationError
 
-    corpus = write_docs(tmp_path / "corpus", {"ada.txt": DOCS["ada.txt"]})
     (tmp_path / "p").mkdir()
     (tmp_path / "p" / "extract.md").write_text("System.\n=== user ===\nExtract from {Text}.")
 
@@ -558,9 +557,9 @@ def test_a_prompt_file_without_its_placeholder_is_a_configuration_error(tmp_path
         config = config.model_copy(update={"graph": config.graph.model_copy(update={
             "extraction": config.graph.extraction.model_copy(
                 update={"prompt_file": "extract.md"})})})  # fmt: skip
-        async with build_app(config, tmp_path / "p") as app:
-            with pytest.raises(ConfigurationError, match=r"lacks the placeholder\(s\) \{text\}"):
-                await _run(app, [corpus])
+        # checked when the app starts, before any document is read
+        with pytest.raises(ConfigurationError, match=r"^extract\.md: missing placeholder \{text\}$"):
+            build_app(config, tmp_path / "p")
 
     with FakeOpenAIServer(reply=reply) as server:
         asyncio.run(main(server))

@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 COMPARED = ("search", "bm25", "lineage", "docs", "entities", "relationships", "communities",
-            "reports", "extraction_records", "lazy", "raptor")
+            "reports", "extraction_records", "lazy", "raptor", "claim_records")
 """Snapshot keys `assert_same_index` compares exactly (``vectors`` is compared with a tolerance)."""
 
 _SCORE_TOL = 1e-4
@@ -61,7 +61,8 @@ def snapshot(db: str, index: str = "default") -> dict[str, Any]:
                            ("communities", "id"), ("reports", "community_id")):
             out[table] = {i: json.loads(d) for i, d in q(
                 f"SELECT {key}, data FROM {table} WHERE index_name = ?", (index,))}
-        for ns in ("extraction_records", "lazy", "extraction_failures", "raptor"):
+        for ns in ("extraction_records", "lazy", "extraction_failures", "raptor",
+                   "claim_records"):
             out[ns] = dict(q("SELECT key, value FROM records WHERE scope = ? AND namespace = ?",
                              (index, ns)).fetchall())
         return out
@@ -100,7 +101,7 @@ async def ranked(
     for query in queries:
         vector = await embedder.embed_query(query)
         for collection in (Collection.TEXT_UNITS, Collection.ENTITIES,
-                           Collection.RELATIONSHIPS, Collection.REPORTS):
+                           Collection.RELATIONSHIPS, Collection.REPORTS, Collection.CLAIMS):
             for mode in (SearchMode.LEXICAL, SearchMode.VECTOR, SearchMode.HYBRID):
                 hits = await stores.search.search(
                     collection, query_text=query, query_vector=vector, mode=mode, k=k

@@ -9,6 +9,10 @@ would, from the prompt alone (so the response cache and a fresh model agree):
   distinct capitalized words make a ``NEXT_TO`` relationship whose strength is derived from
   the two names;
 - gleaning (``<current_items>``): nothing missing;
+- claims (``Entities of this text:``): one claim per listed entity that the text names,
+  ``subject STATED next-capitalized-word``, status ``TRUE`` for a person verb else
+  ``SUSPECTED``, a start date derived from the name (``"20NN"``, or ``"unknown"``), plus one
+  claim about ``Newton``, who is never an entity (dropped by resolution);
 - description summary (``<descriptions>``): ``"Summary <digest>"`` of the fragments, so a
   summary changes whenever any fragment does;
 - community report (``<report_context>``): `tests.stages.test_graph_build.reply`'s JSON report
@@ -22,11 +26,20 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["NAMES", "PERSON_VERBS", "VERBS", "extracted", "render_doc", "word_graph_reply"]
+__all__ = [
+    "NAMES",
+    "PERSON_VERBS",
+    "VERBS",
+    "claims_reply",
+    "extracted",
+    "render_doc",
+    "word_graph_reply",
+]
 
 NAMES = ("Ada", "Babbage", "London", "Kyoto", "Yukawa")
 PERSON_VERBS = ("sings", "reads")
@@ -82,6 +95,28 @@ def _xml(text: str) -> str:
             f"<relationships>\n{rels or 'None'}</relationships>")
 
 
+def claims_reply(prompt: str) -> str:
+    """Return the claim reply (JSON) for a claim prompt (module docstring)."""
+    found = _TEXT.findall(prompt)
+    words = _WORD.findall(found[-1] if found else "")
+    listed = re.findall(r"^- (.+)$", prompt.split("Entities of this text:", 1)[1], re.M)
+    claims = []
+    for name in listed:
+        at = words.index(name) if name in words else -1
+        following = words[at + 1] if 0 <= at < len(words) - 1 else ""
+        nxt = next((w for w in words[at + 1:] if w[0].isupper() and w != name), "")
+        claims.append({
+            "subject": name, "object": nxt, "type": "stated",
+            "status": "TRUE" if following in PERSON_VERBS else "suspected",
+            "start_date": f"20{len(name):02d}" if len(name) % 2 else "unknown",
+            "description": f"{name} {following}.",
+            "source_text": f"{name} {following}",
+        })
+    claims.append({"subject": "Newton", "type": "STATED", "status": "TRUE",
+                   "description": "Newton is never in the text."})
+    return json.dumps({"claims": claims})
+
+
 def word_graph_reply(body: dict[str, Any]) -> str:
     """Answer one chat request (an OpenAI request body) deterministically (module docstring)."""
     from tests.stages.test_graph_build import reply as report_reply
@@ -97,6 +132,8 @@ def word_graph_reply(body: dict[str, Any]) -> str:
     if "<passages>" in prompt:  # a RAPTOR cluster summary
         block = prompt[prompt.find("<passages>"):prompt.find("</passages>")]
         return "Cluster summary " + hashlib.sha256(block.encode()).hexdigest()[:12] + "."
+    if "Entities of this text:" in prompt:
+        return claims_reply(prompt)
     if "<current_items>" in prompt:
         return "<entities>None</entities>\n<relationships>None</relationships>"
     found = _TEXT.findall(prompt)

@@ -14,7 +14,6 @@ from unified_kg_rag.domain.extraction.format import (
     render_extraction_messages,
     render_gleaning_messages,
     render_items,
-    split_template,
 )
 from unified_kg_rag.domain.extraction.records import (
     ExtractedEntity,
@@ -23,6 +22,7 @@ from unified_kg_rag.domain.extraction.records import (
 )
 from unified_kg_rag.domain.identity import entity_key
 from unified_kg_rag.domain.prompts import load_prompt
+from unified_kg_rag.domain.prompts.render import split_template
 from unified_kg_rag.util.errors import ModelError, ModelOutputError
 
 pytestmark = pytest.mark.unit

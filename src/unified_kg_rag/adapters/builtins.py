@@ -18,5 +18,6 @@ def register_all() -> None:
         parsers,
         postgres,
         rerank,
+        schema_sources,
         sqlite,
     )

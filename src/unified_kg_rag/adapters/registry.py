@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from unified_kg_rag.config.extraction_schema import SchemaSourceConfig
 from unified_kg_rag.config.lazy import LazyIndexConfig
 from unified_kg_rag.config.models import (
     EmbeddingsConfig,
@@ -19,6 +20,7 @@ from unified_kg_rag.config.models import (
     StoresConfig,
 )
 from unified_kg_rag.config.search import RerankConfig
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
 from unified_kg_rag.ports import (
     ChatModel,
     DocumentParser,
@@ -39,6 +41,7 @@ __all__ = [
     "MESSAGE_SOURCES",
     "PARSERS",
     "RERANKERS",
+    "SCHEMA_SOURCES",
     "STORE_BACKENDS",
     "ChatModelLoader",
     "ChunkTokenizerLoader",
@@ -47,6 +50,7 @@ __all__ = [
     "MessageSourceLoader",
     "ParserLoader",
     "RerankerLoader",
+    "SchemaSourceLoader",
     "StoreBackendLoader",
 ]
 
@@ -93,3 +97,12 @@ registration order (`Registry.in_order`): the first whose ``matches`` accepts a 
 ``--source NAME`` forces one."""
 
 MESSAGE_SOURCES: Registry[MessageSourceLoader] = Registry("message source", field="--source")
+
+SchemaSourceLoader = Callable[[SchemaSourceConfig, Path | None, str], ExtractionSchema]
+"""Reads one ``graph.extraction.schema_sources`` entry into an `ExtractionSchema`: the entry,
+the project directory (relative paths) and the entry's field name for messages
+(``graph.extraction.schema_sources.0``). Raises `ConfigurationError` naming the file or field."""
+
+SCHEMA_SOURCES: Registry[SchemaSourceLoader] = Registry(
+    "schema source", field="graph.extraction.schema_sources[].kind"
+)

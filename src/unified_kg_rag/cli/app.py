@@ -16,6 +16,8 @@ from unified_kg_rag.cli.index import index_command
 from unified_kg_rag.cli.init import init_command
 from unified_kg_rag.cli.keys import keys_app
 from unified_kg_rag.cli.mcp import mcp_command
+from unified_kg_rag.cli.prompt_tune import prompt_tune_command
+from unified_kg_rag.cli.prompts import prompts_app
 from unified_kg_rag.cli.query import query_command, strategies_epilog
 from unified_kg_rag.cli.serve import serve_command
 from unified_kg_rag.cli.status import status_command
@@ -58,10 +60,12 @@ app.command("strategies", cls=UkrCommand)(strategies_command)
 app.command("status", cls=UkrCommand)(status_command)
 app.command("serve", cls=UkrCommand)(serve_command)
 app.command("mcp", cls=UkrCommand)(mcp_command)
+app.command("prompt-tune", cls=UkrCommand)(prompt_tune_command)
 app.add_typer(config_app, name="config")
 app.add_typer(eval_app, name="eval")
 app.add_typer(graph_app, name="graph")
 app.add_typer(keys_app, name="keys")
+app.add_typer(prompts_app, name="prompts")
 
 
 def main() -> None:

@@ -16,6 +16,8 @@ from unified_kg_rag.cli.common import (
     load,
 )
 from unified_kg_rag.cli.help_format import UkrCommand, UkrGroup
+from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.llm.roles import ROLES
 from unified_kg_rag.util.errors import UkrError
 
 __all__ = ["config_app"]
@@ -34,7 +36,10 @@ def show_command(
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Print the effective configuration (defaults < ukr.yaml < UKR_ variables), secrets masked."""
+    """Print the effective configuration (defaults < ukr.yaml < UKR_ variables), secrets masked.
+
+    The text form ends with a comment naming the model that serves each role (`llm.roles`).
+    """
     from unified_kg_rag.cli.common import err_console
 
     try:
@@ -47,3 +52,16 @@ def show_command(
         typer.echo(json.dumps(data, indent=2))
     else:
         typer.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip())
+        typer.echo(_role_comment(config))
+
+
+def _role_comment(config: UkrConfig) -> str:
+    """A YAML comment naming the model that serves each role (``llm.roles``)."""
+    lines = ["# models per role (llm.roles):"]
+    for role in ROLES:
+        source, choice = config.llm.role_choice(role)
+        label = (choice or config.llm).label
+        lines.append(f"#   {role}: {label}" + ("" if source == "default" else f" ({source})"))
+    if config.evaluation.judge.kind != "none":
+        lines.append(f"#   judge: {config.evaluation.judge.label} (evaluation.judge wins)")
+    return "\n".join(lines)

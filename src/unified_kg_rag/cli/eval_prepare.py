@@ -237,7 +237,7 @@ def generate_command(
 
             return await generate_questions(
                 corpus, out, app.chat_model, app.embedder, settings,
-                force=force, on_progress=progress,
+                force=force, on_progress=progress, prompts=app.prompts,
             )  # fmt: skip
 
     report = run(main, verbose=verbose)

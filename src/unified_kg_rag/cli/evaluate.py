@@ -191,7 +191,8 @@ def eval_run_command(
             check_gates(gates, named, {
                 a: arm_metrics(a, baseline=base, retrieval_only=retrieval_only, judges=judges)
                 for a in named}, base)  # fmt: skip
-            _check_money(gates, app.chat_model.model_id if app.chat_model is not None else None,
+            answer = app.model_for("answer")
+            _check_money(gates, answer.model_id if answer is not None else None,
                          config.evaluation.prices)  # fmt: skip
             run_dir = out or _default_run_dir(project_dir, dataset)
             show = not (quiet or json_out) and err_console.is_terminal

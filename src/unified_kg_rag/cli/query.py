@@ -37,6 +37,7 @@ _PREVIEW_CHARS = 160
 _KIND_LABELS = {
     "entity": "entity",
     "relationship": "relationship",
+    "claim": "claim",
     "report": "community report",
     "summary": "tree summary",
     "key_points": "key points",

@@ -13,6 +13,7 @@ from rich.table import Table
 from unified_kg_rag.cli.common import counted, err_console, out_console, printable
 
 if TYPE_CHECKING:  # the application modules load when a command runs, not for `ukr --help`
+    from unified_kg_rag.domain.extraction.schema_conformance import ConformanceReport
     from unified_kg_rag.ingestion.graph.estimate import CostEstimate
     from unified_kg_rag.ingestion.graph.report import GraphBuildReport
     from unified_kg_rag.ingestion.report import DeleteReport, IndexReport
@@ -57,8 +58,18 @@ def render_graph(graph: GraphBuildReport) -> None:
         per_level = ", ".join(f"L{k}: {v}" for k, v in sorted(graph.communities_per_level.items()))
         table.add_row("communities", per_level)
         table.add_row("reports", f"{graph.reports} ({graph.reports_failed} failed)")
+    if (c := graph.claims) is not None:
+        table.add_row("claims", f"{c.claims} ({c.units_asked} asked, {c.records_reused} "
+                      f"reused, {c.units_failed} failed)")
+        if c.units_quarantined:
+            table.add_row("  claims quarantined (not asked)", str(c.units_quarantined))
+        if c.dropped_subject:
+            # the subject is not one of the claim's text unit's entities
+            table.add_row("  claims dropped (other subject)", str(c.dropped_subject))
     if graph.items_removed:
         table.add_row("items of the previous build removed", str(graph.items_removed))
+    if graph.schema_conformance is not None:
+        _schema_rows(table, graph.schema_conformance)
     out_console.print(table)
     stages = Table(title="Model spend per stage", box=None)
     for col in ("stage", "items", "calls", "cache hits", "tokens in", "tokens out", "time s"):
@@ -94,6 +105,22 @@ def _shaping_rows(table: Table, graph: GraphBuildReport) -> None:
                       f"{c.endpoint_relationships_dropped} relationships")
 
 
+def _schema_rows(table: Table, conf: ConformanceReport) -> None:
+    """Rows of the schema conformance: per kind, then the most frequent off-schema types."""
+    by = f", aligned by {conf.aligned_by}" if conf.aligned_by else ""
+    table.add_row("extraction schema", f"mode {conf.mode}{by}")
+    for kind, c in (("entities", conf.entities), ("relationships", conf.relationships)):
+        table.add_row(f"  {kind}", f"{c.conforming} conforming, {c.aligned} aligned, "
+                      f"{c.dropped} dropped, {c.flagged} flagged")  # fmt: skip
+    if conf.pattern_violations:
+        table.add_row("  outside every pattern", str(conf.pattern_violations))
+    for kind, top in (("entity", conf.off_schema_entity_types),
+                      ("relationship", conf.off_schema_relationship_types)):
+        if top:
+            listed = ", ".join(f"{escape(k)} {v}" for k, v in list(top.items())[:5])
+            table.add_row(f"  off-schema {kind} types", listed)
+
+
 def _quarantine_note(failures: int, quarantined: bool) -> str:
     """The note after a failure line: quarantined now, or how many runs it failed in a row."""
     if quarantined:
@@ -113,11 +140,31 @@ def render_estimate(est: CostEstimate) -> None:
         table.add_row("community reports (rough)", f"{est.reports:,}")
     if est.tree_summaries:
         table.add_row("summary-tree calls (rough)", f"{est.tree_summaries:,}")
+    if est.claim_calls is not None:
+        table.add_row("claim calls", f"{est.claim_calls:,}")
     if est.cost_min is not None and est.cost_max is not None:
         table.add_row("cost", f"{est.cost_min:,.2f} - {est.cost_max:,.2f}")
     else:
-        table.add_row("cost", "set llm.input_price_per_1m and llm.output_price_per_1m")
+        unpriced = [r for r, f in est.roles.items() if f.cost_min is None] or ["extraction"]
+        table.add_row("cost", "set input_price_per_1m and output_price_per_1m of the model of "
+                      + ", ".join(unpriced) + " (llm, its tier, or its own)")
     out_console.print(table)
+    if est.roles:
+        out_console.print(_role_table(est))
+
+
+def _role_table(est: CostEstimate) -> Table:
+    """The per-role figures of an estimate: the role's model, then its calls, tokens, cost."""
+    table = Table(title="Per role", show_header=False, box=None)
+    for role, fig in est.roles.items():
+        cost = (f"{fig.cost_min:,.2f} - {fig.cost_max:,.2f}"
+                if fig.cost_min is not None and fig.cost_max is not None else "no prices")
+        table.add_row(role, fig.model)
+        table.add_row("  calls", f"{fig.calls_min:,} - {fig.calls_max:,}")
+        table.add_row("  prompt tokens", f"{fig.input_tokens_min:,} - {fig.input_tokens_max:,}")
+        table.add_row("  reply tokens", f"{fig.output_tokens:,}")
+        table.add_row("  cost", cost)
+    return table
 
 
 def render_report(report: IndexReport) -> None:

@@ -25,6 +25,20 @@ from unified_kg_rag.ingestion.status import IndexStatus, StatusReport
 __all__ = ["status_command"]
 
 
+def _model_lines(report: StatusReport) -> None:
+    """Print which model serves each role (one line when one model serves them all)."""
+    served = {(m.model, m.source) for m in report.models}
+    if len(served) <= 1:
+        model = next(iter(served))[0] if served else None
+        out_console.print(f"models:  {escape(model or 'none (llm.kind: none)')} (every role)")
+        return
+    table = Table(title="models per role", show_header=False, box=None)
+    for m in report.models:
+        where = "" if m.source == "default" else f" ({m.source})"
+        table.add_row(m.role, escape((m.model or "none") + where))
+    out_console.print(table)
+
+
 def status_command(
     project: ProjectOpt = None,
     stores: StoresOpt = None,
@@ -53,6 +67,7 @@ def status_command(
         typer.echo(report.model_dump_json(indent=2))
         return
     out_console.print(f"project: {report.project_dir}\nstore:   {report.store}")
+    _model_lines(report)
     if not report.indexes:
         out_console.print("No index yet. Run `ukr index PATH` to create one.")
         return

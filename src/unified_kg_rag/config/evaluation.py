@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from unified_kg_rag.config.llm import LLMConfig
+from unified_kg_rag.config.llm import LLMConfig, ModelRoles, ModelTiers
 
 __all__ = ["EvaluationConfig", "ModelPrice"]
 
@@ -31,9 +31,11 @@ class EvaluationConfig(_Section):
 
     judge: LLMConfig = Field(
         default_factory=LLMConfig,
-        description="The model that judges answers (`--judge`). Its `kind: none` (the default) "
-        "means the answer model (`llm`) judges, with a warning: a judge favours its own "
-        "answers, so configure another model here.",
+        description="The model that judges answers (`--judge`); it wins over `llm.roles.judge`. "
+        "Its `kind: none` (the default) means the model of `llm.roles.judge` judges (by default "
+        "the top-level `llm` model, with a warning when it also answers: a judge favours its "
+        "own answers, so configure another model here or in `llm.roles.judge`). Its own "
+        "`tiers` and `roles` are not read (and must stay unset).",
     )
     prices: dict[str, ModelPrice] = Field(
         default_factory=dict,
@@ -61,3 +63,13 @@ class EvaluationConfig(_Section):
         default=120.0, gt=0, description="Longest one judge call may take, seconds."
     )
     judge_concurrency: int = Field(default=4, ge=1, description="Judge calls in flight at once.")
+
+    @field_validator("judge")
+    @classmethod
+    def _judge_has_no_roles(cls, judge: LLMConfig) -> LLMConfig:
+        if judge.tiers != ModelTiers() or judge.roles != ModelRoles():
+            raise ValueError(
+                "a judge is one model: its tiers and roles are not read; choose tiers per role "
+                "in llm.tiers and llm.roles (llm.roles.judge)"
+            )
+        return judge

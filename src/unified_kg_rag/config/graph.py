@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from unified_kg_rag.config.claims import ClaimsConfig
+from unified_kg_rag.config.extraction_schema import SchemaAlign, SchemaMode, SchemaSourceConfig
 from unified_kg_rag.config.lazy import LazyIndexConfig
 from unified_kg_rag.config.raptor import RaptorConfig
 from unified_kg_rag.domain.extraction.grounding import GroundingMode, ShapingRules
@@ -48,13 +50,14 @@ class ExtractionConfig(_Section):
     prompt_file: str | None = Field(
         default=None,
         description="A file replacing the whole extraction prompt (relative to the project "
-        "directory). System part, a line `=== user ===`, then the user part; `{entity_types}` "
-        "and `{text}` are filled in. Changing it re-extracts every text unit.",
+        "directory); the same as `prompts.files.extract_graph`. System part, a line "
+        "`=== user ===`, then the user part; `{entity_types}` and `{text}` are filled in "
+        "(`{text}` required). Changing it re-extracts every text unit.",
     )
     gleaning_prompt_file: str | None = Field(
         default=None,
         description="A file replacing the gleaning prompt (same layout; also "
-        "`{current_items}`).",
+        "`{current_items}`); the same as `prompts.files.glean_graph`.",
     )
     max_gleaning_rounds: int = Field(
         default=3,
@@ -71,16 +74,43 @@ class ExtractionConfig(_Section):
         "next run asks again (it is quarantined if it is cut on `indexing.quarantine_after` "
         "runs in a row).",
     )
+    schema_sources: list[SchemaSourceConfig] = Field(
+        default_factory=list,
+        description="Where the extraction schema comes from, merged in order (`inline`, "
+        "`file`, `owl`, `rdfs`, `skos`; see the extraction schema guide). With a schema, its "
+        "entity types replace `entity_types` in the prompt and its relationship types are "
+        "offered to the model. None: no schema (items are not annotated).",
+    )
+    schema_mode: SchemaMode = Field(
+        default="open",
+        description="What a build does with items off the schema: `open` keeps and flags "
+        "them (`in_schema: false`), `strict` drops them (and relationships the patterns of their "
+        "type do not allow), `align` maps their type to the closest declared one. Changing it "
+        "re-annotates the graph without re-extracting.",
+    )
+    schema_align: SchemaAlign = Field(
+        default="name",
+        description="How `align` maps a type: `name` (same key, a synonym, then string "
+        "similarity) or `llm` (one cached call per build listing the off-schema types; "
+        "falls back to `name` when it fails).",
+    )
+    schema_align_threshold: float = Field(
+        default=85.0,
+        ge=0,
+        le=100,
+        description="Least string similarity (rapidfuzz ratio of the type names, 0-100) for "
+        "name alignment's fallback.",
+    )
 
     grounding: GroundingMode = Field(
-        default="weight",
+        default="off",
         description="Check each extracted item's verbatim span against its text unit "
         "(normalised: NFKC, case, quotes, dashes, whitespace; then fuzzy, "
         "`grounding_min_similarity`). An item with an empty span is checked by its name "
         "(a relationship: both endpoint names). `drop` removes an ungrounded item, `weight` "
         "keeps it with its confidence (entity) or strength (relationship) multiplied by "
-        "`grounding_weight`, `off` checks nothing. Re-shapes the graph from the stored "
-        "records: no model call.",
+        "`grounding_weight`, `off` (default) checks nothing. Re-shapes the graph from the "
+        "stored records: no model call.",
     )
     grounding_min_similarity: float = Field(
         default=90.0,
@@ -203,7 +233,8 @@ class ReportsConfig(_Section):
     prompt_file: str | None = Field(
         default=None,
         description="A file replacing the report prompt (system part, `=== user ===`, user "
-        "part; `{community_name}` and `{context}` are filled in).",
+        "part; `{community_name}` and `{context}` are filled in); the same as "
+        "`prompts.files.community_report`.",
     )
 
 
@@ -220,6 +251,10 @@ class GraphConfig(_Section):
         default_factory=CommunitiesConfig, description="Leiden communities."
     )
     reports: ReportsConfig = Field(default_factory=ReportsConfig, description="Community reports.")
+    claims: ClaimsConfig = Field(
+        default_factory=ClaimsConfig,
+        description="Claim (covariate) extraction per text unit; off by default.",
+    )
     lazy: LazyIndexConfig = Field(
         default_factory=LazyIndexConfig, description="The LLM-free concept graph (`lazy`)."
     )

@@ -6,12 +6,21 @@ can use the same models; `config.models` re-exports every name.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+from unified_kg_rag.domain.llm.roles import ModelRole
+from unified_kg_rag.util.errors import ConfigurationError
 
 __all__ = [
     "BedrockChatConfig",
+    "ChatModelChoice",
     "LLMConfig",
+    "ModelRoles",
+    "ModelTiers",
     "OpenAIChatConfig",
+    "RoleChoice",
     "ScriptedLLMConfig",
     "ScriptedReply",
     "http_url",
@@ -116,8 +125,12 @@ class ScriptedLLMConfig(_Section):
     )
 
 
-class LLMConfig(_Section):
-    """Which language model writes answers (and, in later stages, extracts graphs)."""
+class ChatModelChoice(_Section):
+    """One chat model: its provider, the provider's settings and its prices.
+
+    The provider part of the ``llm`` section, also the shape of a tier (``llm.tiers.fast``)
+    and of a role's own model (``llm.roles.answer: {kind: openai, openai: {...}}``).
+    """
 
     kind: str = Field(
         default="none",
@@ -133,18 +146,6 @@ class LLMConfig(_Section):
     scripted: ScriptedLLMConfig = Field(
         default_factory=ScriptedLLMConfig, description="Settings of the `scripted` provider."
     )
-    max_retries: int = Field(
-        default=4, ge=0, description="Retries of a transient failure (408/429/5xx, timeouts)."
-    )
-    retry_initial_s: float = Field(
-        default=1.0, ge=0, description="First retry delay, seconds; doubles up to retry_max_s."
-    )
-    retry_max_s: float = Field(default=30.0, ge=0, description="Longest retry delay, seconds.")
-    max_concurrency: int = Field(default=4, ge=1, description="Model calls in flight at once.")
-    cache: bool = Field(
-        default=True,
-        description="Cache replies in the store, keyed by model, messages and parameters.",
-    )
     input_price_per_1m: float | None = Field(
         default=None,
         ge=0,
@@ -154,9 +155,146 @@ class LLMConfig(_Section):
     output_price_per_1m: float | None = Field(
         default=None, ge=0, description="Price of one million completion tokens."
     )
+
+    @property
+    def label(self) -> str:
+        """The model as configured, for people: ``openai:gpt-4o-mini``, ``bedrock:<id>``."""
+        provider = getattr(self, self.kind, None)
+        name = getattr(provider, "model", None) or getattr(provider, "model_id", None)
+        return f"{self.kind}:{name}" if isinstance(name, str) else self.kind
+
+
+class ModelTiers(_Section):
+    """Two named models roles can choose (`llm.roles`): a cheap fast one and a strong one."""
+
+    fast: ChatModelChoice | None = Field(
+        default=None,
+        description="The fast, cheap model (e.g. for extraction and query processing). Empty: "
+        "no `fast` tier; a role naming it is a configuration error.",
+    )
+    strong: ChatModelChoice | None = Field(
+        default=None,
+        description="The strong model (e.g. for community reports and answers). Empty: no "
+        "`strong` tier; a role naming it is a configuration error.",
+    )
+
+
+RoleChoice = Literal["default", "fast", "strong"] | ChatModelChoice
+"""What serves a role: the top-level model, a tier, or a model of its own (inline)."""
+
+_ROLE = (
+    "`default` (the top-level `llm` model), `fast` or `strong` (a tier of `llm.tiers`), or a "
+    "model of its own (`kind`, provider settings and prices, like a tier)."
+)
+
+
+class ModelRoles(_Section):
+    """Which model serves each role (`domain.llm.roles`); every role defaults to `default`."""
+
+    extraction: RoleChoice = Field(
+        default="default",
+        description="Graph extraction and gleaning (and claims). Changing its model "
+        "re-extracts. " + _ROLE,
+    )
+    summaries: RoleChoice = Field(
+        default="default",
+        description="Description summaries and summary-tree cluster summaries. " + _ROLE,
+    )
+    reports: RoleChoice = Field(default="default", description="Community reports. " + _ROLE)
+    query: RoleChoice = Field(
+        default="default",
+        description="Query processing: keywords and entities, the `auto` router, follow-up "
+        "rewrites, drift's HyDE and follow-ups, iterative's controller. " + _ROLE,
+    )
+    answer: RoleChoice = Field(
+        default="default",
+        description="Final answers, lazy's map-reduce answer and global search's map and "
+        "reduce steps. " + _ROLE,
+    )
+    judge: RoleChoice = Field(
+        default="default",
+        description="`ukr eval`'s judge, unless `evaluation.judge` names a model (that one "
+        "wins). " + _ROLE,
+    )
+
+
+class LLMConfig(ChatModelChoice):
+    """Which language models extract graphs, summarize, report, process queries and answer.
+
+    The provider fields (``kind``, ``openai`` ...) are the default model; ``tiers`` and
+    ``roles`` choose other models per role. Retries, concurrency and the cache are shared.
+    """
+
+    max_retries: int = Field(
+        default=4, ge=0, description="Retries of a transient failure (408/429/5xx, timeouts)."
+    )
+    retry_initial_s: float = Field(
+        default=1.0, ge=0, description="First retry delay, seconds; doubles up to retry_max_s."
+    )
+    retry_max_s: float = Field(default=30.0, ge=0, description="Longest retry delay, seconds.")
+    max_concurrency: int = Field(
+        default=4, ge=1,
+        description="Model calls in flight at once, per model: the default model, each tier "
+        "and each role's own model have their own limit (roles sharing a model share it).",
+    )  # fmt: skip
+    cache: bool = Field(
+        default=True,
+        description="Cache replies in the store, keyed by model, messages and parameters.",
+    )
     reasoning_holdback_chars: int = Field(
         default=4096, ge=0,
         description="A streamed answer's first characters held back while a lone `</think>` "
         "(a reasoning model whose template opens the block) may still drop them; 0 streams at "
         "once, for models that never reason before a lone closing tag.",
     )  # fmt: skip
+    tiers: ModelTiers = Field(
+        default_factory=ModelTiers,
+        description="Named models (`fast`, `strong`) that `roles` can choose.",
+    )
+    roles: ModelRoles = Field(
+        default_factory=ModelRoles,
+        description="Which model serves each role: `default`, a tier, or a model of its own.",
+    )
+
+    def role_choice(self, role: ModelRole) -> tuple[str, ChatModelChoice | None]:
+        """Return what serves ``role``: (``default``|``fast``|``strong``|``inline``, model).
+
+        The model is None for ``default`` (this section's own provider serves the role).
+
+        Raises:
+            ConfigurationError: the role names a tier that is not configured, or its model
+                (tier or inline) has ``kind: none`` (field ``llm.roles.<role>`` or
+                ``llm.tiers.<tier>.kind``).
+        """
+        choice = getattr(self.roles, role)
+        if choice == "default":
+            return "default", None
+        if isinstance(choice, ChatModelChoice):
+            if choice.kind == "none":
+                raise ConfigurationError(
+                    "a role's own model needs a provider (kind: openai, bedrock ...), not "
+                    "`none`; use `default` for the top-level model",
+                    field=f"llm.roles.{role}.kind",
+                )
+            return "inline", choice
+        tier: ChatModelChoice | None = getattr(self.tiers, choice)
+        if tier is None:
+            raise ConfigurationError(
+                f"names the tier `{choice}`, but llm.tiers.{choice} is not configured",
+                field=f"llm.roles.{role}",
+            )
+        if tier.kind == "none":
+            raise ConfigurationError(
+                f"the tier serves llm.roles.{role} but has no provider (kind: none)",
+                field=f"llm.tiers.{choice}.kind",
+            )
+        return choice, tier
+
+    def section_for(self, choice: ChatModelChoice) -> LLMConfig:
+        """Return this section with ``choice``'s provider and prices (shared settings kept).
+
+        What a tier's or a role's own model is built and wrapped from: retries, concurrency,
+        cache and the reasoning hold-back are this section's; it has no tiers or roles.
+        """
+        update = {name: getattr(choice, name) for name in ChatModelChoice.model_fields}
+        return self.model_copy(update={**update, "tiers": ModelTiers(), "roles": ModelRoles()})

@@ -17,13 +17,17 @@ from unified_kg_rag.config.evaluation import EvaluationConfig
 from unified_kg_rag.config.graph import GraphConfig
 from unified_kg_rag.config.llm import (
     BedrockChatConfig,
+    ChatModelChoice,
     LLMConfig,
+    ModelRoles,
+    ModelTiers,
     OpenAIChatConfig,
     ScriptedLLMConfig,
     ScriptedReply,
 )
 from unified_kg_rag.config.llm import http_url as _http_url
 from unified_kg_rag.config.messages import MessagesConfig
+from unified_kg_rag.config.prompts import PromptsConfig
 from unified_kg_rag.config.query import QueryConfig
 from unified_kg_rag.config.service import ServiceConfig
 from unified_kg_rag.config.stores import PostgresConfig, SqliteConfig, StoresConfig
@@ -32,6 +36,7 @@ from unified_kg_rag.domain.index.methodologies import methodology_names
 __all__ = [
     "BUNDLED_MINILM_SHA256",
     "BedrockChatConfig",
+    "ChatModelChoice",
     "ChunkingConfig",
     "EmbeddingsConfig",
     "EvaluationConfig",
@@ -41,10 +46,13 @@ __all__ = [
     "LocalEmbeddingsConfig",
     "LoggingConfig",
     "MessagesConfig",
+    "ModelRoles",
+    "ModelTiers",
     "OpenAIChatConfig",
     "OpenAIEmbeddingsConfig",
     "ParsingConfig",
     "PostgresConfig",
+    "PromptsConfig",
     "QueryConfig",
     "ScriptedLLMConfig",
     "ScriptedReply",
@@ -313,12 +321,14 @@ class UkrConfig(BaseSettings):
     def methodologies(self) -> list[str]:
         """Return the methodologies a run builds (sorted).
 
-        ``indexing.methodologies``, or when unset ``[lazy]`` without an LLM and
+        ``indexing.methodologies``, or when unset ``[lazy]`` without an extraction model
+        (``llm.kind: none`` and ``llm.roles.extraction: default``) and
         ``[graphrag, lightrag]`` with one.
         """
         chosen = self.indexing.methodologies
         if chosen is None:
-            return ["lazy"] if self.llm.kind == "none" else ["graphrag", "lightrag"]
+            no_model = self.llm.kind == "none" and self.llm.roles.extraction == "default"
+            return ["lazy"] if no_model else ["graphrag", "lightrag"]
         return sorted(set(chosen))
     stores: StoresConfig = Field(default_factory=StoresConfig, description="Storage backend.")
     query: QueryConfig = Field(default_factory=QueryConfig, description="Answering questions.")
@@ -328,6 +338,10 @@ class UkrConfig(BaseSettings):
     )
     evaluation: EvaluationConfig = Field(
         default_factory=EvaluationConfig, description="`ukr eval`: judge, prices, statistics."
+    )
+    prompts: PromptsConfig = Field(
+        default_factory=PromptsConfig,
+        description="Prompt override files (`ukr prompts list`, `ukr prompt-tune`).",
     )
 
     @classmethod

@@ -117,6 +117,9 @@ class TypeQuotas(_Section):
     entity: int = Field(default=20, ge=0, le=1000, description="Entities kept.")
     relationship: int = Field(default=20, ge=0, le=1000, description="Relationships kept.")
     report: int = Field(default=5, ge=0, le=1000, description="Community reports kept.")
+    claim: int = Field(
+        default=10, ge=0, le=1000, description="Claims kept (claim extraction on; `local`)."
+    )
 
 
 class TypeShares(_Section):
@@ -130,6 +133,9 @@ class TypeShares(_Section):
     entity: float = Field(default=0.2, ge=0, description="Entity descriptions.")
     relationship: float = Field(default=0.15, ge=0, description="Relationship descriptions.")
     report: float = Field(default=0.1, ge=0, description="Community reports.")
+    claim: float = Field(
+        default=0.1, ge=0, description="Claims (only present with claim extraction on)."
+    )
 
     @model_validator(mode="after")
     def _some_share(self) -> TypeShares:
@@ -194,6 +200,14 @@ class LocalSearchConfig(_Section):
     )
     text_unit_candidates: int = Field(
         default=60, ge=1, le=10_000, description="Cited text units ranked per query."
+    )
+    claim_candidates: int = Field(
+        default=10,
+        ge=0,
+        le=1000,
+        description="Claims about the expanded entities (an index built with "
+        "`graph.claims.enabled`) ranked by similarity to the question, GraphRAG's covariates; "
+        "0 leaves them out. An index without claims is not searched for them.",
     )
     support_weight: float = Field(
         default=1.0,

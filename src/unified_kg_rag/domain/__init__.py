@@ -11,14 +11,20 @@ Module map (new code goes in the room of its concept):
   `decoding` (lenient UTF-8, escaped display of names that are not UTF-8), `sentences`
   (sentences for extractive answers), `shapes` (headings, boilerplate, record lines).
 - `llm/` — `cache_control` (response-cache scopes), `usage` (metering scopes), `json_reply`
-  (the JSON object of a reply).
+  (the JSON object of a reply), `roles` (the roles a chat model plays, `RoleModels`).
 - `extraction/` — `records` (extraction records), `format` (prompt messages, reply parsing),
   `xml_records` (lenient XML record reader and its escaping), `grounding` (span grounding and
-  the confidence thresholds that shape a record before resolution).
+  the confidence thresholds that shape a record before resolution), `schema` (the extraction
+  schema: types, patterns, synonyms, the schema file's shape, merging sources),
+  `schema_conformance` (strict/align/open per unit, name alignment, the LLM alignment
+  prompt's reply, the conformance report, `in_schema`/IRI annotations), `claims` (claim
+  records, the claim prompt's messages, claim replies, statuses), `claim_dates` (claim dates
+  to ISO-8601).
 - `graph/` — `resolution` (records → one graph), `name_matching`, `summaries` (description
   summaries), `communities` (hierarchical Leiden), `report_context`, `reports` (community
   reports), `membership` (the communities selected entities belong to, ranked), `item_text`
-  (how entities and relationships read as text).
+  (how entities and relationships read as text), `claims` (claims resolved against the
+  graph: `Claim`, its search record and text).
 - `concepts/` — `graph` (the ``lazy`` concept graph), `text` (keyphrases, concept keys),
   `cooccurrence` (co-occurrence edges).
 - `ranking/` — `fusion` (weighted RRF), `mmr`, `ppr` (personalized PageRank), `budget`
@@ -34,6 +40,8 @@ Module map (new code goes in the room of its concept):
   `methodologies` (the registered methodology profiles: what each builds, its stage).
 - `tree/` — the RAPTOR summary tree: `nodes` (`SummaryNode`, `SummaryTree`), `clustering`
   (one level's clusters), `extractive` (LLM-free summaries, input keys), `lineage`.
-- `prompts/` — the prompt templates (Markdown files, versioned by name) and `render` (a
-  template's system and user messages).
+- `prompts/` — the prompt templates (Markdown files, versioned by name), `render` (the one
+  template mechanism: placeholders, the system/user split, filling), `library` (the prompts
+  in effect: packaged texts and the user's checked overrides) and `tuning` (prompt tuning's
+  sample, corpus profile, adapted prompts and draft schema).
 """

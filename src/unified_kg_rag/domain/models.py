@@ -49,6 +49,11 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def _is_none(value: object) -> bool:
+    """Schema annotations are left out of dumps when unset (stored items stay as before)."""
+    return value is None
+
+
 class Document(_Model):
     """A parsed input document.
 
@@ -117,6 +122,8 @@ class Entity(_Model):
         text_unit_ids: lineage: the text units that state this entity, sorted.
         rank: degree over document-backed edges.
         confidence: 1-10 extraction confidence, when known.
+        in_schema: the type is declared by the extraction schema (None: no schema).
+        type_iri: the declared type's ontology IRI, when it has one.
     """
 
     id: str
@@ -126,6 +133,8 @@ class Entity(_Model):
     text_unit_ids: tuple[str, ...] = ()
     rank: int = 0
     confidence: float | None = None
+    in_schema: bool | None = Field(default=None, exclude_if=_is_none)
+    type_iri: str | None = Field(default=None, exclude_if=_is_none)
 
 
 class Relationship(_Model):
@@ -139,6 +148,8 @@ class Relationship(_Model):
         description: merged description.
         weight: sum of per-unit strengths.
         text_unit_ids: lineage, sorted.
+        in_schema: the type is declared by the extraction schema (None: no schema).
+        predicate_iri: the declared type's ontology IRI, when it has one.
     """
 
     id: str
@@ -148,6 +159,8 @@ class Relationship(_Model):
     description: str = ""
     weight: float = 1.0
     text_unit_ids: tuple[str, ...] = ()
+    in_schema: bool | None = Field(default=None, exclude_if=_is_none)
+    predicate_iri: str | None = Field(default=None, exclude_if=_is_none)
 
 
 class Subgraph(_Model):

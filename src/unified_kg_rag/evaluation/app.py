@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from unified_kg_rag.config.models import UkrConfig
+    from unified_kg_rag.domain.llm.roles import ModelRole
+    from unified_kg_rag.domain.prompts.library import PromptLibrary
     from unified_kg_rag.ingestion.status import StatusReport
     from unified_kg_rag.ports import ChatModel, Embedder, IndexStores
     from unified_kg_rag.retrieval.chain import RAGChain
@@ -27,7 +29,16 @@ class EvalApp(Protocol):
 
     @property
     def chat_model(self) -> ChatModel | None:
-        """The answer model, or None (extractive answers)."""
+        """The default model (``llm``), or None."""
+        ...
+
+    def model_for(self, role: ModelRole) -> ChatModel | None:
+        """The model serving ``role`` (``answer``: the answer model; None: extractive)."""
+        ...
+
+    @property
+    def prompts(self) -> PromptLibrary:
+        """The prompt templates in effect."""
         ...
 
     @property

@@ -43,7 +43,8 @@ from pydantic import BaseModel, Field
 from unified_kg_rag.domain.llm.json_reply import parse_json_object
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.models import Message, TokenUsage
-from unified_kg_rag.domain.prompts import load_prompt
+from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
+from unified_kg_rag.domain.prompts.render import render_text
 from unified_kg_rag.evaluation.autoq_sampling import (
     ClusterSample,
     TextUnitRecord,
@@ -208,6 +209,7 @@ async def generate_questions(
     *,
     force: bool = False,
     on_progress: Callable[[str], None] | None = None,
+    prompts: PromptLibrary = PACKAGED,
 ) -> GenerationReport:
     """Generate ``data_local``/``data_global`` questions and assertions (module docstring).
 
@@ -219,6 +221,7 @@ async def generate_questions(
         settings: sizes, classes, seed and language.
         force: replace an existing ``out_dir/dataset.jsonl``.
         on_progress: called with a short line per step.
+        prompts: the prompts in effect (``autoq_*.v1``; default: the packaged ones).
 
     Raises:
         UsageError: the corpus folder is missing, unreadable or has no text, the output
@@ -248,7 +251,8 @@ async def generate_questions(
         labels, centroids = kmeans(vectors, k, rng)
         samples = representative_samples(vectors, labels, centroids, settings.units_per_cluster)
         say(f"Asking for local questions of {len(samples)} clusters")
-        topics, local = await _local_questions(chat, sampled, samples, settings, dropped)
+        topics, local = await _local_questions(chat, sampled, samples, settings, dropped,
+                                              prompts)
         drafts: list[_Draft] = []
         if "local" in settings.classes:
             picks = _round_robin(local, settings.per_class)
@@ -260,10 +264,10 @@ async def generate_questions(
         if "global" in settings.classes:
             say("Asking for global questions")
             global_drafts, n_global = await _global_questions(
-                chat, samples, topics, local, settings, dropped
+                chat, samples, topics, local, settings, dropped, prompts
             )
             drafts += global_drafts
-        items = await _finish(chat, sampled, drafts, settings, dropped, say)
+        items = await _finish(chat, sampled, drafts, settings, dropped, say, prompts)
     candidates = {"data_local": sum(len(qs) for qs in local)}
     if "global" in settings.classes:
         candidates["data_global"] = n_global
@@ -315,14 +319,17 @@ async def _local_questions(
     samples: Sequence[ClusterSample],
     settings: AutoQSettings,
     dropped: list[DroppedItem],
+    prompts: PromptLibrary,
 ) -> tuple[list[str], list[list[str]]]:
     """Return each cluster's topic label and questions (empty for a dropped cluster)."""
-    template = load_prompt("autoq_local.v1")
+    template = prompts.get("autoq_local.v1")
     gate = asyncio.Semaphore(_CONCURRENCY)
 
     async def one(sample: ClusterSample) -> dict[str, object] | str:
-        prompt = template.format(count=settings.per_class, language=settings.language,
-                                 units=_numbered([sampled[i] for i in sample.units]))  # fmt: skip
+        prompt = render_text(template, {
+            "count": str(settings.per_class), "language": settings.language,
+            "units": _numbered([sampled[i] for i in sample.units]),
+        })  # fmt: skip
         async with gate:
             return await _ask(chat, prompt)
 
@@ -347,6 +354,7 @@ async def _global_questions(
     local: Sequence[list[str]],
     settings: AutoQSettings,
     dropped: list[DroppedItem],
+    prompts: PromptLibrary,
 ) -> tuple[list[_Draft], int]:
     """Return the kept global drafts and how many the model proposed."""
     shown = [c for c, qs in enumerate(local) if qs]
@@ -359,9 +367,10 @@ async def _global_questions(
         label = f" ({topics[c]})" if topics[c] else ""
         lines = "\n".join(f"- {q}" for q in local[c])
         blocks.append(f"Topic {samples[c].number}{label}:\n{lines}")
-    prompt = load_prompt("autoq_global.v1").format(
-        count=settings.per_class, language=settings.language, topics="\n\n".join(blocks)
-    )
+    prompt = prompts.text("autoq_global.v1", {
+        "count": str(settings.per_class), "language": settings.language,
+        "topics": "\n\n".join(blocks),
+    })  # fmt: skip
     reply = await _ask(chat, prompt)
     entries = reply.get("questions") if isinstance(reply, dict) else None
     if isinstance(reply, str) or not isinstance(entries, list):
@@ -397,18 +406,20 @@ async def _finish(
     settings: AutoQSettings,
     dropped: list[DroppedItem],
     say: Callable[[str], None],
+    prompts: PromptLibrary,
 ) -> list[EvalItem]:
     """Turn drafts into dataset rows, asking for each one's assertions when enabled."""
     if not settings.assertions:
         return [_item(d, sampled, [], d.units) for d in drafts]
     say(f"Asking for the assertions of {len(drafts)} questions")
-    template = load_prompt("autoq_assertions.v1")
+    template = prompts.get("autoq_assertions.v1")
     gate = asyncio.Semaphore(_CONCURRENCY)
 
     async def one(draft: _Draft) -> dict[str, object] | str:
-        prompt = template.format(count=settings.max_assertions, language=settings.language,
-                                 question=draft.question,
-                                 units=_numbered([sampled[i] for i in draft.units]))  # fmt: skip
+        prompt = render_text(template, {
+            "count": str(settings.max_assertions), "language": settings.language,
+            "question": draft.question, "units": _numbered([sampled[i] for i in draft.units]),
+        })  # fmt: skip
         async with gate:
             return await _ask(chat, prompt)
 

@@ -47,6 +47,7 @@ from unified_kg_rag.evaluation.results import (
     write_manifest,
 )
 from unified_kg_rag.evaluation.scoring import ScoringSettings
+from unified_kg_rag.ports import ChatModel
 from unified_kg_rag.retrieval.catalog import strategy_catalog
 from unified_kg_rag.retrieval.chain import RAGChain
 from unified_kg_rag.retrieval.models import RetrievalOutput
@@ -106,7 +107,8 @@ def config_hash(app: App) -> str:
     """SHA-256 of the settings that shape answers, equal across machines (seed 000 §12).
 
     Covers ``query``, ``embeddings``, ``chunking``, ``graph``, ``indexing.methodologies``,
-    the answer model's id and sampling, and ``evaluation.answer_span``; not paths, keys,
+    the answer model's id and sampling (and the ``query``/``answer`` role models when they
+    are not the default model), and ``evaluation.answer_span``; not paths, keys,
     retries or concurrency.
     """
     c = app.config
@@ -116,6 +118,10 @@ def config_hash(app: App) -> str:
         llm["provider"] = provider.model_dump(
             mode="json", include={"model", "model_id", "temperature", "max_tokens"}
         )
+    default = _bare_id(app.chat_model)
+    roles = {r: _bare_id(app.model_for(r)) for r in ("query", "answer")}
+    if any(v != default for v in roles.values()):  # a one-model config hashes as before
+        llm["roles"] = roles
     settings = {
         "query": c.query.model_dump(mode="json"),
         "embeddings": c.embeddings.model_dump(mode="json", exclude={"openai": {"api_key"}}),
@@ -187,7 +193,7 @@ async def _preflight(app: App, req: RunRequest) -> dict[str, Any]:
     if req.closed_book and req.retrieval_only:
         raise UsageError("the closed-book arm only answers; drop --retrieval-only",
                          field="--closed-book")  # fmt: skip
-    if req.closed_book and app.chat_model is None:
+    if req.closed_book and app.model_for("answer") is None:
         raise UsageError("the closed-book arm needs an answer model (llm.kind is none)",
                          field="--closed-book")  # fmt: skip
     if req.judges and app.judge_model()[0] is None:
@@ -247,7 +253,7 @@ async def run_comparison(
         index=app.index(req.index).name,
         index_record=record,
         config_hash=config_hash(app),
-        answer_model=app.chat_model.model_id if app.chat_model is not None else None,
+        answer_model=answer.model_id if (answer := app.model_for("answer")) else None,
         judge_model=judge.model_id if judge is not None else None,
         judge_is_answer_model=judge_is_answer,
         judges=list(req.judges),
@@ -321,8 +327,9 @@ async def _answer(
     with usage_scope() as usage, refresh_cache(repeat > 0):
         try:
             if arm == CLOSED_BOOK:
-                assert app.chat_model is not None  # checked by _preflight
-                out = await answer_closed_book(app.chat_model, item.question)
+                closed = app.model_for("answer")
+                assert closed is not None  # checked by _preflight
+                out = await answer_closed_book(closed, item.question, prompts=app.prompts)
                 # no chain meters this call: its usage is the scope's
                 out = out.model_copy(update={"usage": usage.model_copy()})
             elif manifest.retrieval_only:
@@ -428,3 +435,8 @@ async def rescore(
                          only=list(judges))  # fmt: skip
         write_manifest(run_dir, manifest)
     return _compare(app, manifest, items, gates, run_dir)
+
+
+def _bare_id(model: ChatModel | None) -> str | None:
+    """A model's id without its endpoint (``openai:gpt-4o@http://…`` → ``openai:gpt-4o``)."""
+    return None if model is None else model.model_id.split("@", 1)[0]

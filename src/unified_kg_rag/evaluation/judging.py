@@ -20,6 +20,7 @@ import asyncio
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
 
+from unified_kg_rag.domain.prompts.library import PromptLibrary
 from unified_kg_rag.evaluation.app import EvalApp as App
 from unified_kg_rag.evaluation.dataset import EvalItem
 from unified_kg_rag.evaluation.judges.assertions import judge_assertions
@@ -87,11 +88,11 @@ async def run_judges(
             continue
         if ("correctness" in wanted and item.answerable and item.answers
                 and ("correctness", item.id, row.arm, row.repeat) not in done):
-            tasks.append(_correctness(judge, item, row, cfg.judge_timeout_s, sem))
+            tasks.append(_correctness(judge, item, row, cfg.judge_timeout_s, sem, app.prompts))
         if ("assertions" in wanted and item.assertions
                 and ("assertions", item.id, row.arm, row.repeat) not in done):
             tasks.append(_assertions(judge, item, row, cfg.assertion_trials, manifest.seed,
-                                     cfg.judge_timeout_s, sem))
+                                     cfg.judge_timeout_s, sem, app.prompts))
     if "pairwise" in wanted:
         for row in rows:
             item = by_id.get(row.question_id)
@@ -99,7 +100,7 @@ async def run_judges(
             if (item is None or base is None or row.arm in (manifest.baseline, CLOSED_BOOK)
                     or ("pairwise", item.id, row.arm, row.repeat) in done):
                 continue
-            tasks.append(_pairwise(judge, item, row, base, cfg.judge_timeout_s, sem))
+            tasks.append(_pairwise(judge, item, row, base, cfg.judge_timeout_s, sem, app.prompts))
     written = 0
     for finished in asyncio.as_completed(tasks):
         append_jsonl(path, await finished)
@@ -108,10 +109,11 @@ async def run_judges(
 
 
 async def _correctness(
-    judge: ChatModel, item: EvalItem, row: ResultRow, timeout_s: float, sem: asyncio.Semaphore
+    judge: ChatModel, item: EvalItem, row: ResultRow, timeout_s: float, sem: asyncio.Semaphore,
+    prompts: PromptLibrary,
 ) -> JudgementRow:
     v = await judge_correctness(judge, item.question, item.answers, row.answer or "",
-                                timeout_s=timeout_s, semaphore=sem)  # fmt: skip
+                                timeout_s=timeout_s, semaphore=sem, prompts=prompts)  # fmt: skip
     return JudgementRow(judge="correctness", question_id=item.id, arm=row.arm,
                         repeat=row.repeat, model=judge.model_id, verdict=v.model_dump(),
                         scores={"judge/correctness": v.score}, error=v.error)  # fmt: skip
@@ -119,11 +121,11 @@ async def _correctness(
 
 async def _assertions(
     judge: ChatModel, item: EvalItem, row: ResultRow, trials: int, seed: int, timeout_s: float,
-    sem: asyncio.Semaphore,
+    sem: asyncio.Semaphore, prompts: PromptLibrary,
 ) -> JudgementRow:  # fmt: skip
     v = await judge_assertions(judge, item.question, row.answer or "", item.assertions,
                                trials=trials, seed=seed, question_id=item.id,
-                               timeout_s=timeout_s, semaphore=sem)  # fmt: skip
+                               timeout_s=timeout_s, semaphore=sem, prompts=prompts)  # fmt: skip
     scores: dict[str, float | None] = {
         "assertion/recall": v.assertion_recall,
         "assertion/contradiction_rate": v.contradiction_rate,
@@ -138,7 +140,7 @@ async def _assertions(
 
 async def _pairwise(
     judge: ChatModel, item: EvalItem, row: ResultRow, base: ResultRow, timeout_s: float,
-    sem: asyncio.Semaphore,
+    sem: asyncio.Semaphore, prompts: PromptLibrary,
 ) -> JudgementRow:  # fmt: skip
     if not base.ok or not (base.answer or "").strip() or not (row.answer or "").strip():
         v = decided_without_judge(
@@ -150,7 +152,7 @@ async def _pairwise(
         v = await judge_pairwise(judge, item.question, row.answer or "", base.answer or "",
                                  question_id=item.id, candidate_arm=row.arm,
                                  baseline_arm=base.arm, timeout_s=timeout_s,
-                                 semaphore=sem)  # fmt: skip
+                                 semaphore=sem, prompts=prompts)  # fmt: skip
     return JudgementRow(judge="pairwise", question_id=item.id, arm=row.arm, baseline=base.arm,
                         repeat=row.repeat, model=judge.model_id, verdict=v.model_dump(),
                         scores={f"pairwise/{k}": s for k, s in pairwise_scores(v).items()},

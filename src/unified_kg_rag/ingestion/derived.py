@@ -14,7 +14,10 @@ import logging
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
 from unified_kg_rag.domain.index.methodologies import needs_llm
+from unified_kg_rag.domain.llm.roles import RoleModels
+from unified_kg_rag.domain.prompts.library import PromptLibrary
 from unified_kg_rag.ingestion.graph.build import GraphIndexer
 from unified_kg_rag.ingestion.methodologies import record_methodologies
 from unified_kg_rag.ingestion.report import IndexReport
@@ -43,9 +46,13 @@ class DerivedStages:
         budget_tokenizer: token counter for prompt budgets.
         progress: receives progress events.
         chat_model: the wrapped LLM; None (``llm.kind: none``) builds no LLM graph.
+        models: the model of each role (None: ``chat_model`` serves every role); without an
+            ``extraction`` model no LLM graph is built.
         project_dir: where relative prompt files are looked up.
         force_rebuild: ask the LLM again for every extraction record and rebuild the graphs.
         keyphrase_extractor: the `lazy` concept graph's extractor (default: YAKE).
+        prompts: the prompts in effect (None: read from ``config`` when needed).
+        extraction_schema: the extraction schema (None: no schema).
     """
 
     def __init__(
@@ -56,14 +63,19 @@ class DerivedStages:
         budget_tokenizer: TokenCounter,
         progress: ProgressReporter,
         chat_model: ChatModel | None = None,
+        models: RoleModels[ChatModel] | None = None,
         project_dir: Path | None = None,
         force_rebuild: bool = False,
         keyphrase_extractor: KeyphraseExtractor | None = None,
+        prompts: PromptLibrary | None = None,
+        extraction_schema: ExtractionSchema | None = None,
     ) -> None:
         self._ctx = StageContext(
             config=config, embedder=embedder, budget_tokenizer=budget_tokenizer,
-            progress=progress, chat_model=chat_model, project_dir=project_dir,
+            progress=progress, chat_model=chat_model, models=models, project_dir=project_dir,
             force_rebuild=force_rebuild, keyphrase_extractor=keyphrase_extractor,
+            prompts=prompts,
+            extraction_schema=extraction_schema,
         )  # fmt: skip
 
     @property
@@ -73,11 +85,13 @@ class DerivedStages:
 
     @property
     def rebuilds_graph(self) -> bool:
-        """True when a run rebuilds the LLM graph (an LLM and a graph methodology)."""
-        return self._ctx.chat_model is not None and needs_llm(self._ctx.methodologies)
+        """True when a run rebuilds the LLM graph (an extraction model and a graph methodology)."""
+        return self._ctx.model("extraction") is not None and needs_llm(self._ctx.methodologies)
 
     def graph_indexer(self, stores: IndexStores, chat: ChatModel) -> GraphIndexer:
         """Return the `GraphIndexer` of ``stores`` with this pipeline's settings.
+
+        ``chat`` extracts; summaries and reports go to their roles' models (`graph_indexer`).
 
         Raises:
             ConfigurationError: a configured prompt file is unreadable or lacks a placeholder.

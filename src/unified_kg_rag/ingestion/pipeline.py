@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
-from unified_kg_rag.domain.index.methodologies import builds_artifact, needs_llm
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
+from unified_kg_rag.domain.llm.roles import RoleModels
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.messages.transcripts import TranscriptDoc
 from unified_kg_rag.domain.models import (
@@ -45,6 +46,7 @@ from unified_kg_rag.domain.models import (
     TextUnit,
     TokenUsage,
 )
+from unified_kg_rag.domain.prompts.library import PromptLibrary
 from unified_kg_rag.ingestion.commit import commit_batch
 from unified_kg_rag.ingestion.corpus import CorpusFile, discover, read_file
 from unified_kg_rag.ingestion.deletion import (
@@ -60,11 +62,8 @@ from unified_kg_rag.ingestion.document_failures import (
     write_isolating,
 )
 from unified_kg_rag.ingestion.embed_steps import EMBED_TASK, KeptWork, UnitSteps
-from unified_kg_rag.ingestion.graph.estimate import (
-    CostEstimate,
-    add_tree_cost,
-    estimate_graph_cost,
-)
+from unified_kg_rag.ingestion.estimating import estimate_index
+from unified_kg_rag.ingestion.graph.estimate import CostEstimate
 from unified_kg_rag.ingestion.lease import fenced, held_lease
 from unified_kg_rag.ingestion.messages import (
     MessagePlan,
@@ -73,8 +72,6 @@ from unified_kg_rag.ingestion.messages import (
     archive_targets,
     forget_run,
     plan_messages,
-    preview_transcripts,
-    transcript_entry,
 )
 from unified_kg_rag.ingestion.prepare import (
     failure_reason,
@@ -85,7 +82,6 @@ from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ingestion.report import DeleteReport, FailedDocument, IndexReport
 from unified_kg_rag.ingestion.reset import check_reset, sweep_orphan_units
 from unified_kg_rag.ingestion.units import (
-    UnitText,
     text_unit_record,
 )
 from unified_kg_rag.ports import (
@@ -99,7 +95,6 @@ from unified_kg_rag.ports import (
     TokenCounter,
 )
 from unified_kg_rag.util.aio import map_bounded
-from unified_kg_rag.util.errors import UsageError
 
 __all__ = ["IndexPipeline", "text_unit_record"]
 
@@ -127,12 +122,16 @@ class IndexPipeline:
             ``graph``).
         progress: receives progress events (optional).
         chat_model: the wrapped LLM; None (``llm.kind: none``) indexes text units only.
+        models: the model of each role (``llm.roles``: extraction, summaries, reports);
+            None: ``chat_model`` serves every role.
         budget_tokenizer: token counter for prompt budgets (default: the chunk tokenizer).
         project_dir: where relative prompt files of the configuration are looked up.
         force_rebuild: ask the LLM again for every extraction record and rebuild the graph
             (with ``run(reset=True)``: a reset that re-extracts everything too).
         keyphrase_extractor: the `lazy` concept graph's extractor (default: YAKE).
         message_sources: the message sources, in dispatch order (`ingestion.messages`).
+        prompts: the prompts in effect (None: read from ``config`` when needed).
+        extraction_schema: the extraction schema (None: no schema).
     """
 
     def __init__(
@@ -145,15 +144,17 @@ class IndexPipeline:
         config: UkrConfig,
         progress: ProgressReporter | None = None,
         chat_model: ChatModel | None = None,
+        models: RoleModels[ChatModel] | None = None,
         budget_tokenizer: TokenCounter | None = None,
         project_dir: Path | None = None,
         force_rebuild: bool = False,
         keyphrase_extractor: KeyphraseExtractor | None = None,
         message_sources: Sequence[MessageSource] = (),
+        prompts: PromptLibrary | None = None,
+        extraction_schema: ExtractionSchema | None = None,
     ) -> None:
         self._stores = stores
         self._sources = list(message_sources)
-        self._chat = chat_model
         self._budget_tokenizer = budget_tokenizer or chunk_tokenizer
         self._embedder = embedder
         self._tokenizer = chunk_tokenizer
@@ -167,8 +168,11 @@ class IndexPipeline:
         self._to_index = 0  # the ``index`` task's total: documents to index, less failures
         self._derived = DerivedStages(  # graphs and record collection after the text units
             config, embedder=embedder, budget_tokenizer=self._budget_tokenizer,
-            progress=self._progress, chat_model=chat_model, project_dir=project_dir,
+            progress=self._progress, chat_model=chat_model, models=models,
+            project_dir=project_dir,
             force_rebuild=force_rebuild, keyphrase_extractor=keyphrase_extractor,
+            prompts=prompts,
+            extraction_schema=extraction_schema,
         )
 
     async def run(
@@ -331,44 +335,11 @@ class IndexPipeline:
         Raises:
             UsageError: no LLM is configured, or a path does not exist.
         """
-        methodologies = self._config.methodologies()
-        tree = "raptor" in methodologies and self._config.graph.raptor.summaries != "extractive"
-        if self._chat is None or not (needs_llm(methodologies) or tree):
-            raise UsageError(
-                "--estimate needs an LLM and a methodology that calls it (llm.kind, "
-                "indexing.methodologies: graphrag, lightrag, hipporag, or raptor with LLM "
-                "summaries): without them indexing makes no model call",
-                field="llm.kind",
-            )
-        run = messages or MessageRun()
-        found, _ = discover(paths, parsing=self._config.parsing, extensions=sorted(self._parsers),
-                            claim=archive_claim(self._sources, run))
-        items = [_Hashed(f, "") for f in found if f.message_source is None]
-        archives = [f for f in found if f.message_source is not None]
-        if archives:
-            docs = await preview_transcripts(archives, self._sources, run)
-            items += [_Hashed(transcript_entry(d), "", d) for d in docs]
-        parsed = await map_bounded(items, self._parse_and_chunk, concurrency=_IO_CONCURRENCY)
-        units = [
-            UnitText(u.id, u.text, r.item.file.relative_path)
-            for r in parsed if r.value is not None for u in r.value[1]
-        ]
-        est = CostEstimate(units=len(units))
-        if needs_llm(methodologies):
-            graph = self._derived.graph_indexer(self._stores, self._chat)
-            stored = await graph.extractor.stored(units)
-            est = estimate_graph_cost(
-                units,
-                [u for u in units if u.id not in stored],
-                config=self._config,
-                counter=self._budget_tokenizer,
-                extraction_template=graph.extraction_template,
-                gleaning_template=graph.gleaning_template,
-                reports_needed=builds_artifact(graph.methodologies, "community_reports"),
-            )
-        if tree:
-            est = add_tree_cost(est, units, config=self._config, counter=self._budget_tokenizer)
-        return est
+        return await estimate_index(
+            paths, stores=self._stores, config=self._config, parsers=self._parsers,
+            sources=self._sources, parse=self._parse_entry, derived=self._derived,
+            counter=self._budget_tokenizer, messages=messages,
+        )  # fmt: skip
 
     # ----------------------------------------------------------------- stages
 
@@ -490,6 +461,11 @@ class IndexPipeline:
             self._not_progress(report)
 
         return fail
+
+    async def _parse_entry(
+        self, file: CorpusFile, transcript: TranscriptDoc | None
+    ) -> tuple[Document, list[TextUnit]]:
+        return await self._parse_and_chunk(_Hashed(file, "", transcript))
 
     async def _parse_and_chunk(self, item: _Hashed) -> tuple[Document, list[TextUnit]]:
         return await asyncio.to_thread(self._parse_and_chunk_sync, item)

@@ -35,6 +35,7 @@ __all__ = [
     "IndexDrift",
     "IndexStatus",
     "QuarantinedItem",
+    "RoleModel",
     "StatusReport",
     "describe_index",
     "index_drift",
@@ -154,6 +155,23 @@ class IndexStatus(IndexInfo):
     graph_shaping: ShapingCounts | None = None
 
 
+class RoleModel(BaseModel):
+    """Which model serves one role (`domain.llm.roles`), for ``ukr status``.
+
+    Attributes:
+        role: the role (``extraction``, ``summaries``, ``reports``, ``query``, ``answer``,
+            ``judge``).
+        model: the serving model's id (``openai:gpt-4o-mini@http://…``); None: no model
+            (``llm.kind: none``: extractive answers, no LLM graph).
+        source: what the configuration chose: ``default`` (the top-level ``llm``), ``fast``,
+            ``strong`` (a tier), ``inline`` (the role's own model) or ``evaluation.judge``.
+    """
+
+    role: str
+    model: str | None
+    source: str
+
+
 class StatusReport(BaseModel):
     """A project's store location and its indexes (`App.status`; ``ukr status --json``).
 
@@ -162,11 +180,13 @@ class StatusReport(BaseModel):
         store: where the store backend keeps the indexes (a file, a database URL without
             its password).
         indexes: every index of the project, described.
+        models: the model serving each role, in `domain.llm.roles.ROLES` order.
     """
 
     project_dir: str
     store: str
     indexes: list[IndexStatus] = Field(default_factory=list)
+    models: list[RoleModel] = Field(default_factory=list)
 
 
 async def index_drift(

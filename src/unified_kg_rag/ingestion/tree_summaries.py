@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from unified_kg_rag.config.raptor import RaptorConfig
-from unified_kg_rag.domain.prompts import load_prompt
+from unified_kg_rag.domain.prompts.library import PACKAGED
 from unified_kg_rag.domain.prompts.render import render_messages
 from unified_kg_rag.domain.tree.extractive import extractive_summary, split_sentences
 from unified_kg_rag.ingestion.graph.failures import FailureJudge, StageStoppedError
@@ -31,7 +31,7 @@ __all__ = ["CLUSTER_PROMPT", "ClusterSummarizer"]
 logger = logging.getLogger(__name__)
 
 CLUSTER_PROMPT = "summarize_cluster.v1"
-"""Name of the bundled cluster-summary template (`domain.prompts.load_prompt`)."""
+"""Name of the bundled cluster-summary template (`PromptLibrary.get`)."""
 
 _WORDS_PER_TOKEN = 0.6
 """Words asked for per token of budget (the budget is in the index's token counter's tokens;
@@ -49,6 +49,8 @@ class ClusterSummarizer:
         concurrency: the model calls in flight (``llm.max_concurrency``): a streak that long
             of transient failures sends a known-good request, and when it fails too the
             server is down and the stage stops (`ingestion.graph.failures.FailureJudge`).
+        template: the cluster-summary template in effect (None: the packaged
+            ``summarize_cluster.v1``).
     """
 
     def __init__(
@@ -59,12 +61,13 @@ class ClusterSummarizer:
         counter: TokenCounter,
         chat: ChatModel | None,
         concurrency: int = 4,
+        template: str | None = None,
     ) -> None:
         self._config = config
         self._embedder = embedder
         self._counter = counter
         self._chat = chat
-        self._template = load_prompt(CLUSTER_PROMPT)
+        self._template = template if template is not None else PACKAGED.get(CLUSTER_PROMPT)
         self._sentence_vectors: dict[str, NDArray[np.float32]] = {}
         self._judge = (FailureJudge(chat, concurrency=concurrency, stage="tree summary")
                        if chat is not None else None)  # fmt: skip

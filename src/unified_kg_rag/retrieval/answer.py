@@ -22,7 +22,7 @@ from unified_kg_rag.domain.answers.abstention import (
 from unified_kg_rag.domain.llm.finish import StreamFinish, reply_complete, stream_finish
 from unified_kg_rag.domain.messages.evidence import MESSAGE_CITATION_INSTRUCTIONS, labelled_text
 from unified_kg_rag.domain.models import Message, Source
-from unified_kg_rag.domain.prompts import load_prompt
+from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.ports import ChatModel
 from unified_kg_rag.util.errors import ModelError
 
@@ -79,7 +79,12 @@ def render_source(source: Source) -> str:
 
 
 def answer_messages(
-    question: str, sources: Sequence[Source], *, style: str = "concise", abstention: bool = False
+    question: str,
+    sources: Sequence[Source],
+    *,
+    style: str = "concise",
+    abstention: bool = False,
+    prompts: PromptLibrary = PACKAGED,
 ) -> list[Message]:
     """Return the answer prompt: the system prompt of ``style``, then sources and question.
 
@@ -88,17 +93,18 @@ def answer_messages(
         sources: the packed sources, in context order.
         style: ``concise`` or ``comprehensive`` (several paragraphs; `global`'s default).
         abstention: append the decline-marker instructions (seed 000 §9.2).
+        prompts: the prompts in effect (``answer_system*.v1``, ``answer_user.v1``).
     """
-    system = load_prompt(
+    system = prompts.text(
         "answer_system_comprehensive.v1" if style == "comprehensive" else "answer_system.v1"
     )
     if abstention:
         system += ABSTENTION_INSTRUCTIONS
     if any(s.messages and s.kind == "text_unit" for s in sources):
         system += MESSAGE_CITATION_INSTRUCTIONS
-    user = load_prompt("answer_user.v1").format(
-        sources="\n\n".join(render_source(s) for s in sources), question=question
-    )
+    user = prompts.text("answer_user.v1", {
+        "sources": "\n\n".join(render_source(s) for s in sources), "question": question
+    })  # fmt: skip
     return [Message(role="system", content=system), Message(role="user", content=user)]
 
 
@@ -110,6 +116,7 @@ async def generative_answer(
     max_tokens: int,
     style: str = "concise",
     abstention: bool = False,
+    prompts: PromptLibrary = PACKAGED,
 ) -> AnswerText:
     """Ask the LLM for an answer grounded in ``sources``, citing them as ``[n]``.
 
@@ -120,6 +127,7 @@ async def generative_answer(
         max_tokens: longest answer, tokens.
         style: ``concise`` or ``comprehensive``.
         abstention: add the decline-marker instructions.
+        prompts: the prompts in effect.
 
     Returns:
         The answer and its reply's finish reason (a cut reply is returned, flagged).
@@ -128,7 +136,9 @@ async def generative_answer(
         ModelError: the model call failed after retries, or the reply was empty (after
             reasoning blocks were removed).
     """
-    messages = answer_messages(question, sources, style=style, abstention=abstention)
+    messages = answer_messages(
+        question, sources, style=style, abstention=abstention, prompts=prompts
+    )
     completion = await chat_model.complete(messages, max_tokens=max_tokens, temperature=0.0)
     text = completion.text.strip()
     if not text:
@@ -149,6 +159,7 @@ async def stream_answer(
     abstention: bool = False,
     outcome: dict[str, bool] | None = None,
     finish: StreamFinish | None = None,
+    prompts: PromptLibrary = PACKAGED,
 ) -> AsyncIterator[str]:
     """Yield the answer's text deltas as the model writes them.
 
@@ -160,7 +171,9 @@ async def stream_answer(
     Raises:
         ModelError: the model call failed.
     """
-    messages = answer_messages(question, sources, style=style, abstention=abstention)
+    messages = answer_messages(
+        question, sources, style=style, abstention=abstention, prompts=prompts
+    )
     finish = finish if finish is not None else StreamFinish()
     held = ""
     released = not abstention
@@ -204,18 +217,6 @@ def _marker_undecided(held: str) -> bool:
     return len(held) < MARKER_WINDOW and len(lead) < len(NO_ANSWER) and NO_ANSWER.startswith(lead)
 
 
-_MAP_PROMPT = (
-    "List the facts in the numbered sources below that help answer the question, one per "
-    "line, each ending with the [n] of the source it comes from. If none helps, write NONE."
-    "\n\nQuestion: {question}\n\nSources:\n{sources}"
-)
-_REDUCE_PROMPT = (
-    "Answer the question from these notes only, citing the sources as [n] exactly as the "
-    "notes do. If the notes do not answer it, say so.\n\nQuestion: {question}\n\n"
-    "Notes:\n{notes}"
-)
-
-
 async def map_reduce_answer(
     chat_model: ChatModel,
     question: str,
@@ -223,12 +224,14 @@ async def map_reduce_answer(
     *,
     max_tokens: int,
     batch_size: int = 4,
+    prompts: PromptLibrary = PACKAGED,
 ) -> AnswerText:
     """Answer from ``sources`` in two steps (LazyGraphRAG's map-reduce answer).
 
     Map: each batch of ``batch_size`` sources gives the facts it holds that help, each
-    citing its ``[n]``. Reduce: the answer is written from those notes, citing the same
-    numbers. A context of at most one batch is answered in one call (`generative_answer`).
+    citing its ``[n]`` (``lazy_map.v1``). Reduce: the answer is written from those notes,
+    citing the same numbers (``answer_system.v1``, then the user part of ``lazy_reduce.v1``).
+    A context of at most one batch is answered in one call (`generative_answer`).
 
     Returns:
         The answer with the reduce reply's finish reason; a map reply that was cut is kept
@@ -238,29 +241,31 @@ async def map_reduce_answer(
         ModelError: a model call failed after retries, or the answer was empty.
     """
     if len(sources) <= batch_size:
-        return await generative_answer(chat_model, question, sources, max_tokens=max_tokens)
+        return await generative_answer(
+            chat_model, question, sources, max_tokens=max_tokens, prompts=prompts
+        )
     notes: list[str] = []
     incomplete: dict[str, str] = {}
     for number, i in enumerate(range(0, len(sources), batch_size), start=1):
         batch = sources[i : i + batch_size]
-        prompt = _MAP_PROMPT.format(
-            question=question, sources="\n\n".join(render_source(s) for s in batch)
-        )
-        reply = await chat_model.complete(
-            [Message(role="user", content=prompt)], max_tokens=max_tokens, temperature=0.0
-        )
+        messages = prompts.messages("lazy_map.v1", {
+            "question": question, "sources": "\n\n".join(render_source(s) for s in batch),
+        })  # fmt: skip
+        reply = await chat_model.complete(messages, max_tokens=max_tokens, temperature=0.0)
         if not reply.complete:
             incomplete[f"lazy_map.{number}"] = reply.finish_reason
         text = reply.text.strip()
         if text and text.upper() != "NONE":
             notes.append(text)
     if not notes:
-        answer = await generative_answer(chat_model, question, sources, max_tokens=max_tokens)
+        answer = await generative_answer(
+            chat_model, question, sources, max_tokens=max_tokens, prompts=prompts
+        )
         return AnswerText(answer.text, answer.finish_reason, incomplete)
     completion = await chat_model.complete(
-        [Message(role="system", content=load_prompt("answer_system.v1")),
-         Message(role="user", content=_REDUCE_PROMPT.format(question=question,
-                                                            notes="\n".join(notes)))],
+        [Message(role="system", content=prompts.text("answer_system.v1")),
+         prompts.messages("lazy_reduce.v1", {"question": question,
+                                             "notes": "\n".join(notes)})[-1]],
         max_tokens=max_tokens,
         temperature=0.0,
     )  # fmt: skip

@@ -28,16 +28,14 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from unified_kg_rag.config.models import QueryConfig
-from unified_kg_rag.domain.answers.abstention import detect_abstention
-from unified_kg_rag.domain.answers.citations import check_citations
 from unified_kg_rag.domain.llm.deadline import QueryDeadline, note_deadline, query_deadline
 from unified_kg_rag.domain.llm.finish import StreamFinish
+from unified_kg_rag.domain.llm.roles import ModelRole, RoleModels
 from unified_kg_rag.domain.llm.usage import usage_scope
-from unified_kg_rag.domain.messages.evidence import evidence_from_answer
 from unified_kg_rag.domain.models import (
     RAGOutput,
-    TokenUsage,
 )
+from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, Reranker, TokenCounter
 from unified_kg_rag.retrieval.answer import (
     AnswerText,
@@ -59,9 +57,9 @@ from unified_kg_rag.retrieval.extractive import (
     extractive_answer,
 )
 from unified_kg_rag.retrieval.filters import check_filters_pass, resolve_filters
+from unified_kg_rag.retrieval.finish import finish_output
 from unified_kg_rag.retrieval.memory import (
     ConversationMemory,
-    Turn,
     recent_turns,
     rewrite_followup,
 )
@@ -97,6 +95,7 @@ from unified_kg_rag.util.errors import (
 
 __all__ = [
     "CANNOT_ANSWER",
+    "DECLINED",
     "FILTER_FIELDS",
     "MAX_QUESTION_CHARS",
     "PriorTurn",
@@ -130,13 +129,17 @@ class RAGChain:
     Args:
         stores: the index's store ports.
         embedder: the embedding model the index was built with.
-        chat_model: the (wrapped) LLM, or None for extractive answers.
+        chat_model: the (wrapped) default LLM, or None for extractive answers.
+        models: the model of each role (`domain.llm.roles`): ``answer`` writes answers,
+            ``query`` rewrites follow-ups and processes queries; None: ``chat_model`` serves
+            every role.
         budget_tokenizer: counts context tokens for packing.
         config: default query settings; per-call overrides take precedence.
         reranker: the reranker of ``query.rerank`` (None: keep the fused order).
         concept_graphs: loaded `lazy` concept graphs to share with other chains (the
             `App`'s); None: this chain keeps its own.
         summary_trees: loaded `raptor` summary trees to share likewise; None: its own.
+        prompts: the prompt templates in effect (default: the packaged ones).
     """
 
     def __init__(
@@ -146,19 +149,27 @@ class RAGChain:
         embedder: Embedder,
         chat_model: ChatModel | None,
         budget_tokenizer: TokenCounter,
+        models: RoleModels[ChatModel] | None = None,
         config: QueryConfig,
         reranker: Reranker | None = None,
         concept_graphs: BuildCache[LoadedConceptGraph] | None = None,
         summary_trees: BuildCache[LoadedTree] | None = None,
+        prompts: PromptLibrary = PACKAGED,
     ) -> None:
+        self._prompts = prompts
         self._concept_graphs = concept_graphs if concept_graphs is not None else BuildCache()
         self._summary_trees = summary_trees if summary_trees is not None else BuildCache()
         self._stores = stores
         self._embedder = embedder
-        self._chat = chat_model
+        self._default = chat_model
+        self._models = models
+        self._chat = self._model("answer")  # the answer model
         self._counter = budget_tokenizer
         self._config = config
         self._reranker = reranker
+
+    def _model(self, role: ModelRole) -> ChatModel | None:
+        return self._default if self._models is None else self._models.for_role(role)
 
     # ------------------------------------------------------------------ public API
 
@@ -233,7 +244,10 @@ class RAGChain:
             t0 = time.perf_counter()
             answer, kind = await self._answer(prep, retrieval)
         note_deadline(retrieval.metadata, deadline)
-        return await self._finish(prep, retrieval, answer, kind, usage, t0, started)
+        return await finish_output(
+            prep.inp, prep.ctx, prep.strategy, prep.memory, retrieval, answer, kind, usage,
+            timings=(t0, started),
+        )
 
     def invoke(
         self, question: str | RAGInput, *, filters: FilterMap | None = None, **overrides: object
@@ -284,7 +298,7 @@ class RAGChain:
                         self._chat, prep.ctx.question, retrieval.sources,
                         max_tokens=cfg.answer_max_tokens, style=self._style(prep),
                         abstention=cfg.abstention.mode == "mark", outcome=outcome,
-                        finish=finish,
+                        finish=finish, prompts=self._prompts,
                     ):  # fmt: skip
                         parts.append(delta)
                         yield delta
@@ -300,7 +314,10 @@ class RAGChain:
                     if outcome.get("abstained"):
                         retrieval.metadata["streamed_abstention"] = True
         note_deadline(retrieval.metadata, deadline)
-        yield await self._finish(prep, retrieval, answer, kind, usage, t0, started)
+        yield await finish_output(
+            prep.inp, prep.ctx, prep.strategy, prep.memory, retrieval, answer, kind, usage,
+            timings=(t0, started),
+        )
 
     # ----------------------------------------------------------------- internals
 
@@ -327,15 +344,18 @@ class RAGChain:
             )  # fmt: skip
             prior = await memory.prior_turns()
         if prior is not None:
-            standalone, how = await rewrite_followup(question, prior, self._chat)
+            standalone, how = await rewrite_followup(
+                question, prior, self._model("query"), prompts=self._prompts
+            )
             metadata["rewrite"] = how
             metadata["standalone_question"] = standalone
             timings["rewrite"] = _ms(t0)
         ctx = QueryContext(
             question=standalone, stores=self._stores, embedder=self._embedder,
-            chat_model=self._chat, config=cfg, filters=dict(filters), held=held,
+            chat_model=self._default, models=self._models, config=cfg, filters=dict(filters),
+            held=held,
             metadata=metadata, deadline=deadline, concept_graphs=self._concept_graphs,
-            summary_trees=self._summary_trees,
+            summary_trees=self._summary_trees, prompts=self._prompts,
         )  # fmt: skip
         t0 = time.perf_counter()
         chosen = await route(ctx) if cfg.strategy == "auto" else None  # the one router
@@ -406,12 +426,14 @@ class RAGChain:
         try:
             if prep.map_reduce:
                 written = await map_reduce_answer(
-                    self._chat, prep.ctx.question, sources, max_tokens=cfg.answer_max_tokens
+                    self._chat, prep.ctx.question, sources, max_tokens=cfg.answer_max_tokens,
+                    prompts=self._prompts,
                 )
             else:
                 written = await generative_answer(
                     self._chat, prep.ctx.question, sources, max_tokens=cfg.answer_max_tokens,
                     style=self._style(prep), abstention=cfg.abstention.mode == "mark",
+                    prompts=self._prompts,
                 )  # fmt: skip
         except QueryDeadlineError:
             return await self._extractive(prep, retrieval, deadline_cut=True)
@@ -438,66 +460,11 @@ class RAGChain:
         retrieval.metadata["match"] = answer.match.model_dump()
         return AnswerText(answer.text), "extractive"
 
-    async def _finish(
-        self,
-        prep: _Prepared,
-        retrieval: RetrievalOutput,
-        written: AnswerText,
-        kind: str,
-        usage: TokenUsage,
-        answer_started: float,
-        started: float,
-    ) -> RAGOutput:
-        cfg = prep.ctx.config
-        answer = written.text
-        metadata = dict(retrieval.metadata)
-        metadata["context_tokens"] = retrieval.context_tokens
-        metadata["answer_complete"] = written.complete
-        metadata["finish_reason"] = written.finish_reason
-        cut = {**_as_dict(metadata.get("incomplete_replies")), **written.incomplete}
-        if cut:
-            metadata["incomplete_replies"] = cut
-        if kind == "cannot_answer":
-            metadata["abstained"] = True
-            metadata["abstention_reason"] = "no_context"
-        elif kind == "generative" and cfg.abstention.mode == "mark":
-            streamed = bool(metadata.pop("streamed_abstention", False))
-            abstained, rest = (True, answer) if streamed else detect_abstention(answer)
-            metadata["abstained"] = abstained
-            if abstained:
-                metadata["abstention_reason"] = "marker"
-                if cfg.abstention.strip_marker:
-                    answer = rest or DECLINED
-        if prep.memory is not None:
-            await prep.memory.append(Turn(prep.inp.question, prep.ctx.question, answer))
-        timings = dict(retrieval.timings_ms)
-        timings["answer"] = _ms(answer_started)
-        timings["total"] = _ms(started)
-        citations = check_citations(answer, retrieval.sources)
-        metadata["invalid_citations"] = list(citations.invalid)
-        return RAGOutput(
-            question=prep.inp.question,
-            answer=answer,
-            answer_kind=kind,
-            strategy=prep.strategy,
-            index=self._stores.name,
-            sources=tuple(retrieval.sources),
-            cited=citations.cited,
-            evidence=evidence_from_answer(answer, retrieval.sources),
-            usage=usage,
-            timings_ms=timings,
-            metadata=metadata,
-        )
-
 
 _DEADLINE_FALLBACK = (
     "the model could not finish the answer before the deadline, so it is extractive, from "
     "the same sources"
 )
-
-
-def _as_dict(value: object) -> dict[str, str]:
-    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
 def _ms(start: float, end: float | None = None) -> float:

@@ -166,10 +166,10 @@ _SYNTHESIZED_TITLES = {"key_points": "Key points", "notes": "Intermediate answer
 def section_title(c: Candidate) -> str | None:
     """Return the label a section shows in its header, when the candidate has no title.
 
-    Entities and relationships read as the head of their text (``name (TYPE)``,
-    ``source TYPE target``), synthesized sections by what they are, a tree summary by its
-    level and lineage (``Summary (level 2, 14 passages)``, seed 000 §6.5); passages and
-    reports keep their own title (None here).
+    Entities, relationships and claims read as the head of their text (``name (TYPE)``,
+    ``source TYPE target``, ``subject — TYPE — object [STATUS, period]``), synthesized
+    sections by what they are, a tree summary by its level and lineage (``Summary (level 2,
+    14 passages)``, seed 000 §6.5); passages and reports keep their own title (None here).
     """
     if c.title:
         return c.title
@@ -179,7 +179,7 @@ def section_title(c: Candidate) -> str | None:
         level, n = c.metadata.get("level"), c.metadata.get("n_leaves", len(c.text_unit_ids))
         passages = "passage" if n == 1 else "passages"
         return f"Summary (level {level}, {n} {passages})"
-    if c.kind in ("entity", "relationship"):
+    if c.kind in ("entity", "relationship", "claim"):
         head = c.text.split(": ", 1)[0].strip()
         return head[:120] or None
     return None

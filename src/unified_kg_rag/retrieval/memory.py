@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from unified_kg_rag.domain.models import Message
-from unified_kg_rag.domain.prompts import load_prompt
+from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.ports import ChatModel, RecordStore
 from unified_kg_rag.retrieval.models import PriorTurn
 from unified_kg_rag.retrieval.strategies.base import is_fatal
@@ -62,7 +62,11 @@ def recent_turns(
 
 
 async def rewrite_followup(
-    question: str, turns: Sequence[PriorTurn], chat_model: ChatModel | None
+    question: str,
+    turns: Sequence[PriorTurn],
+    chat_model: ChatModel | None,
+    *,
+    prompts: PromptLibrary = PACKAGED,
 ) -> tuple[str, str]:
     """Rewrite a follow-up as a standalone question from the turns before it.
 
@@ -70,6 +74,7 @@ async def rewrite_followup(
         question: the follow-up as asked.
         turns: the earlier turns to read, oldest first (already cut to the ones wanted).
         chat_model: the LLM that rewrites; None: the fallback (previous question + this one).
+        prompts: the prompts in effect (``followup_rewrite.v1``).
 
     Returns:
         ``(standalone question, how)``; ``how`` is ``none`` (no turns), ``llm`` or
@@ -82,7 +87,7 @@ async def rewrite_followup(
         return question, "none"
     if chat_model is not None:
         history = "\n".join(f"User: {t.question}\nAssistant: {t.answer}" for t in turns)
-        prompt = load_prompt("followup_rewrite.v1").format(history=history, question=question)
+        prompt = prompts.text("followup_rewrite.v1", {"history": history, "question": question})
         try:
             reply = await chat_model.complete(
                 [Message(role="user", content=prompt)], max_tokens=200, temperature=0.0

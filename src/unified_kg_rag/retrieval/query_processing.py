@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from unified_kg_rag.domain.llm.json_reply import parse_json_object
 from unified_kg_rag.domain.models import Collection, Message, SearchMode
-from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.retrieval.strategies.base import QueryContext, is_fatal
 
 __all__ = [
@@ -63,9 +62,10 @@ def _note(ctx: QueryContext, what: str, how: str) -> None:
 
 
 async def _ask_json(ctx: QueryContext, prompt: str) -> dict[str, object] | None:
-    assert ctx.chat_model is not None
+    chat = ctx.model("query")
+    assert chat is not None
     try:
-        reply = await ctx.chat_model.complete(
+        reply = await chat.complete(
             [Message(role="user", content=prompt)], max_tokens=300, temperature=0.0
         )
     except Exception as exc:
@@ -79,7 +79,7 @@ async def _ask_json(ctx: QueryContext, prompt: str) -> dict[str, object] | None:
 
 
 def _use_llm(ctx: QueryContext) -> bool:
-    return ctx.chat_model is not None and ctx.config.llm_query_processing
+    return ctx.model("query") is not None and ctx.config.llm_query_processing
 
 
 async def extract_keywords(ctx: QueryContext) -> QueryKeywords:
@@ -91,7 +91,7 @@ async def extract_keywords(ctx: QueryContext) -> QueryKeywords:
     """
     if _use_llm(ctx):
         data = await _ask_json(
-            ctx, load_prompt("query_keywords.v1").format(question=ctx.question)
+            ctx, ctx.prompts.text("query_keywords.v1", {"question": ctx.question})
         )
         if data is not None:
             high = _strings(data.get("high_level_keywords"))
@@ -135,7 +135,7 @@ async def extract_query_entities(ctx: QueryContext) -> list[str]:
     """
     if _use_llm(ctx):
         data = await _ask_json(
-            ctx, load_prompt("query_entities.v1").format(question=ctx.question)
+            ctx, ctx.prompts.text("query_entities.v1", {"question": ctx.question})
         )
         names = list(_strings(data.get("entities"))) if data is not None else []
         if names:

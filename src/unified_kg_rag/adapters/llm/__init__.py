@@ -8,8 +8,10 @@ Registers the providers of ``llm.kind`` in `adapters.registry.CHAT_MODELS`:
 - ``scripted``: canned replies for tests and demos (`adapters.llm.scripted`).
 
 Loaders return the *raw* adapter; the composition root wraps it with
-`adapters.llm.middleware.wrap_chat_model`. Importing this package loads no SDK: the
-``openai`` and ``boto3`` packages are imported on the first request.
+`adapters.llm.middleware.wrap_chat_model`, one model per role's choice
+(`adapters.llm.roles.build_role_models`: the default model, the tiers, roles' own models).
+Importing this package loads no SDK: the ``openai`` and ``boto3`` packages are imported on
+the first request.
 """
 
 from __future__ import annotations

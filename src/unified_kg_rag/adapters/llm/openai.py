@@ -135,6 +135,10 @@ class OpenAIChatModel:
         finally:
             await aclose_iterator(pieces)
 
+    async def aclose(self) -> None:
+        """Close this loop's HTTP client and its connections (seed 000 §8.2)."""
+        await self._clients.aclose()
+
     def _build_client(self) -> AsyncOpenAI:
         """A client whose lazily loaded chat resource is loaded (imports, once per loop)."""
         client = make_async_client(self.config.base_url, self._api_key, self.config.timeout_s)

@@ -112,6 +112,18 @@ class LoopBoundClient(Generic[C]):
             self._loop = loop
         return self._client
 
+    async def aclose(self) -> None:
+        """Close the client of the running loop (its connection pool); forget any other.
+
+        A client opened in a loop that is gone cannot be closed from this one: it is dropped.
+        """
+        client, loop = self._client, self._loop
+        self._client = self._loop = None
+        if client is not None and loop is asyncio.get_running_loop():
+            close = getattr(client, "close", None)
+            if close is not None:
+                await close()
+
 
 def translate_openai_error(
     exc: BaseException, *, base_url: str, error_type: type[E]

@@ -14,7 +14,6 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
-import regex
 from pydantic import BaseModel, ConfigDict
 
 from unified_kg_rag.domain.extraction.records import (
@@ -40,10 +39,10 @@ from unified_kg_rag.domain.extraction.xml_records import (
 )
 from unified_kg_rag.domain.identity import entity_key
 from unified_kg_rag.domain.models import Message
+from unified_kg_rag.domain.prompts.render import render_messages
 from unified_kg_rag.util.errors import ModelOutputError
 
 __all__ = [
-    "USER_MARKER",
     "GleanResult",
     "ParsedExtraction",
     "glean_merge",
@@ -52,20 +51,14 @@ __all__ = [
     "render_extraction_messages",
     "render_gleaning_messages",
     "render_items",
-    "split_template",
 ]
 
 logger = logging.getLogger(__name__)
-
-USER_MARKER = "=== user ==="
-"""The line that splits a template into its system part (before) and user part (after)."""
 
 RelKey = tuple[str, str, str]
 _K = TypeVar("_K")
 _M = TypeVar("_M", ExtractedEntity, ExtractedRelationship)
 
-_MARKER_LINE = regex.compile(r"^[ \t]*=== user ===[ \t]*$", regex.M)
-_PLACEHOLDER = regex.compile(r"\{(entity_types|text|current_items)\}")
 
 
 class _Frozen(BaseModel):
@@ -104,28 +97,6 @@ class GleanResult(_Frozen):
     added: bool
 
 
-def split_template(template: str) -> tuple[str, str]:
-    """Split a template into (system, user) on its ``=== user ===`` line.
-
-    A template without that line is all user text, with an empty system part. Both parts are
-    stripped of surrounding whitespace.
-    """
-    parts = _MARKER_LINE.split(template, maxsplit=1)
-    if len(parts) == 1:
-        return "", template.strip()
-    return parts[0].strip(), parts[1].strip()
-
-
-def _fill(template: str, values: dict[str, str]) -> list[Message]:
-    # One pass, so a value holding "{text}" (unit text has braces) is never substituted again.
-    def sub(m: regex.Match[str]) -> str:
-        return values.get(m.group(1), m.group(0))
-
-    system, user = (_PLACEHOLDER.sub(sub, part) for part in split_template(template))
-    messages = [Message(role="system", content=system)] if system else []
-    return [*messages, Message(role="user", content=user)]
-
-
 def render_extraction_messages(
     text: str, *, entity_types: Sequence[str], template: str
 ) -> list[Message]:
@@ -139,7 +110,7 @@ def render_extraction_messages(
     Returns:
         ``[system, user]``, or ``[user]`` when the template has no system part.
     """
-    return _fill(template, {"text": text, "entity_types": ", ".join(entity_types)})
+    return render_messages(template, {"text": text, "entity_types": ", ".join(entity_types)})
 
 
 def render_gleaning_messages(
@@ -155,7 +126,7 @@ def render_gleaning_messages(
     """
     items = render_items(record.entities, record.relationships)
     values = {"text": text, "entity_types": ", ".join(entity_types), "current_items": items}
-    return _fill(template, values)
+    return render_messages(template, values)
 
 
 def _number(value: float) -> str:

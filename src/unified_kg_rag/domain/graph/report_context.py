@@ -15,10 +15,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from unified_kg_rag.domain.graph.claims import Claim
 from unified_kg_rag.domain.models import Community, CommunityReport, Entity, Relationship
 from unified_kg_rag.domain.text.tokens import grapheme_floor
 
 __all__ = [
+    "CLAIM_HEADER",
     "ENTITY_HEADER",
     "RELATIONSHIP_HEADER",
     "SUB_REPORT_HEADER",
@@ -33,6 +35,8 @@ RELATIONSHIP_HEADER = "-----Relationships-----\nid,source,target,type,descriptio
 """Heading and column names of the relationships table."""
 SUB_REPORT_HEADER = "-----Sub-community reports-----\nid,title,rating,summary"
 """Heading and column names of the sub-community reports table."""
+CLAIM_HEADER = "-----Claims-----\nid,entity,object,type,status,period,description"
+"""Heading and column names of the claims table (claim extraction on; GraphRAG covariates)."""
 
 
 class _Model(BaseModel):
@@ -51,6 +55,7 @@ class ReportContext(_Model):
         relationship_ids: the relationships shown, in the order shown.
         text_unit_ids: union of all members' lineage, sorted (provenance of the report).
         sub_community_ids: the communities whose reports were added, in the order shown.
+        claim_ids: the claims shown (claims table), in the order shown.
     """
 
     text: str
@@ -59,7 +64,7 @@ class ReportContext(_Model):
     relationship_ids: tuple[str, ...] = ()
     text_unit_ids: tuple[str, ...] = ()
     sub_community_ids: tuple[str, ...] = ()
-
+    claim_ids: tuple[str, ...] = ()
 
 
 def entity_degrees(relationships: Iterable[Relationship]) -> dict[str, int]:
@@ -87,6 +92,7 @@ def build_report_context(
     sub_reports: Sequence[CommunityReport] = (),
     max_entities: int = 200,
     degrees: Mapping[str, int] | None = None,
+    claims: Mapping[str, Sequence[Claim]] | None = None,
 ) -> ReportContext:
     """Pack a community's entities and relationships into a report context.
 
@@ -98,6 +104,10 @@ def build_report_context(
     yet shown (no relationship among them, or theirs did not fit) come last, in rank order,
     each if it fits. When anything was left out and ``sub_reports`` are given, their title,
     rating and summary are added in the given order under a second budget of ``max_tokens``.
+    With ``claims``, the claims about the shown entities follow the relationships as a
+    ``Claims`` table (entity order, then claim order), each if it fits in what the budget has
+    left; the table is there only when it holds a row (a claim left out marks the context
+    truncated).
 
     The budget is the sum of ``count`` over the lines of the text (section headers
     included); for a BPE or the estimate counter that is the count of the text itself.
@@ -113,6 +123,7 @@ def build_report_context(
         sub_reports: the children's reports, biggest child first.
         max_entities: members considered at most.
         degrees: entity id -> degree in the whole graph; ``None`` uses `Entity.rank`.
+        claims: subject entity id -> its claims (claim extraction on), else None.
 
     Returns:
         The context; see `ReportContext`.
@@ -145,6 +156,13 @@ def build_report_context(
         "\n".join([ENTITY_HEADER, *packer.entity_rows]),
         "\n".join([RELATIONSHIP_HEADER, *packer.rel_rows]),
     ]
+    claim_ids: list[str] = []
+    if claims:
+        about = [c for e in packer.entity_ids for c in claims.get(e, ())]
+        claim_section, claim_ids = _claim_section(about, packer.left, count)
+        truncated = len(claim_ids) < len(about) or truncated
+        if claim_section:
+            sections.append(claim_section)
     subs: list[str] = []
     if truncated and sub_reports:
         sub_section, subs = _sub_report_section(sub_reports, max_tokens, count)
@@ -158,6 +176,7 @@ def build_report_context(
         relationship_ids=tuple(packer.rel_ids),
         text_unit_ids=tuple(lineage),
         sub_community_ids=tuple(subs),
+        claim_ids=tuple(claim_ids),
     )
 
 
@@ -254,6 +273,26 @@ def _sub_report_section(
         rows.append(row)
         ids.append(report.community_id)
     return ("\n".join([SUB_REPORT_HEADER, *rows]) if rows else ""), ids
+
+
+def _claim_section(
+    claims: Sequence[Claim], budget: int, count: Callable[[str], int]
+) -> tuple[str, list[str]]:
+    """Return the claims table within ``budget`` ("" when no row fits) and the ids shown."""
+    left = budget - _lines_cost(CLAIM_HEADER, count)
+    rows: list[str] = []
+    ids: list[str] = []
+    for claim in claims:
+        period = " to ".join(dict.fromkeys(d for d in (claim.start_date, claim.end_date) if d))
+        row = _csv_row(str(len(rows) + 1), claim.subject, claim.object, claim.type,
+                       claim.status, period, claim.description)  # fmt: skip
+        cost = count(row)
+        if cost > left:
+            continue
+        left -= cost
+        rows.append(row)
+        ids.append(claim.id)
+    return ("\n".join([CLAIM_HEADER, *rows]) if rows else ""), ids
 
 
 def _fit_row(

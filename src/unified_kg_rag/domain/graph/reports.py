@@ -25,6 +25,7 @@ from unified_kg_rag.domain.graph.report_context import (
     entity_degrees,
 )
 from unified_kg_rag.domain.models import Community, CommunityReport, Message
+from unified_kg_rag.domain.prompts.render import render_messages
 from unified_kg_rag.domain.text.analysis import repair_unicode
 from unified_kg_rag.util.errors import ModelOutputError
 
@@ -42,10 +43,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 REPORT_PROMPT = "community_report.v1"
-"""Name of the bundled report prompt template (`load_prompt(REPORT_PROMPT)`)."""
+"""Name of the packaged report prompt template (`PromptLibrary.get`; overridable)."""
 
-_USER_SEPARATOR = "=== user ==="
-_PLACEHOLDER = regex.compile(r"\{(community_name|context)\}")
 _THINK_BLOCK = regex.compile(r"<think>.*?</think>", regex.DOTALL | regex.IGNORECASE)
 _NUMBER = regex.compile(r"[-+]?\d+(?:\.\d+)?")
 
@@ -83,25 +82,16 @@ def render_report_messages(
     Args:
         community_name: the community's display name.
         context: the packed context (`build_report_context`).
-        template: the template text (``load_prompt(REPORT_PROMPT)``); a line ``=== user ===``
+        template: the template in effect (``REPORT_PROMPT`` or its override); ``=== user ===``
             splits the system part from the user part; without it the whole template is one
             user message.
 
     Returns:
         ``[system, user]`` messages, or ``[user]`` when the template has no system part.
     """
-    values = {"community_name": community_name, "context": context.text}
-
-    def fill(text: str) -> str:
-        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text).strip()
-
-    lines = template.splitlines()
-    cut = next((i for i, line in enumerate(lines) if line.strip() == _USER_SEPARATOR), None)
-    if cut is None:
-        return [Message(role="user", content=fill(template))]
-    system = fill("\n".join(lines[:cut]))
-    user = Message(role="user", content=fill("\n".join(lines[cut + 1 :])))
-    return [Message(role="system", content=system), user] if system else [user]
+    return render_messages(
+        template, {"community_name": community_name, "context": context.text}
+    )
 
 
 def parse_report_reply(reply: str) -> ParsedReport:

@@ -155,6 +155,33 @@ def _group_keys(
     return grouping.root_of
 
 
+def _join_synonyms(root_of: dict[str, str], synonyms: Mapping[str, str]) -> int:
+    """Join each alias's group into its canonical name's group, in place; return the joins.
+
+    Order-free: groups are joined through a union-find whose root is the smallest group
+    root, so the same statements give the same groups whatever the order.
+    """
+    parent: dict[str, str] = {}
+
+    def find(root: str) -> str:
+        while parent.get(root, root) != root:
+            root = parent[root]
+        return root
+
+    joins = 0
+    for alias, canonical in sorted(synonyms.items()):
+        if alias not in root_of or canonical not in root_of:
+            continue
+        a, b = find(root_of[alias]), find(root_of[canonical])
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+            joins += 1
+    if joins:
+        for key, root in root_of.items():
+            root_of[key] = find(root)
+    return joins
+
+
 def _entity_id(key: str) -> str:
     """`identity.entity_id` from the name's key, already computed (a test checks they agree)."""
     return sha256_text("entity:" + key)
@@ -197,10 +224,13 @@ class _Named(NamedTuple):
     id: str
 
 
-def _display_names(rows: _Rows, root_of: dict[str, str], keys: _Keys) -> dict[str, _Named]:
+def _display_names(
+    rows: _Rows, root_of: dict[str, str], keys: _Keys, preferred: frozenset[str] = frozenset()
+) -> dict[str, _Named]:
     """Group root → display name (cited by the most text units, ties: smallest), key and id.
 
     A group no unit lists (a stub) is named from the endpoint names its relationships use.
+    Names whose key is in ``preferred`` (canonical names of synonyms) win over the others.
     """
     cited = {(root_of[key], name, unit) for key, unit, name, _, _, _ in rows.stated}
     stated = {root for root, _, _ in cited}
@@ -212,14 +242,18 @@ def _display_names(rows: _Rows, root_of: dict[str, str], keys: _Keys) -> dict[st
         votes: dict[str, int] = {}
         for _, name, _ in group:
             votes[name] = votes.get(name, 0) + 1
-        name = majority(votes)
+        canonical = {n: v for n, v in votes.items() if keys[n][1] in preferred}
+        name = majority(canonical or votes)
         key = keys[name][1]
         named[root] = _Named(name, key, _entity_id(key))
     return named
 
 
 def resolve_graph(
-    records: Sequence[tuple[str, ExtractionRecord]], *, fuzzy_threshold: float | None = None
+    records: Sequence[tuple[str, ExtractionRecord]],
+    *,
+    fuzzy_threshold: float | None = None,
+    synonyms: Mapping[str, str] | None = None,
 ) -> ResolvedGraph:
     r"""Merge the extraction records of every text unit into one graph.
 
@@ -244,6 +278,11 @@ def resolve_graph(
         records: ``(text_unit_id, record)`` pairs, in any order; a pair repeated with the same
             text unit id and fingerprint is read once.
         fuzzy_threshold: None (off), or a 0-100 similarity threshold.
+        synonyms: alias `entity_key` → canonical `entity_key` (an extraction schema's SKOS
+            ``altLabel`` → ``prefLabel``): the group of a name stated as an alias joins the
+            group of its canonical name when that name is stated too, and the canonical name
+            names the group (counted as merge rule ``synonym``, present only when synonyms
+            are given). Default: none.
 
     Returns:
         The `ResolvedGraph`, entities and relationships sorted by id.
@@ -262,7 +301,9 @@ def resolve_graph(
     stated_keys = {r[0] for r in rows.stated}
     merges["entity_key"] = len(rows.stated) - len(stated_keys)
     root_of = _group_keys(rows, fuzzy_threshold, merges)
-    named = _display_names(rows, root_of, keys)
+    if synonyms:
+        merges["synonym"] = _join_synonyms(root_of, synonyms)
+    named = _display_names(rows, root_of, keys, frozenset((synonyms or {}).values()))
     fragments: dict[str, tuple[str, ...]] = {}
     entities = _build_entities(rows, root_of, named, fragments)
     relationships = _build_relationships(rows, root_of, named, fragments, merges)

@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 SUMMARY_PROMPT = "summarize_descriptions.v1"
-"""Name of the bundled template (`prompts.load_prompt`)."""
+"""Name of the packaged template (`PromptLibrary.get`; overridable)."""
 
 
 
@@ -111,7 +111,7 @@ def render_summary_messages(
         name: the entity name, or `relationship_summary_name` for a relationship.
         fragments: the descriptions to merge.
         max_words: the word limit the summary is asked to keep.
-        template: the template text (``load_prompt(SUMMARY_PROMPT)``); a line
+        template: the template text in effect (``SUMMARY_PROMPT`` or its override); a line
             ``=== user ===`` splits the system part from the user part, and without it the
             whole template is one user message.
 

@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Literal, get_args
 
+from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.evaluation.dataset import Assertion
 from unified_kg_rag.evaluation.judges.common import (
     JudgeError,
@@ -50,7 +51,7 @@ __all__ = [
 ]
 
 ASSERTIONS_PROMPT = "judge_assertions.v1"
-"""The bundled prompt template (`domain.prompts.load_prompt`)."""
+"""The packaged prompt template (`PromptLibrary.get`; overridable)."""
 
 AssertionLabel = Literal["supported", "contradicted", "absent"]
 _LABELS: tuple[AssertionLabel, ...] = get_args(AssertionLabel)
@@ -210,6 +211,7 @@ async def judge_assertions(
     timeout_s: float = 60.0,
     max_concurrency: int = 4,
     semaphore: asyncio.Semaphore | None = None,
+    prompts: PromptLibrary = PACKAGED,
 ) -> AssertionVerdict:
     """Label an answer's assertions over ``trials`` calls and take the majority per assertion.
 
@@ -229,6 +231,7 @@ async def judge_assertions(
         semaphore: a semaphore shared with other judgements (all queries' trials sharing
             one concurrency bound); replaces ``max_concurrency``. Waiting for it is not
             counted against ``timeout_s`` (`call_json`).
+        prompts: the prompts in effect (default: the packaged ones).
 
     Returns:
         The verdict (labels, trial counts, the three scores).
@@ -258,7 +261,7 @@ async def judge_assertions(
     async def trial(order: list[int]) -> list[AssertionLabel] | JudgeError:
         statements = "\n".join(f"{i}. {' '.join(assertions[k].text.split())}"
                                for i, k in enumerate(order, start=1))  # fmt: skip
-        system, user = render_prompt(ASSERTIONS_PROMPT, question=question.strip(),
+        system, user = render_prompt(ASSERTIONS_PROMPT, prompts=prompts, question=question.strip(),
                                      answer=answer.strip(), statements=statements,
                                      count=str(count))  # fmt: skip
         try:

@@ -23,10 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from unified_kg_rag.domain.extraction.format import split_template
 from unified_kg_rag.domain.llm.json_reply import parse_json_object
 from unified_kg_rag.domain.models import Message
-from unified_kg_rag.domain.prompts import load_prompt
+from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.ports import ChatModel
 from unified_kg_rag.util.errors import ModelError, QueryDeadlineError
 
@@ -88,19 +87,26 @@ def normalize_label(value: object) -> str:
     return "_".join(str(value).replace("-", " ").casefold().split())
 
 
-def render_prompt(name: str, **values: str) -> tuple[str, str]:
-    """Return the (system, user) parts of the bundled prompt template ``name``, filled.
+def render_prompt(
+    name: str, *, prompts: PromptLibrary = PACKAGED, **values: str
+) -> tuple[str, str]:
+    """Return the (system, user) parts of prompt template ``name``, filled.
 
-    The template's ``=== user ===`` line splits the two parts. Placeholders are filled with
-    `str.format`, so braces inside the values (answers quoting code or JSON) are kept as they
-    are; literal braces of the template itself are doubled.
+    Rendered by the one template mechanism (`domain.prompts.render.render_messages`): the
+    ``=== user ===`` line splits the two parts, braces inside the values (answers quoting
+    code or JSON) are kept as they are, and literal braces of the template are doubled.
+
+    Args:
+        name: the prompt's name (``judge_correctness.v1``).
+        prompts: the prompts in effect (default: the packaged ones).
+        values: placeholder name → text.
 
     Raises:
-        FileNotFoundError: no template has that name.
-        KeyError: the template names a placeholder not given in ``values``.
+        ConfigurationError: no prompt has that name.
     """
-    system, user = split_template(load_prompt(name))
-    return system.format(**values), user.format(**values)
+    messages = prompts.messages(name, values)
+    system = messages[0].content if len(messages) == 2 else ""
+    return system, messages[-1].content
 
 
 async def call_json(

@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Literal, get_args
 
+from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.evaluation.judges.common import (
     JudgeError,
     Verdict,
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 CORRECTNESS_PROMPT = "judge_correctness.v1"
-"""The bundled prompt template (`domain.prompts.load_prompt`)."""
+"""The packaged prompt template (`PromptLibrary.get`; overridable)."""
 
 CorrectnessLabel = Literal["correct", "partially_correct", "incorrect"]
 
@@ -96,6 +97,7 @@ async def judge_correctness(
     *,
     timeout_s: float = 60.0,
     semaphore: asyncio.Semaphore | None = None,
+    prompts: PromptLibrary = PACKAGED,
 ) -> CorrectnessVerdict:
     """Grade ``answer`` against the reference answers with one judge call.
 
@@ -107,6 +109,7 @@ async def judge_correctness(
         timeout_s: longest wait for the judge's reply, seconds.
         semaphore: bounds the judge calls in flight across answers; waiting for it is not
             counted against ``timeout_s`` (`call_json`).
+        prompts: the prompts in effect (default: the packaged ones).
 
     Returns:
         The verdict; on a failed call, ``score`` and ``label`` None and ``error`` set.
@@ -123,6 +126,7 @@ async def judge_correctness(
         return CorrectnessVerdict(score=0.0, label="incorrect", reason="empty answer")
     system, user = render_prompt(
         CORRECTNESS_PROMPT,
+        prompts=prompts,
         question=question.strip(),
         references="\n".join(f"- {r}" for r in refs),
         answer=answer.strip(),

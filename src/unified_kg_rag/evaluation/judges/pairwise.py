@@ -17,6 +17,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
+from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.evaluation.judges.common import (
     JudgeError,
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 PAIRWISE_PROMPT = "judge_pairwise.v1"
-"""The bundled prompt template (`domain.prompts.load_prompt`)."""
+"""The packaged prompt template (`PromptLibrary.get`; overridable)."""
 
 CRITERIA = ("comprehensiveness", "diversity", "empowerment", "directness")
 """The default criteria (GraphRAG, arXiv 2404.16130 §3.4; LightRAG, arXiv 2410.05779 §4.1)."""
@@ -217,6 +218,7 @@ async def judge_pairwise(
     baseline_failed: bool = False,
     timeout_s: float = 60.0,
     semaphore: asyncio.Semaphore | None = None,
+    prompts: PromptLibrary = PACKAGED,
 ) -> PairwiseVerdict:
     """Judge the candidate answer against the baseline on each criterion, in both orders.
 
@@ -239,6 +241,7 @@ async def judge_pairwise(
         timeout_s: longest wait for each order's reply, seconds.
         semaphore: bounds the judge calls in flight across pairs; waiting for it is not
             counted against ``timeout_s`` (`call_json`).
+        prompts: the prompts in effect (default: the packaged ones).
 
     Returns:
         The verdict. A blank answer counts as failed (`decided_without_judge`).
@@ -259,8 +262,10 @@ async def judge_pairwise(
             criteria=names, candidate_tokens=c_tokens, baseline_tokens=b_tokens,
         )  # fmt: skip
     first, second = await asyncio.gather(
-        _judge_order(model, question, candidate, baseline, names, timeout_s, semaphore),
-        _judge_order(model, question, baseline, candidate, names, timeout_s, semaphore),
+        _judge_order(model, question, candidate, baseline, names, timeout_s, semaphore,
+                     prompts),
+        _judge_order(model, question, baseline, candidate, names, timeout_s, semaphore,
+                     prompts),
     )
     errors = [f"{which} order: {r.reason}" for which, r in (("first", first), ("second", second))
               if isinstance(r, JudgeError)]  # fmt: skip
@@ -291,11 +296,13 @@ async def _judge_order(
     criteria: Sequence[str],
     timeout_s: float,
     semaphore: asyncio.Semaphore | None,
+    prompts: PromptLibrary,
 ) -> dict[str, tuple[str, str]] | JudgeError:
     """One order's call: the labels per criterion, or the failure (returned, not raised)."""
     shape = ", ".join(f'"{c}": {{"winner": "1" | "2" | "tie", "reason": "..."}}' for c in criteria)
     system, user = render_prompt(
         PAIRWISE_PROMPT,
+        prompts=prompts,
         criteria="\n".join(f"- {c}: {CRITERION_DEFINITIONS[c]}" for c in criteria),
         reply_shape=shape,
         question=question.strip(),

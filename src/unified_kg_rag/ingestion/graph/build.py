@@ -22,6 +22,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.config.prompts import load_prompt_library
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
+from unified_kg_rag.domain.graph.claims import Claim
 from unified_kg_rag.domain.graph.communities import detect_communities
 from unified_kg_rag.domain.graph.resolution import resolve_graph
 from unified_kg_rag.domain.index.attempts import UnitAttempts, is_quarantined
@@ -29,7 +32,7 @@ from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE
 from unified_kg_rag.domain.index.methodologies import METHODOLOGIES, builds_artifact
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.models import CommunityReport, Entity, Relationship
-from unified_kg_rag.domain.prompts import load_prompt
+from unified_kg_rag.domain.prompts.library import PromptLibrary
 from unified_kg_rag.ingestion.units import UnitText, load_units, processed_unit_paths
 from unified_kg_rag.ports import (
     ChatModel,
@@ -39,20 +42,22 @@ from unified_kg_rag.ports import (
     RecordStore,
     TokenCounter,
 )
-from unified_kg_rag.util.errors import ConfigurationError
 from unified_kg_rag.util.hashing import sha256_json
 
+from .build_models import models_besides_extraction
+from .claims import CLAIM_PROMPT, ClaimExtractor, claim_stage
 from .delta import context_fingerprints, delta_partition, load_previous, save_partition
 from .extract import RECORDS_NAMESPACE, ExtractionOutcome, GraphExtractor
 from .record_sweep import current_keys, sweep_records
 from .report import GraphBuildReport, StageReport, UnitFailure
 from .reports import ReportWriter
+from .schema_step import SchemaStep, schema_extractor_settings
 from .shaping import shape_records
 from .summarize import DescriptionSummarizer, summary_tasks
 from .unit_attempts import UnitLedger
 from .write import GraphItems, GraphWriter
 
-__all__ = ["BUILD_KEY", "GraphIndexer", "graph_extractor", "graph_methodologies", "load_template"]
+__all__ = ["BUILD_KEY", "GraphIndexer", "graph_extractor", "graph_methodologies"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,81 +73,70 @@ def graph_methodologies(methodologies: Sequence[str]) -> list[str]:
     )
 
 
-def load_template(
-    project_dir: Path | None,
-    file: str | None,
-    default: str,
-    field: str,
-    required: Sequence[str] = (),
-) -> str:
-    """Return a user prompt file's text (relative to the project), else the built-in template.
-
-    Args:
-        project_dir: where a relative ``file`` is looked up.
-        file: the user's prompt file, or None for the built-in template ``default``.
-        default: the built-in template's name.
-        field: the configuration field naming ``file`` (for messages).
-        required: placeholders the template must contain (``{text}`` ...).
-
-    Raises:
-        ConfigurationError: the file cannot be read, or lacks a required placeholder (names
-            ``field``, the path and the placeholder).
-    """
-    if file is None:
-        return load_prompt(default)
-    path = Path(file)
-    if not path.is_absolute() and project_dir is not None:
-        path = project_dir / path
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"cannot read prompt file {path}: {exc}", field=field) from exc
-    missing = [p for p in required if p not in text]
-    if missing:
-        raise ConfigurationError(
-            f"prompt file {path} lacks the placeholder(s) {', '.join(missing)} "
-            "(placeholders are case-sensitive)",
-            field=field,
-        )
-    return text
+def _template(library: PromptLibrary, base: str, with_schema: bool) -> str:
+    """Return ``base``'s template in effect, or its ``_schema`` variant's with a schema."""
+    if with_schema and (library.source(f"{base}_schema") != "packaged"
+                        or library.source(base) == "packaged"):  # fmt: skip
+        return library.get(f"{base}_schema")
+    return library.get(base)
 
 
 def graph_extractor(
-    config: UkrConfig, chat: ChatModel, records: RecordStore, project_dir: Path | None = None
+    config: UkrConfig,
+    chat: ChatModel,
+    records: RecordStore,
+    project_dir: Path | None = None,
+    schema: ExtractionSchema | None = None,
+    prompts: PromptLibrary | None = None,
 ) -> GraphExtractor:
-    """Return the `GraphExtractor` of ``config`` (its prompt files read, its settings).
+    """Return the `GraphExtractor` of ``config`` (its prompts in effect, its settings).
+
+    With ``schema``, the schema's templates (``*_schema.v1``; an override of them wins, then
+    an override of the plain ``extract_graph``/``glean_graph``) get the schema filled in and
+    its entity types replace ``entity_types`` (`schema_step.schema_extractor_settings`);
+    without one, nothing changes.
+
+    Args:
+        config: the effective configuration.
+        chat: the wrapped chat model.
+        records: the index's record store.
+        project_dir: where relative prompt files are looked up (when ``prompts`` is None).
+        schema: the extraction schema (None: none).
+        prompts: the prompts in effect (None: read from ``config``, `load_prompt_library`).
 
     Raises:
-        ConfigurationError: a configured prompt file is unreadable or lacks a placeholder.
+        ConfigurationError: a configured prompt file is unreadable or its placeholders are
+            wrong (one line naming the file).
     """
     graph = config.graph
+    library = prompts if prompts is not None else load_prompt_library(config, project_dir)
+    extraction = graph.extraction
+    extract = _template(library, "extract_graph", schema is not None)
+    glean = _template(library, "glean_graph", schema is not None)
+    if schema is not None:
+        extraction, extract, glean = schema_extractor_settings(extraction, schema, extract, glean)
     return GraphExtractor(
-        chat,
-        records,
-        graph.extraction,
-        extraction_template=load_template(
-            project_dir, graph.extraction.prompt_file, "extract_graph.v1",
-            "graph.extraction.prompt_file", ("{text}",),
-        ),
-        gleaning_template=load_template(
-            project_dir, graph.extraction.gleaning_prompt_file, "glean_graph.v1",
-            "graph.extraction.gleaning_prompt_file", ("{text}", "{current_items}"),
-        ),
+        chat, records, extraction, extraction_template=extract, gleaning_template=glean,
         concurrency=graph.unit_concurrency,
-    )
+    )  # fmt: skip
 
 
 class GraphIndexer:
-    """Extract → glean → ground → resolve → summarize → communities → reports → write.
+    """Extract → glean → ground → resolve → claims → summarize → communities → reports → write.
 
     Args:
         stores: the index's stores (fenced by the run's lease).
-        chat: the wrapped chat model.
+        chat: the wrapped chat model of extraction and gleaning (the ``extraction`` role).
+        summary_chat: the model of description summaries (``summaries``); None: ``chat``.
+        report_chat: the model of community reports (``reports``); None: ``chat``.
         embedder: the index's embedding model.
         counter: token counter for budgets (the script-aware estimate).
         config: the effective configuration (``graph``, ``UkrConfig.methodologies()``).
-        project_dir: where relative prompt files are looked up.
+        project_dir: where relative prompt files are looked up (when ``prompts`` is None).
         progress: receives progress events.
+        schema: the extraction schema (``graph.extraction.schema_sources``, loaded by the
+            composition root); None: no schema.
+        prompts: the prompts in effect (None: read from ``config``, `load_prompt_library`).
     """
 
     def __init__(
@@ -150,54 +144,78 @@ class GraphIndexer:
         stores: IndexStores,
         *,
         chat: ChatModel,
+        summary_chat: ChatModel | None = None,
+        report_chat: ChatModel | None = None,
         embedder: Embedder,
         counter: TokenCounter,
         config: UkrConfig,
         project_dir: Path | None = None,
         progress: ProgressReporter | None = None,
+        schema: ExtractionSchema | None = None,
+        prompts: PromptLibrary | None = None,
     ) -> None:
         graph = config.graph
+        library = prompts if prompts is not None else load_prompt_library(config, project_dir)
         self._stores = stores
         self._chat = chat
+        self._summary_chat = summary_chat or chat
+        self._report_chat = report_chat or chat
         self._embedder = embedder
         self._config = config
         self._progress = progress
         self.methodologies = graph_methodologies(config.methodologies())
         fanout = graph.unit_concurrency
-        self.extractor = graph_extractor(config, chat, stores.records, project_dir)
+        self.extractor = graph_extractor(config, chat, stores.records, schema=schema,
+                                         prompts=library)  # fmt: skip
+        self.schema_step = SchemaStep(schema, graph.extraction, chat, prompts=library)
         self.extraction_template = self.extractor.extraction_template
         self.gleaning_template = self.extractor.gleaning_template
         self.ledger = UnitLedger(stores.records, config.indexing.quarantine_after)
-        self._summary_template = load_prompt("summarize_descriptions.v1")
+        self._summary_template = library.get("summarize_descriptions.v1")
         self.summarizer = DescriptionSummarizer(
-            chat, counter, graph.resolution, template=self._summary_template, concurrency=fanout
+            self._summary_chat, counter, graph.resolution, template=self._summary_template,
+            concurrency=fanout,
         )
-        self._report_template = load_template(
-            project_dir, graph.reports.prompt_file, "community_report.v1",
-            "graph.reports.prompt_file", ("{context}",),
-        )
+        self._report_template = library.get("community_report.v1")
         self.reporter = ReportWriter(
-            chat, counter, graph.reports, template=self._report_template, concurrency=fanout
+            self._report_chat, counter, graph.reports, template=self._report_template,
+            concurrency=fanout,
         )
+        self.claim_extractor = ClaimExtractor(  # the extraction model states the claims too
+            chat, stores.records, graph.claims, concurrency=fanout,
+            template=library.get(CLAIM_PROMPT), quarantine_after=config.indexing.quarantine_after,
+        ) if graph.claims.enabled else None  # fmt: skip
 
     def digest(self, unit_ids: list[str], quarantined: Iterable[str] = ()) -> str:
-        """Return the digest of a build's inputs: text units, model, prompts, settings.
+        """Return the digest of a build's inputs: text units, models, prompts, settings.
 
         ``quarantined`` (the fingerprints of the quarantined extractions) enters only when
-        not empty, so releasing them makes the next run build again.
+        not empty, so releasing them makes the next run build again. The extraction model
+        enters through the extractor's fingerprint; the summary and report models enter
+        only when they differ from it (`role_models`), so a one-model index keeps its digest.
         """
         value: dict[str, object] = {
             "units": sorted(unit_ids),
             "extraction": self.extractor.fingerprint(""),
             "summary_prompt": self._summary_template,
             "report_prompt": self._report_template,
-            "graph": self._config.graph.model_dump(mode="json"),
+            "graph": _graph_settings(self._config, claims=self.claim_extractor is not None),
             "methodologies": self.methodologies,
             "embedding": self._embedder.model_id,
         }
+        if self.claim_extractor is not None:
+            value["claim_prompt"] = self.claim_extractor.template
         if held := sorted(quarantined):
             value["quarantined"] = held
+        if models := self.role_models():
+            value["models"] = models
+        if (schema := self.schema_step.fingerprint) is not None:
+            value["schema"] = schema
         return sha256_json(value)
+
+    def role_models(self) -> dict[str, str]:
+        """The summary and report models that differ from the extraction model (by id)."""
+        return models_besides_extraction(self._chat, self._summary_chat, self._report_chat)
 
     async def run(
         self, *, force: bool = False, rebuild: bool = False, retry_quarantined: bool = False
@@ -242,15 +260,23 @@ class GraphIndexer:
             rules = self._config.graph.extraction.shaping_rules
             shaped = shape_records(units, outcome.records, rules)
             report.shaping, stage.items = shaped.counts, shaped.units_changed
-        records = shaped.records
 
         with self._stage(report, "resolve") as stage:
+            records = [(u.id, shaped.records[u.id]) for u in units if u.id in shaped.records]
+            records, report.schema_conformance = await self.schema_step.conform(records)
             resolved = resolve_graph(
-                [(u.id, records[u.id]) for u in units if u.id in records],
-                fuzzy_threshold=self._config.graph.resolution.fuzzy_threshold,
-            )
+                records, fuzzy_threshold=self._config.graph.resolution.fuzzy_threshold,
+                synonyms=self.schema_step.synonyms,
+            )  # fmt: skip
             stage.items = len(resolved.entities)
         report.merges = dict(resolved.merges)
+        claims: list[Claim] = []
+        if self.claim_extractor is not None:  # graph.claims.enabled (ingestion.graph.claims)
+            with self._stage(report, "claims") as stage:
+                claims, report.claims = await claim_stage(
+                    self.claim_extractor, units, outcome, resolved, force=force,
+                    progress=self._progress)  # fmt: skip
+                stage.items = report.claims.units_asked
 
         entities = list(resolved.entities)
         relationships = list(resolved.relationships)
@@ -259,12 +285,14 @@ class GraphIndexer:
                 entities, relationships, resolved.description_fragments, report
             )
             stage.items = report.descriptions_summarized
+        entities, relationships = self.schema_step.annotate(entities, relationships)
         report.entities, report.relationships = len(entities), len(relationships)
 
         items = GraphItems(
             entities=entities,
             relationships=relationships,
             relationship_vectors=builds_artifact(self.methodologies, "relationship_vectors"),
+            claims=claims,
         )
         contexts: dict[str, str] | None = None
         if builds_artifact(self.methodologies, "community_reports"):
@@ -412,7 +440,12 @@ class GraphIndexer:
             stage.items = len(communities)
         for c in communities:
             report.communities_per_level[c.level] = report.communities_per_level.get(c.level, 0) + 1
-        contexts = context_fingerprints(communities, entities, items.relationships)
+        about: dict[str, list[Claim]] = {}
+        for claim in items.claims:
+            about.setdefault(claim.subject_id, []).append(claim)
+        contexts = context_fingerprints(communities, entities, items.relationships, about)
+        if (writer := self.role_models().get("reports")) is not None:  # a report model's own
+            contexts = {c: sha256_json([f, writer]) for c, f in contexts.items()}
         kept: dict[str, CommunityReport] = {}
         if previous is not None:
             same = [c.id for c in communities if previous.contexts.get(c.id) == contexts[c.id]]
@@ -430,6 +463,7 @@ class GraphIndexer:
                 items.relationships,
                 progress=self._progress,
                 existing=kept,
+                claims=about,
             )
             stage.items = len(outcome.reports)
         items.communities = communities
@@ -467,6 +501,28 @@ class GraphIndexer:
                 stage.seconds = round(time.perf_counter() - started, 3)
                 stage.usage = usage
                 report.stages[name] = stage
+
+
+_SHAPING_FIELDS = (
+    "grounding", "grounding_min_similarity", "grounding_weight", "min_confidence",
+    "min_strength", "schema_sources", "schema_mode", "schema_align", "schema_align_threshold",
+)  # fmt: skip
+"""``graph.extraction`` settings newer than the build digest: they enter it only when set."""
+
+
+def _graph_settings(config: UkrConfig, *, claims: bool) -> dict[str, object]:
+    """The ``graph`` settings in a build's digest, as an index built before they existed had.
+
+    ``graph.claims`` enters only with claims on, and each of `_SHAPING_FIELDS` only away from
+    its default, so upgrading changes no digest and rebuilds no graph.
+    """
+    extraction = config.graph.extraction
+    defaults = type(extraction)()
+    kept = {f for f in _SHAPING_FIELDS if getattr(extraction, f) != getattr(defaults, f)}
+    return config.graph.model_dump(mode="json", exclude={
+        **({} if claims else {"claims": True}),
+        "extraction": set(_SHAPING_FIELDS) - kept,
+    })  # fmt: skip
 
 
 def _counted(outcome: ExtractionOutcome) -> bool:

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from unified_kg_rag.config.graph import CommunitiesConfig
+from unified_kg_rag.domain.graph.claims import Claim
 from unified_kg_rag.domain.graph.communities import detect_communities
 from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE
 from unified_kg_rag.domain.models import Community, Entity, Relationship
@@ -209,13 +210,16 @@ def context_fingerprints(
     communities: Sequence[Community],
     entities: Mapping[str, Entity],
     relationships: Sequence[Relationship],
+    claims: Mapping[str, Sequence[Claim]] | None = None,
 ) -> dict[str, str]:
     """Return each community's report-context fingerprint (what its report is written from).
 
     The digest of its level, its members' ids, names, types, descriptions and text units, the
     relationships between its members (ids, types, descriptions, weights, text units) and its
     sub-communities' fingerprints (a parent's report rolls its children's up). Ranks are left
-    out: a degree that changed elsewhere does not make a report stale.
+    out: a degree that changed elsewhere does not make a report stale. With ``claims``
+    (subject entity id → claims), the members' claim ids enter too, only when some member
+    has one (claims off, or none about the community: the fingerprint is unchanged).
     """
     by_member: dict[str, list[Relationship]] = {}
     for rel in relationships:
@@ -229,8 +233,7 @@ def context_fingerprints(
              if r.source_id in members and r.target_id in members}.values(),
             key=lambda r: r.id,
         )
-        out[community.id] = sha256_json(
-            {
+        value: dict[str, object] = {
                 "level": community.level,
                 "members": [
                     [m, e.name, e.type, e.description, sorted(e.text_unit_ids)]
@@ -243,6 +246,9 @@ def context_fingerprints(
                     for r in inside
                 ],
                 "children": [out.get(c, c) for c in community.children_ids],
-            }
-        )
+        }
+        stated = sorted(c.id for m in members for c in (claims or {}).get(m, ()))
+        if stated:
+            value["claims"] = stated
+        out[community.id] = sha256_json(value)
     return out

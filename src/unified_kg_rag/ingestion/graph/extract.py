@@ -122,6 +122,11 @@ class GraphExtractor:
         self.gleaning_template = gleaning_template
         self._concurrency = concurrency
 
+    @property
+    def entity_types(self) -> tuple[str, ...]:
+        """The entity types the prompts offer (the schema's, when one is set)."""
+        return tuple(self._config.entity_types)
+
     def fingerprint(self, text: str) -> str:
         """Return the record key of ``text`` under the current model, prompts and settings."""
         return extraction_fingerprint(

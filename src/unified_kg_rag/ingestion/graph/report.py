@@ -5,9 +5,10 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from unified_kg_rag.domain.extraction.grounding import ShapingCounts
+from unified_kg_rag.domain.extraction.schema_conformance import ConformanceReport
 from unified_kg_rag.domain.models import TokenUsage
 
-__all__ = ["GraphBuildReport", "StageReport", "UnitFailure"]
+__all__ = ["ClaimFigures", "GraphBuildReport", "StageReport", "UnitFailure"]
 
 
 class StageReport(BaseModel):
@@ -46,6 +47,31 @@ class UnitFailure(BaseModel):
     quarantined: bool = False
 
 
+class ClaimFigures(BaseModel):
+    """The claim stage of a graph build (``graph.claims.enabled``).
+
+    Attributes:
+        claims: claims in the graph after the build (statements merged by id).
+        units_asked: text units sent to the model this run.
+        records_reused: text units whose stored claim record was used (no model call).
+        units_failed: text units whose claim call failed or was cut (asked again next run).
+        units_quarantined: text units not asked: their claims failed on
+            ``indexing.quarantine_after`` consecutive runs (until their text, entities or the
+            claim settings change, or ``--force-rebuild``).
+        dropped_subject: claim statements dropped because their subject is not one of their
+            text unit's own entities.
+        records_swept: claim records no text unit of this build reads, deleted.
+    """
+
+    claims: int = 0
+    units_asked: int = 0
+    records_reused: int = 0
+    units_failed: int = 0
+    units_quarantined: int = 0
+    dropped_subject: int = 0
+    records_swept: int = 0
+
+
 class GraphBuildReport(BaseModel):
     """The graph part of an indexing run.
 
@@ -79,6 +105,11 @@ class GraphBuildReport(BaseModel):
         reports: community reports written.
         reports_failed: communities whose report failed (retried by the next run).
         items_removed: graph items of an earlier build that this build no longer has.
+        claims: the claim stage's figures; None (and left out of the JSON) when claim
+            extraction is off.
+        schema_conformance: how the extraction conformed to the extraction schema
+            (conforming, aligned, dropped, flagged per kind; the most frequent off-schema
+            types); None without a schema.
         stages: per-stage figures (``extract``, ``ground`` (items: units whose record the
             rules changed), ``resolve``, ``summarize``, ``communities``,
             ``reports``, ``write``).
@@ -104,6 +135,8 @@ class GraphBuildReport(BaseModel):
     reports: int = 0
     reports_failed: int = 0
     items_removed: int = 0
+    claims: ClaimFigures | None = Field(default=None, exclude_if=lambda v: v is None)
+    schema_conformance: ConformanceReport | None = None
     stages: dict[str, StageReport] = Field(default_factory=dict)
 
     @property
@@ -112,7 +145,8 @@ class GraphBuildReport(BaseModel):
 
         Otherwise the next run builds again, asking only for what failed.
         """
-        return self.succeeded and not self.summaries_failed
+        claims_failed = self.claims is not None and self.claims.units_failed > 0
+        return self.succeeded and not self.summaries_failed and not claims_failed
 
     @property
     def succeeded(self) -> bool:

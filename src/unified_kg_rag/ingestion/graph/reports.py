@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from unified_kg_rag.config.graph import ReportsConfig
+from unified_kg_rag.domain.graph.claims import Claim
 from unified_kg_rag.domain.graph.reports import (
     build_report_context,
     community_report,
@@ -89,6 +90,7 @@ class ReportWriter:
         *,
         progress: ProgressReporter | None = None,
         existing: Mapping[str, CommunityReport] | None = None,
+        claims: Mapping[str, Sequence[Claim]] | None = None,
     ) -> ReportsOutcome:
         """Report every community; a failed one is listed in ``failed``.
 
@@ -100,6 +102,8 @@ class ReportWriter:
             existing: reports kept from the previous build (a delta run), by community id:
                 the roll-up of a parent reported here reads its kept children's from them.
                 They are not part of the outcome.
+            claims: subject entity id → its claims (claim extraction on): each context gets
+                a claims table of its shown entities' claims.
 
         Raises:
             ModelError: a failure that is not the community's own (authentication, server
@@ -123,7 +127,7 @@ class ReportWriter:
             async def one(community: Community) -> CommunityReport:
                 judge.check()
                 try:
-                    report = await self._report(community, entities, by_member, done)
+                    report = await self._report(community, entities, by_member, done, claims)
                 except Exception as exc:
                     reason = await judge.judge(exc)
                     logger.warning("report of %s failed: %s", community_name(community), reason)
@@ -153,6 +157,7 @@ class ReportWriter:
         entities: Mapping[str, Entity],
         by_member: Mapping[str, Sequence[Relationship]],
         done: Mapping[str, CommunityReport],
+        claims: Mapping[str, Sequence[Claim]] | None = None,
     ) -> CommunityReport:
         members = set(community.member_ids)
         inside = {
@@ -171,6 +176,7 @@ class ReportWriter:
             count=self._counter.count,
             sub_reports=children,
             max_entities=self._config.max_entities,
+            claims=claims,
         )
         with accept_replies(parses(parse_report_reply)):  # a broken report is asked again next run
             reply = await self._chat.complete(

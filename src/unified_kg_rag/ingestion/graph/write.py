@@ -5,7 +5,8 @@ Order (a run killed anywhere is repaired by the next build, which writes the sam
 1. write-ahead: the manifest of graph items (RecordStore ``index``/``graph_items``) becomes the
    union of the previous build's items and this build's, so whatever this run writes is
    listed before it is written;
-2. search collections (``entities``, ``relationships``, ``reports``), embedding only items
+2. search collections (``entities``, ``relationships``, ``reports``, ``claims`` with claim
+   extraction on), embedding only items
    whose text or fields changed (an unchanged item keeps its stored vector);
 3. the graph store (entities, relationships, communities, reports);
 4. items of the previous build that this one no longer has are deleted from every store;
@@ -19,6 +20,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from unified_kg_rag.domain.graph.claims import Claim, claim_record
 from unified_kg_rag.domain.graph.item_text import entity_text, relationship_text
 from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE
 from unified_kg_rag.domain.models import (
@@ -47,6 +49,7 @@ class GraphItems:
     communities: list[Community] = field(default_factory=list)
     reports: list[CommunityReport] = field(default_factory=list)
     relationship_vectors: bool = True
+    claims: list[Claim] = field(default_factory=list)
 
 
 def entity_record(entity: Entity) -> IndexRecord:
@@ -88,6 +91,7 @@ def _manifest(items: GraphItems) -> dict[str, list[str]]:
         "relationships": sorted(r.id for r in items.relationships),
         "communities": sorted(c.id for c in items.communities),
         "reports": sorted(r.community_id for r in items.reports),
+        "claims": sorted(c.id for c in items.claims),
     }
 
 
@@ -114,7 +118,7 @@ class GraphWriter:
         raw = await self._stores.records.get(INDEX_NAMESPACE, MANIFEST_KEY)
         value = json.loads(raw) if raw else {}
         return {k: list(value.get(k, [])) for k in ("entities", "relationships",
-                                                     "communities", "reports")}
+                                                     "communities", "reports", "claims")}
 
     async def write(self, items: GraphItems) -> int:
         """Write ``items`` and remove what the previous build had and this one lacks.
@@ -145,6 +149,7 @@ class GraphWriter:
             Collection.REPORTS,
             [report_record(r, levels.get(r.community_id, 0)) for r in items.reports],
         )
+        await self._index(Collection.CLAIMS, [claim_record(c) for c in items.claims])
         graph = self._stores.graph
         for i in range(0, len(items.entities), _BATCH * 4):
             await graph.upsert_entities(items.entities[i : i + _BATCH * 4])
@@ -160,6 +165,8 @@ class GraphWriter:
     async def _remove(self, stale: dict[str, list[str]]) -> int:
         graph, search = self._stores.graph, self._stores.search
         removed = 0
+        if stale["claims"]:
+            removed += await search.delete(Collection.CLAIMS, stale["claims"])
         if stale["communities"]:
             removed += await graph.delete_communities(stale["communities"])
         if stale["reports"]:

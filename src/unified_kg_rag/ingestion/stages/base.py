@@ -17,7 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.config.prompts import load_prompt_library
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema
 from unified_kg_rag.domain.index.methodologies import METHODOLOGIES
+from unified_kg_rag.domain.llm.roles import ModelRole, RoleModels
+from unified_kg_rag.domain.prompts.library import PromptLibrary
 from unified_kg_rag.ports import (
     ChatModel,
     Embedder,
@@ -50,10 +54,15 @@ class StageContext:
         embedder: the index's embedding model.
         budget_tokenizer: token counter for prompt and summary budgets.
         progress: receives progress events.
-        chat_model: the wrapped LLM; None when ``llm.kind: none``.
+        chat_model: the wrapped default LLM; None when ``llm.kind: none``.
+        models: the model of each role (`domain.llm.roles`); None: ``chat_model`` serves
+            every role. Stages ask `model` for their role's.
         project_dir: where relative prompt files are looked up.
         force_rebuild: ask the LLM again and rebuild even when the inputs are unchanged.
         keyphrase_extractor: the `lazy` concept graph's extractor (None: YAKE).
+        prompts: the prompts in effect (None: read from ``config`` when a stage needs them).
+        extraction_schema: the extraction schema of ``graph.extraction.schema_sources``
+            (None: no schema).
     """
 
     config: UkrConfig
@@ -61,9 +70,26 @@ class StageContext:
     budget_tokenizer: TokenCounter
     progress: ProgressReporter
     chat_model: ChatModel | None = None
+    models: RoleModels[ChatModel] | None = None
     project_dir: Path | None = None
     force_rebuild: bool = False
     keyphrase_extractor: KeyphraseExtractor | None = None
+    prompts: PromptLibrary | None = None
+
+    def prompt_library(self) -> PromptLibrary:
+        """Return the prompts in effect (``prompts``, else `load_prompt_library` of config).
+
+        Raises:
+            ConfigurationError: a configured prompt file is unreadable or wrong.
+        """
+        if self.prompts is not None:
+            return self.prompts
+        return load_prompt_library(self.config, self.project_dir)
+    extraction_schema: ExtractionSchema | None = None
+
+    def model(self, role: ModelRole) -> ChatModel | None:
+        """Return the model serving ``role`` (``chat_model`` without ``models``), or None."""
+        return self.chat_model if self.models is None else self.models.for_role(role)
 
     @property
     def methodologies(self) -> list[str]:

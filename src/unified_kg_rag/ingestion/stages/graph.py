@@ -28,12 +28,20 @@ logger = logging.getLogger(__name__)
 def graph_indexer(ctx: StageContext, stores: IndexStores, chat: ChatModel) -> GraphIndexer:
     """Return the `GraphIndexer` of ``stores`` with the settings of ``ctx``.
 
+    ``chat`` extracts and gleans; description summaries go to the ``summaries`` role's model
+    and community reports to the ``reports`` role's (`StageContext.model`), each falling back
+    to ``chat`` when its role has no model (``default`` with ``llm.kind: none``).
+
     Raises:
         ConfigurationError: a configured prompt file is unreadable or lacks a placeholder.
     """
     return GraphIndexer(
-        stores, chat=chat, embedder=ctx.embedder, counter=ctx.budget_tokenizer,
+        stores, chat=chat, summary_chat=ctx.model("summaries") or chat,
+        report_chat=ctx.model("reports") or chat, embedder=ctx.embedder,
+        counter=ctx.budget_tokenizer,
         config=ctx.config, project_dir=ctx.project_dir, progress=ctx.progress,
+        prompts=ctx.prompt_library(),
+        schema=ctx.extraction_schema,
     )  # fmt: skip
 
 
@@ -64,13 +72,15 @@ class GraphStage:
         methodologies = ctx.methodologies
         if not needs_llm(methodologies):
             return None
-        if ctx.chat_model is None:
+        chat = ctx.model("extraction")
+        if chat is None:
             return GraphBuildReport(
                 skipped_reason="no LLM configured (llm.kind: none): text units only; set "
-                "llm.kind to build " + ", ".join(graph_methodologies(methodologies))
+                "llm.kind (or llm.roles.extraction) to build "
+                + ", ".join(graph_methodologies(methodologies))
             )
         try:
-            return await graph_indexer(ctx, run.stores, ctx.chat_model).run(
+            return await graph_indexer(ctx, run.stores, chat).run(
                 force=ctx.force_rebuild, rebuild=run.rebuild,
                 retry_quarantined=run.retry_quarantined,
             )  # fmt: skip

@@ -2,7 +2,8 @@
 
 Built from the stored text units after the other derived stages, so adding `raptor` to an
 existing index builds only the tree on the next run. Summaries are written by the LLM when
-``graph.raptor.summaries`` is ``llm``, or ``auto`` with an LLM configured; else extractively
+``graph.raptor.summaries`` is ``llm``, or ``auto`` with an LLM configured (the model of the
+``summaries`` role, `domain.llm.roles`); else extractively
 (no model call). A model that refuses access stops the stage with the stored tree kept (its
 nodes of live lineage) and `raptor` keeps what an earlier run recorded.
 """
@@ -13,7 +14,7 @@ import logging
 
 from unified_kg_rag.ingestion.stages.base import StageContext, StageRun, register_stage
 from unified_kg_rag.ingestion.summary_tree import SummaryTreeBuilder, SummaryTreeReport
-from unified_kg_rag.ingestion.tree_summaries import ClusterSummarizer
+from unified_kg_rag.ingestion.tree_summaries import CLUSTER_PROMPT, ClusterSummarizer
 from unified_kg_rag.util.errors import ModelError
 
 __all__ = ["SummaryTreeStage"]
@@ -31,16 +32,18 @@ class SummaryTreeStage:
     async def run(self, ctx: StageContext, run: StageRun) -> tuple[str, ...]:
         """Build the tree (or skip it, unchanged); return ``("raptor",)`` unless it stopped."""
         cfg = ctx.config.graph.raptor
-        if cfg.summaries == "llm" and ctx.chat_model is None:
+        model = ctx.model("summaries")
+        if cfg.summaries == "llm" and model is None:
             run.report.summary_tree = SummaryTreeReport(
                 skipped_reason="graph.raptor.summaries is `llm` but no LLM is configured "
                 "(llm.kind: none); set llm.kind, or summaries: auto or extractive"
             )
             return ()
-        chat = None if cfg.summaries == "extractive" else ctx.chat_model
+        chat = None if cfg.summaries == "extractive" else model
         summarizer = ClusterSummarizer(
             cfg, embedder=ctx.embedder, counter=ctx.budget_tokenizer, chat=chat,
             concurrency=ctx.config.llm.max_concurrency,
+            template=ctx.prompt_library().get(CLUSTER_PROMPT),
         )  # fmt: skip
         builder = SummaryTreeBuilder(
             run.stores, cfg, summarizer=summarizer, embedder=ctx.embedder,

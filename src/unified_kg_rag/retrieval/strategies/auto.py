@@ -26,7 +26,7 @@ from typing import Literal
 
 from unified_kg_rag.config.models import QueryConfig
 from unified_kg_rag.domain.models import Message
-from unified_kg_rag.domain.prompts import load_prompt
+from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.ports import ChatModel
 from unified_kg_rag.retrieval.strategies.base import (
     STRATEGIES,
@@ -214,6 +214,7 @@ async def route_with_llm(
     *,
     held: Sequence[str] | None = None,
     search_mode: str = "hybrid",
+    prompts: PromptLibrary = PACKAGED,
 ) -> Route:
     """Ask the LLM which of ``candidates`` fits ``question``.
 
@@ -230,6 +231,7 @@ async def route_with_llm(
         held: the methodologies the index holds, for the rule fallback (default: those the
             candidates read).
         search_mode: ``query.search_mode``, for the rule fallback.
+        prompts: the prompts in effect (``strategy_router.v1``).
 
     Returns:
         The route: the chosen strategy, ``llm`` or ``rule``, and why.
@@ -246,7 +248,7 @@ async def route_with_llm(
     if held is None:
         held = [m for c in candidates for m in c.needs]
     listing = "\n".join(f"- {c.name}: {c.description}" for c in candidates)
-    prompt = load_prompt("strategy_router.v1").format(strategies=listing, question=question)
+    prompt = prompts.text("strategy_router.v1", {"strategies": listing, "question": question})
     try:
         reply = await chat_model.complete(
             [Message(role="user", content=prompt)], max_tokens=16, temperature=0.0
@@ -281,11 +283,11 @@ async def route(ctx: QueryContext) -> Route:
     """
     cfg, held = ctx.config, ctx.held
     candidates = routable_candidates(held, config=cfg)
-    if ctx.chat_model is not None and cfg.llm_router and cfg.search_mode != "lexical" and (
-        candidates
-    ):
+    router = ctx.model("query")
+    if router is not None and cfg.llm_router and cfg.search_mode != "lexical" and candidates:
         chosen = await route_with_llm(
-            ctx.chat_model, ctx.question, candidates, held=held, search_mode=cfg.search_mode
+            router, ctx.question, candidates, held=held, search_mode=cfg.search_mode,
+            prompts=ctx.prompts,
         )
         if len(candidates) > 1:
             ctx.count_llm_call()

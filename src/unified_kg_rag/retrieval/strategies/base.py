@@ -29,7 +29,9 @@ from numpy.typing import NDArray
 from unified_kg_rag.config.models import QueryConfig
 from unified_kg_rag.domain.index.methodologies import how_to_build
 from unified_kg_rag.domain.llm.deadline import QueryDeadline
+from unified_kg_rag.domain.llm.roles import ModelRole, RoleModels
 from unified_kg_rag.domain.models import Completion, MetadataValue, SearchMode
+from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.domain.ranking.fusion import weighted_rrf
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores
 from unified_kg_rag.util.errors import (
@@ -68,17 +70,19 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 CandidateKind = Literal[
-    "text_unit", "entity", "relationship", "report", "summary", "key_points", "notes"
+    "text_unit", "entity", "relationship", "claim", "report", "summary", "key_points", "notes"
 ]
-"""Section types: the five searchable ones (``summary``: a node of the `raptor` summary tree),
-and two synthesized ones (`global`'s key points, `drift`'s intermediate answers)."""
+"""Section types: the six searchable ones (``summary``: a node of the `raptor` summary tree;
+``claim``: a claim, with claim extraction on), and two synthesized ones (`global`'s key points,
+`drift`'s intermediate answers)."""
 
 SECTION_KINDS: tuple[str, ...] = (
-    "key_points", "notes", "report", "summary", "entity", "relationship", "text_unit"
+    "key_points", "notes", "report", "summary", "entity", "relationship", "claim", "text_unit"
 )
 """Context order of the section types: synthesized first, then reports, tree summaries,
-entities, relationships and the passages (GraphRAG local search's order; a summary, index
-content a model wrote at ingestion like a report, sits beside the reports)."""
+entities, relationships, claims and the passages (GraphRAG local search's order, claims as its
+covariates; a summary, index content a model wrote at ingestion like a report, sits beside the
+reports)."""
 
 
 def is_fatal(exc: BaseException) -> bool:
@@ -103,8 +107,8 @@ class Candidate:
     """A context candidate a strategy found, with its provenance.
 
     Attributes:
-        kind: ``text_unit``, ``entity``, ``relationship``, ``report``, ``summary``, or a
-            synthesized section (``key_points``, ``notes``).
+        kind: ``text_unit``, ``entity``, ``relationship``, ``claim``, ``report``, ``summary``,
+            or a synthesized section (``key_points``, ``notes``).
         id: the item id (text-unit, entity, relationship, community or summary-node id).
         text: the item text as it goes into the context.
         score: the strategy's score (higher is better; only the order within a bucket counts).
@@ -251,7 +255,9 @@ class QueryContext:
         question: the question, stripped.
         stores: the index's store ports.
         embedder: the embedding model.
-        chat_model: the LLM, or None.
+        chat_model: the default LLM, or None.
+        models: the model of each role (`domain.llm.roles`); None: ``chat_model`` serves
+            every role. Strategies ask `model` for their role's (``query``, ``answer``).
         config: query settings in effect (CLI overrides applied).
         filters: equality filters on text-unit fields.
         held: the methodologies the index holds.
@@ -262,6 +268,7 @@ class QueryContext:
             start no new round of calls once it has passed.
         concept_graphs: loaded `lazy` concept graphs kept between queries (`BuildCache`).
         summary_trees: loaded `raptor` summary trees kept between queries (`BuildCache`).
+        prompts: the prompt templates in effect (packaged, or the user's overrides).
     """
 
     question: str
@@ -269,16 +276,22 @@ class QueryContext:
     embedder: Embedder
     chat_model: ChatModel | None
     config: QueryConfig
+    models: RoleModels[ChatModel] | None = None
     filters: dict[str, MetadataValue | Sequence[MetadataValue]] = field(default_factory=dict)
     held: tuple[str, ...] = ()
     metadata: dict[str, object] = field(default_factory=dict)
     deadline: QueryDeadline | None = None
     concept_graphs: BuildCache[LoadedConceptGraph] = field(default_factory=BuildCache)
     summary_trees: BuildCache[LoadedTree] = field(default_factory=BuildCache)
+    prompts: PromptLibrary = PACKAGED
     _query_vector: NDArray[np.float32] | None = None
     _vector_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _keywords: QueryKeywords | None = None
     _entities: list[str] | None = None
+
+    def model(self, role: ModelRole) -> ChatModel | None:
+        """Return the model serving ``role`` (``chat_model`` without ``models``), or None."""
+        return self.chat_model if self.models is None else self.models.for_role(role)
 
     async def query_vector(self) -> NDArray[np.float32]:
         """Return the question's embedding (computed once per query), ``ndarray[d] float32``.

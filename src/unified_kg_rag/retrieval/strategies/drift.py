@@ -35,7 +35,6 @@ from typing import TypeVar
 
 from unified_kg_rag.domain.llm.json_reply import parse_json_object
 from unified_kg_rag.domain.models import Collection, CommunityReport, Message, SearchMode
-from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.domain.ranking.budget import pack_typed
 from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.retrieval.strategies.base import (
@@ -61,7 +60,7 @@ _MAX_FOLLOW_UPS = 5
 _COUNTER = EstimateTokenCounter()
 _NO_FOLLOW_UPS = "Without reports or primer follow-ups, the question itself is the one follow-up"
 _HEADERS = {"report": "Reports", "entity": "Entities", "relationship": "Relationships",
-            "text_unit": "Passages"}  # fmt: skip
+            "claim": "Claims", "text_unit": "Passages"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -93,7 +92,7 @@ def pack_context(
 
     Args:
         candidates: best first, any kinds (``report``, ``entity``, ``relationship``,
-            ``text_unit``).
+            ``claim``, ``text_unit``).
         shares: type → share of the budget (``query.type_shares``).
         max_tokens: the budget.
     """
@@ -177,7 +176,7 @@ class DriftStrategy:
         bound = 1 + cfg.primer_folds + cfg.n_depth * cfg.followups_per_round
         ctx.metadata["llm_calls_bound"] = bound
         ctx.metadata.setdefault("llm_calls", 0)
-        if ctx.chat_model is None:
+        if ctx.model("query") is None:
             ctx.metadata["fallback"] = (
                 "DRIFT needs an LLM (llm.kind is none); one local search stands in. "
                 f"{_NO_FOLLOW_UPS}."
@@ -273,9 +272,9 @@ class DriftStrategy:
         return reports, [r for r in results if r is not None]
 
     async def _hyde(self, ctx: QueryContext, template: str) -> str:
-        prompt = load_prompt("drift_hyde.v1").format(
-            question=ctx.question, template=_COUNTER.truncate(template, _TEMPLATE_TOKENS)
-        )
+        prompt = ctx.prompts.text("drift_hyde.v1", {
+            "question": ctx.question, "template": _COUNTER.truncate(template, _TEMPLATE_TOKENS)
+        })  # fmt: skip
         text = await self._ask(ctx, prompt)
         if not text.strip():
             raise ModelOutputError("the hypothetical answer is empty")
@@ -297,9 +296,9 @@ class DriftStrategy:
             parts.append(part)
             if budget <= 0:
                 break
-        prompt = load_prompt("drift_primer.v1").format(
-            question=ctx.question, reports="\n\n".join(parts)
-        )
+        prompt = ctx.prompts.text("drift_primer.v1", {
+            "question": ctx.question, "reports": "\n\n".join(parts)
+        })  # fmt: skip
         async with sem:
             reply = await self._ask(ctx, prompt, f"drift.primer.{number}")
             return _parse(reply, ctx.question, "primer")
@@ -320,7 +319,7 @@ class DriftStrategy:
             sub = QueryContext(
                 question=followup, stores=ctx.stores, embedder=ctx.embedder, chat_model=None,
                 config=ctx.config, filters=ctx.filters, held=ctx.held,
-                concept_graphs=ctx.concept_graphs,
+                concept_graphs=ctx.concept_graphs, prompts=ctx.prompts,
             )  # fmt: skip
             try:
                 result = await LocalStrategy().retrieve(sub)
@@ -329,9 +328,9 @@ class DriftStrategy:
             candidates = fuse(result.buckets, ctx.config.rrf_k)
             shares = ctx.config.type_shares.model_dump()
             context = pack_context(candidates, shares, cfg.action_context_tokens)
-            prompt = load_prompt("drift_followup.v1").format(
-                question=ctx.question, followup=followup, context=context
-            )
+            prompt = ctx.prompts.text("drift_followup.v1", {
+                "question": ctx.question, "followup": followup, "context": context
+            })  # fmt: skip
 
             async def answer_it() -> IntermediateAnswer:
                 return _parse(await self._ask(ctx, prompt, f"{name}.answer"), followup, "action")
@@ -352,9 +351,10 @@ class DriftStrategy:
 
     async def _ask(self, ctx: QueryContext, prompt: str, step: str = "") -> str:
         """Return the reply to ``prompt``; a cut reply of ``step`` is recorded (note_reply)."""
-        assert ctx.chat_model is not None
+        chat = ctx.model("query")
+        assert chat is not None
         try:
-            reply = await ctx.chat_model.complete(
+            reply = await chat.complete(
                 [Message(role="user", content=prompt)],
                 max_tokens=ctx.config.drift_search.reply_max_tokens,
                 temperature=0.0,

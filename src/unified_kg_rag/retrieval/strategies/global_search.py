@@ -37,8 +37,8 @@ from unified_kg_rag.domain.answers.global_map import (
     rank_points,
     report_header,
 )
+from unified_kg_rag.domain.llm.roles import ModelRole
 from unified_kg_rag.domain.models import Collection, Community, Message, SearchMode
-from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.retrieval.strategies.base import (
     Bucket,
@@ -128,7 +128,7 @@ class GlobalSearchStrategy:
             return StrategyResult(
                 answer_style=ANSWER_STYLE, cannot_answer="the index holds no community reports"
             )
-        if ctx.chat_model is None:
+        if ctx.model("answer") is None:
             return await _without_llm(ctx, communities)
         if cfg.dynamic_selection:
             reports = await _dynamic_selection(ctx, communities)
@@ -178,15 +178,21 @@ async def _fetch_reports(ctx: QueryContext, ids: Sequence[str]) -> dict[str, Rep
     }  # fmt: skip
 
 
-async def _complete(ctx: QueryContext, prompt: str, max_tokens: int, step: str = "") -> str:
+async def _complete(
+    ctx: QueryContext, prompt: str, max_tokens: int, step: str = "", *,
+    role: ModelRole = "answer",
+) -> str:
     """Return the model's reply to one user message (counted, failed or not).
 
     ``step`` names a reply the answer rests on: when cut, it is recorded
-    (`QueryContext.note_reply`).
+    (`QueryContext.note_reply`). ``role``: the map step is answer writing (``answer``, the
+    default); rating a report's relevance is query processing (``query``), falling back to
+    the answer model when the query role has none.
     """
-    assert ctx.chat_model is not None
+    chat = ctx.model(role) or ctx.model("answer")
+    assert chat is not None
     try:
-        reply = await ctx.chat_model.complete(
+        reply = await chat.complete(
             [Message(role="user", content=prompt)], max_tokens=max_tokens, temperature=0.0
         )
     finally:
@@ -198,8 +204,8 @@ async def _complete(ctx: QueryContext, prompt: str, max_tokens: int, step: str =
 
 async def _rate(ctx: QueryContext, report: Report) -> int:
     """Rate one report's relevance to the question, 1-10 (one model call)."""
-    prompt = load_prompt(RATING_PROMPT).format(question=ctx.question, report=report.text)
-    rating = parse_rating(await _complete(ctx, prompt, _RATING_MAX_TOKENS))
+    prompt = ctx.prompts.text(RATING_PROMPT, {"question": ctx.question, "report": report.text})
+    rating = parse_rating(await _complete(ctx, prompt, _RATING_MAX_TOKENS, role="query"))
     if rating is None:
         raise ModelOutputError(f"rating of report {report.id}: the reply held no number")
     return rating
@@ -328,8 +334,8 @@ def _batches(reports: Sequence[Report], max_tokens: int) -> list[_Batch]:
 
 async def _map_batch(ctx: QueryContext, batch: _Batch) -> list[KeyPoint]:
     """Run one map call; raise `ModelOutputError` when its reply holds no key points."""
-    prompt = load_prompt(MAP_PROMPT).format(
-        question=ctx.question, reports=format_batch(batch.texts)
+    prompt = ctx.prompts.text(
+        MAP_PROMPT, {"question": ctx.question, "reports": format_batch(batch.texts)}
     )
     reply = await _complete(
         ctx, prompt, ctx.config.global_search.map_max_tokens, f"global_map.{batch.number}"

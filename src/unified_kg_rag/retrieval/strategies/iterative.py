@@ -142,7 +142,7 @@ class IterativeStrategy:
         ranked = _tag(fuse(first.buckets, ctx.config.rrf_k), 0)
         run = _Run()
         run.new([ctx.question])
-        if cfg.decompose and ctx.chat_model is not None:
+        if cfg.decompose and ctx.model("query") is not None:
             await self._steps(ctx, run)
         else:
             await self._controlled(ctx, run, ranked)
@@ -170,7 +170,7 @@ class IterativeStrategy:
             if ctx.out_of_time:
                 run.stop_reason = "deadline"
                 break
-            judged = ctx.chat_model is not None
+            judged = ctx.model("query") is not None
             if not judged and round_no > cfg.max_rounds:
                 break  # offline there is no verdict on the last round
             plan = await self._plan(ctx, run, latest, everything)
@@ -247,7 +247,7 @@ class IterativeStrategy:
     ) -> Plan | None:
         """Return the next round's plan; None stops the rounds (the reason set on ``run``)."""
         cfg = ctx.config.iterative
-        if ctx.chat_model is None:
+        if ctx.model("query") is None:
             passages = [c for c in latest if c.kind == "text_unit"]
             bridges = await offline_bridges(ctx, passages, run.searched)
             form = "{b}" if cfg.followup_query == "bridge" else "{q} {b}"

@@ -25,7 +25,6 @@ import numpy as np
 
 from unified_kg_rag.domain.llm.json_reply import parse_json_object
 from unified_kg_rag.domain.models import Collection, Message
-from unified_kg_rag.domain.prompts import load_prompt
 from unified_kg_rag.domain.ranking.bridge import rank_bridge_terms
 from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.retrieval.strategies.base import Candidate, QueryContext
@@ -101,18 +100,19 @@ async def llm_verdict(
     Raises:
         ModelError: the call failed (the caller decides whether that is fatal).
     """
-    assert ctx.chat_model is not None
+    chat = ctx.model("query")
+    assert chat is not None
     cfg = ctx.config.iterative
     budget = cfg.controller_context_tokens or ctx.config.max_context_tokens
-    prompt = load_prompt("iterative_controller.v1").format(
-        question=ctx.question,
-        context=pack_context(candidates, budget) or "(none)",
-        searched="\n".join(f"- {s}" for s in searched) or "(none)",
-        max_bridges=cfg.max_bridge_terms,
-        max_queries=cfg.max_next_queries,
-    )
+    prompt = ctx.prompts.text("iterative_controller.v1", {
+        "question": ctx.question,
+        "context": pack_context(candidates, budget) or "(none)",
+        "searched": "\n".join(f"- {s}" for s in searched) or "(none)",
+        "max_bridges": str(cfg.max_bridge_terms),
+        "max_queries": str(cfg.max_next_queries),
+    })  # fmt: skip
     try:
-        reply = await ctx.chat_model.complete(
+        reply = await chat.complete(
             [Message(role="user", content=prompt)], max_tokens=_REPLY_TOKENS, temperature=0.0
         )
     finally:
@@ -141,13 +141,14 @@ async def llm_decompose(ctx: QueryContext) -> tuple[str, ...]:
     Raises:
         ModelError: the call failed (the caller decides whether that is fatal).
     """
-    assert ctx.chat_model is not None
+    chat = ctx.model("query")
+    assert chat is not None
     limit = ctx.config.iterative.max_rounds + 1
-    prompt = load_prompt("iterative_decompose.v1").format(
-        question=ctx.question, max_steps=limit
+    prompt = ctx.prompts.text(
+        "iterative_decompose.v1", {"question": ctx.question, "max_steps": str(limit)}
     )
     try:
-        reply = await ctx.chat_model.complete(
+        reply = await chat.complete(
             [Message(role="user", content=prompt)], max_tokens=_REPLY_TOKENS, temperature=0.0
         )
     finally:

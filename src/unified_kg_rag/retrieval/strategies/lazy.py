@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from unified_kg_rag.domain.models import Collection, Community, Message, SearchHit, SearchMode
+from unified_kg_rag.domain.models import Collection, Community, SearchHit, SearchMode
 from unified_kg_rag.retrieval.strategies.base import Candidate, QueryContext, register_strategy
 from unified_kg_rag.retrieval.strategies.naive import text_unit_candidate
 from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph, load_concept_graph
@@ -36,17 +36,6 @@ from unified_kg_rag.util.errors import QueryDeadlineError, UsageError
 __all__ = ["LazyStrategy"]
 
 logger = logging.getLogger(__name__)
-
-_SPLIT_PROMPT = (
-    "Split the question into at most {n} self-contained subqueries, one per line, that "
-    "together cover what must be looked up to answer it. A simple question is one subquery. "
-    "Write only the subqueries.\n\nQuestion: {question}"
-)
-_RELEVANCE_PROMPT = (
-    "Does this passage contain information that helps answer the question? Answer yes or "
-    "no.\n\nQuestion: {question}\n\nPassage:\n{passage}"
-)
-
 
 @register_strategy(
     "lazy",
@@ -96,12 +85,13 @@ class LazyStrategy:
         return [text_unit_candidate(h) for h in chosen[: ctx.config.top_k]]
 
     async def _subqueries(self, ctx: QueryContext) -> list[str]:
-        if ctx.chat_model is None:
+        chat = ctx.model("query")
+        if chat is None:
             return [ctx.question]
         n = ctx.config.lazy.max_subqueries
         try:
-            reply = await ctx.chat_model.complete(
-                [Message(role="user", content=_SPLIT_PROMPT.format(n=n, question=ctx.question))],
+            reply = await chat.complete(
+                ctx.prompts.messages("lazy_split.v1", {"n": str(n), "question": ctx.question}),
                 max_tokens=200,
             )
         except QueryDeadlineError:
@@ -164,13 +154,14 @@ class LazyStrategy:
         self, ctx: QueryContext, subquery: str, text: str, similarity: float
     ) -> bool:
         by_similarity = similarity >= ctx.config.lazy.relevance_threshold
-        if ctx.chat_model is None:
+        chat = ctx.model("query")
+        if chat is None:
             return by_similarity
         if not ctx.out_of_time:
             try:
-                reply = await ctx.chat_model.complete(
-                    [Message(role="user",
-                             content=_RELEVANCE_PROMPT.format(question=subquery, passage=text))],
+                reply = await chat.complete(
+                    ctx.prompts.messages("lazy_relevance.v1",
+                                         {"question": subquery, "passage": text}),
                     max_tokens=3,
                 )  # fmt: skip
             except QueryDeadlineError:

@@ -20,6 +20,10 @@ reports, each returned as a ranked bucket for the chain to fuse:
    chain, then seed–reached, then the rest, by weight) and **reports** (`local_reports`:
    those of the expanded entities' communities, deepest first, then the most similar to the
    query entities; or only the most similar).
+5. **Claims** (an index built with claim extraction; GraphRAG's covariates): the claims whose
+   subject is an expanded entity, ranked by a search of the ``claims`` collection for the
+   question (``claim_candidates``), each citing the text units that state it. An index
+   without claims is not searched (one count), so its output is unchanged.
 
 Every sub-search runs through `QueryContext.section`: one that fails non-fatally degrades
 only its own bucket. Filters restrict the text units (and drop graph items none of whose
@@ -34,6 +38,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from unified_kg_rag.domain.graph.claims import claim_from_record
 from unified_kg_rag.domain.graph.item_text import entity_text, relationship_text
 from unified_kg_rag.domain.graph.name_matching import compact_name_key
 from unified_kg_rag.domain.models import (
@@ -196,7 +201,49 @@ class LocalStrategy:
         buckets = [*units, *self._graph_buckets(ctx, expansion, rels, records)]
         if reports is not None:
             buckets.append(reports)
+        no_claims: list[Candidate] = []
+        claims = await ctx.section("claims", lambda: self._claims(ctx, expansion, records),
+                                   no_claims)  # fmt: skip
+        if claims:
+            buckets.append(Bucket("claims", claims))
         return StrategyResult(buckets=buckets)
+
+    async def _claims(
+        self, ctx: QueryContext, expansion: _Expansion, records: dict[str, IndexRecord]
+    ) -> list[Candidate]:
+        """Return the claims about the expanded entities, most similar to the question first.
+
+        Under filters, a claim none of whose text units passes them is left out.
+        """
+        q, k = ctx.config, ctx.config.local_search.claim_candidates
+        ids = [e.id for e in expansion.entities]
+        if not ids or k == 0 or not await ctx.stores.search.count(Collection.CLAIMS):
+            return []
+        mode = SearchMode(q.search_mode)
+        hits = await ctx.stores.search.search(
+            Collection.CLAIMS, query_text=ctx.question,
+            query_vector=None if mode is SearchMode.LEXICAL else await ctx.query_vector(),
+            mode=mode, filters={"subject_id": ids}, k=k, candidate_k=max(k, q.candidate_k),
+            lexical_weight=q.lexical_weight, vector_weight=q.vector_weight, rrf_k=q.rrf_k,
+        )  # fmt: skip
+        out: list[Candidate] = []
+        for hit in hits:
+            claim = claim_from_record(IndexRecord(id=hit.id, text=hit.text, fields=hit.fields))
+            if claim is None or (ctx.filters and not any(
+                u in records for u in claim.text_unit_ids
+            )):  # fmt: skip
+                continue
+            docs = (records[u].fields.get("document_id") for u in claim.text_unit_ids
+                    if u in records)  # fmt: skip
+            out.append(Candidate(
+                kind="claim", id=claim.id, text=hit.text, score=hit.score,
+                text_unit_ids=claim.text_unit_ids,
+                document_ids=tuple(dict.fromkeys(d for d in docs if isinstance(d, str))),
+                metadata={"subject_id": claim.subject_id, "object_id": claim.object_id,
+                          "type": claim.type, "status": claim.status,
+                          "start_date": claim.start_date, "end_date": claim.end_date},
+            ))  # fmt: skip
+        return out
 
     # ------------------------------------------------------------------ seeds
 

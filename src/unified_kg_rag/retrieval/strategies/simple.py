@@ -1,14 +1,14 @@
 """Strategy ``simple``: BM25 + vector search over every index the namespace holds, no graph walk.
 
-The text units are always searched; the entities, relationships and community-reports
-indexes join the sweep when they hold records (so a text-only or LightRAG-only index is
-served too). Each collection is one bucket, searched with the query's mode and RRF weights,
-concurrently, each a section of its own: a failed search degrades only its bucket.
+The text units are always searched; the entities, relationships, community-reports and
+claims indexes join the sweep when they hold records (so a text-only or LightRAG-only index is
+served too, and claims only where claim extraction built them). Each collection is one
+bucket, searched with the query's mode and RRF weights, concurrently, each a section of its
+own: a failed search degrades only its bucket.
 
 Not swept: ``concepts`` (the `lazy` methodology keeps its concept graph in the record store,
 and a concept is a bare keyphrase without a description: its value is the units it links,
-which the text-unit search reaches directly), ``summary_nodes`` and ``claims`` (no candidate
-kind of their own yet).
+which the text-unit search reaches directly) and ``summary_nodes`` (the `tree` strategy's).
 
 ``ctx.filters`` name text-unit fields: they filter the text-unit search, and a graph item or
 report stays only when one of the text units it cites passes them. Graph items carry their
@@ -24,7 +24,8 @@ import logging
 from collections.abc import Sequence
 from functools import partial
 
-from unified_kg_rag.domain.models import Collection, MetadataValue
+from unified_kg_rag.domain.graph.claims import claim_from_record
+from unified_kg_rag.domain.models import Collection, IndexRecord, MetadataValue
 from unified_kg_rag.retrieval.strategies.base import (
     Bucket,
     Candidate,
@@ -49,6 +50,7 @@ SWEPT: tuple[tuple[Collection, str], ...] = (
     (Collection.ENTITIES, "entity"),
     (Collection.RELATIONSHIPS, "relationship"),
     (Collection.REPORTS, "report"),
+    (Collection.CLAIMS, "claim"),
 )
 """The collections ``simple`` searches and the candidate kind of their records."""
 
@@ -73,7 +75,12 @@ async def _graph_bucket(
 ) -> list[Candidate]:
     """Search one graph collection; attach lineage and documents; apply the filters."""
     hits = await question_search(ctx, collection, k)  # the filters name text-unit fields
-    lineage = await _lineage(ctx, kind, [h.id for h in hits])
+    if kind == "claim":  # a claim's lineage is in its own search record
+        claims = (claim_from_record(IndexRecord(id=h.id, text=h.text, fields=h.fields))
+                  for h in hits)  # fmt: skip
+        lineage = {c.id: c.text_unit_ids for c in claims if c is not None}
+    else:
+        lineage = await _lineage(ctx, kind, [h.id for h in hits])
     read = [u for h in hits for u in lineage.get(h.id, ())[:_MAX_LINEAGE_READ]]
     records = await fetch_units(ctx, read)
     if ctx.filters:
@@ -84,7 +91,8 @@ async def _graph_bucket(
         if ctx.filters and not any(u in records for u in units[:_MAX_LINEAGE_READ]):
             continue
         meta: dict[str, MetadataValue] = {
-            key: value for key, value in hit.fields.items() if key != "community_id"
+            key: value for key, value in hit.fields.items()
+            if key not in ("community_id", "text_unit_ids")
         }
         title = hit.fields.get("title")
         out.append(Candidate(
@@ -98,7 +106,8 @@ async def _graph_bucket(
 def _quota(ctx: QueryContext, kind: str) -> int:
     quotas = ctx.config.quotas
     return {"text_unit": ctx.config.top_k, "entity": quotas.entity,
-            "relationship": quotas.relationship, "report": quotas.report}[kind]  # fmt: skip
+            "relationship": quotas.relationship, "report": quotas.report,
+            "claim": quotas.claim}[kind]  # fmt: skip
 
 
 @register_strategy(

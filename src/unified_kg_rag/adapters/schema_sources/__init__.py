@@ -1,0 +1,61 @@
+"""Schema sources: where the extraction schema comes from (``graph.extraction.schema_sources``).
+
+Built-in kinds: ``inline`` and ``file`` (`yaml_file`: the YAML schema format), ``owl``,
+``rdfs`` and ``skos`` (`rdf`: ontologies read with rdflib, imported on first use). A plugin
+registers another kind with ``SCHEMA_SOURCES.register("kind", loader)``. `load_extraction_schema`
+reads every configured source and merges them (`domain.extraction.schema.merge_schemas`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from unified_kg_rag.adapters.registry import SCHEMA_SOURCES
+from unified_kg_rag.config.extraction_schema import SchemaSourceConfig
+from unified_kg_rag.config.graph import ExtractionConfig
+from unified_kg_rag.domain.extraction.schema import ExtractionSchema, merge_schemas
+
+from .yaml_file import load_file, load_inline
+
+__all__ = ["load_extraction_schema", "load_owl", "load_skos"]
+
+
+def load_owl(source: SchemaSourceConfig, project_dir: Path | None, field: str) -> ExtractionSchema:
+    """Read an OWL or RDFS ontology (`rdf.read_ontology`; rdflib loads on first use)."""
+    from unified_kg_rag.adapters.schema_sources.rdf import read_ontology
+
+    return read_ontology(source, project_dir, field)
+
+
+def load_skos(source: SchemaSourceConfig, project_dir: Path | None, field: str) -> ExtractionSchema:
+    """Read a SKOS vocabulary (`rdf.read_skos`; rdflib loads on first use)."""
+    from unified_kg_rag.adapters.schema_sources.rdf import read_skos
+
+    return read_skos(source, project_dir, field)
+
+
+def load_extraction_schema(
+    config: ExtractionConfig, project_dir: Path | None
+) -> ExtractionSchema | None:
+    """Return the schema ``config.schema_sources`` declare, merged in order; None without any.
+
+    Raises:
+        ConfigurationError: an unknown kind (listing the registered ones), or a source that
+            cannot be read (one line naming the file or the field).
+    """
+    if not config.schema_sources:
+        return None
+    schemas = [
+        SCHEMA_SOURCES.get(source.kind)(
+            source, project_dir, f"graph.extraction.schema_sources.{i}"
+        )
+        for i, source in enumerate(config.schema_sources)
+    ]
+    return merge_schemas(schemas)
+
+
+SCHEMA_SOURCES.register("inline", load_inline)
+SCHEMA_SOURCES.register("file", load_file)
+SCHEMA_SOURCES.register("owl", load_owl)
+SCHEMA_SOURCES.register("rdfs", load_owl)
+SCHEMA_SOURCES.register("skos", load_skos)

@@ -1,0 +1,325 @@
+"""The extraction schema: declared entity and relationship types, allowed patterns, synonyms.
+
+What belongs here: the pure model of an extraction schema (`ExtractionSchema`), the schema
+document a schema file or an inline ``schema_sources`` entry holds (`SchemaDocument`, the
+shape ``ukr prompt-tune --schema-out`` writes), label keys (`schema_key`, `upper_snake`),
+merging several sources into one schema (`merge_schemas`) and one-line messages for invalid
+documents (`document_error`). Reading files and ontologies is I/O and lives in
+``adapters/schema_sources``; checking extracted items against a schema lives in
+`unified_kg_rag.domain.extraction.schema_conformance`. Source: seed 000 §4.2 ("Schema
+annotations"), §12 ("Extraction schema"); seed 003 ("Bring-your-own ontology").
+
+A schema file::
+
+    entity_types:
+      - name: PERSON
+        description: A human being.
+        iri: https://schema.org/Person      # optional
+        synonyms: [HUMAN, INDIVIDUAL]       # optional: other type names meaning this type
+    relationship_types:
+      - name: WORKS_FOR
+        description: The source is employed by the target.
+        iri: https://schema.org/worksFor    # optional
+    patterns:
+      - [PERSON, WORKS_FOR, ORGANIZATION]
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from functools import cached_property
+
+import regex
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+
+from unified_kg_rag.util.hashing import sha256_json
+
+__all__ = [
+    "EntityTypeSpec",
+    "ExtractionSchema",
+    "RelationshipTypeSpec",
+    "SchemaDocument",
+    "SchemaPattern",
+    "document_error",
+    "merge_schemas",
+    "schema_from_document",
+    "schema_key",
+    "schema_prompt_block",
+    "upper_snake",
+]
+
+SchemaPattern = tuple[str, str, str]
+"""An allowed (source entity type, relationship type, target entity type)."""
+
+_SEPARATORS = regex.compile(r"[\s_\-]+")
+_CAMEL = regex.compile(r"(?<=\p{Ll}|\p{Nd})(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})")
+_NOT_WORD = regex.compile(r"[^\p{L}\p{N}_]+")
+
+
+def schema_key(label: str) -> str:
+    """Return the comparison key of a type label: NFKC, upper case, separators as one ``_``.
+
+    ``"works for"``, ``"Works-For"`` and ``"WORKS_FOR"`` share the key ``WORKS_FOR``; a key is
+    its own key. Nothing looser (plurals, edit distance) matches here; that is alignment's job
+    (`schema_conformance.align_by_name`).
+    """
+    text = unicodedata.normalize("NFKC", label).strip()
+    return _SEPARATORS.sub("_", text).strip("_").casefold().upper()
+
+
+def upper_snake(label: str) -> str:
+    """Return a label as an upper snake-case type name: ``"worksFor"`` → ``WORKS_FOR``.
+
+    Camel-case humps and every run of characters that are not letters or digits become one
+    ``_`` (``"Creative work"`` → ``CREATIVE_WORK``, ``"HTTPServer"`` → ``HTTP_SERVER``).
+    """
+    text = unicodedata.normalize("NFKC", label).strip()
+    text = _CAMEL.sub("_", text)
+    return schema_key(_NOT_WORD.sub("_", text))
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _name(value: str) -> str:
+    key = schema_key(value)
+    if not key:
+        raise ValueError("a type name must not be blank")
+    return key
+
+
+class EntityTypeSpec(_Doc):
+    """A declared entity type.
+
+    Attributes:
+        name: the type name, as its `schema_key` (``PERSON``); what the prompt offers.
+        description: what the type means (offered to the model with the name).
+        iri: the ontology term it stands for (written as `Entity.type_iri`), if any.
+        synonyms: other type names meaning this type (keys; ``HUMAN`` for ``PERSON``): an
+            extracted type named so is in schema and takes this name.
+    """
+
+    name: str
+    description: str = ""
+    iri: str | None = None
+    synonyms: tuple[str, ...] = ()
+
+    _n = field_validator("name")(_name)
+
+    @field_validator("synonyms")
+    @classmethod
+    def _keys(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(k for v in value if (k := schema_key(v))))
+
+
+class RelationshipTypeSpec(_Doc):
+    """A declared relationship type.
+
+    Attributes:
+        name: the type name, as its `schema_key` (``WORKS_FOR``).
+        description: what it means (the direction: source → target).
+        iri: the ontology property it stands for (written as `Relationship.predicate_iri`).
+    """
+
+    name: str
+    description: str = ""
+    iri: str | None = None
+
+    _n = field_validator("name")(_name)
+
+
+class SchemaDocument(_Doc):
+    """A schema file's content (also an inline ``schema_sources`` entry's).
+
+    Raises (on validation):
+        ValidationError: an unknown key, a blank name, a name declared twice, or a pattern
+            naming a type the document does not declare.
+    """
+
+    entity_types: tuple[EntityTypeSpec, ...] = ()
+    relationship_types: tuple[RelationshipTypeSpec, ...] = ()
+    patterns: tuple[SchemaPattern, ...] = ()
+
+    @field_validator("patterns")
+    @classmethod
+    def _pattern_keys(cls, value: tuple[SchemaPattern, ...]) -> tuple[SchemaPattern, ...]:
+        return tuple((_name(s), _name(r), _name(t)) for s, r, t in value)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SchemaDocument:
+        for kind, names in (
+            ("entity_types", [t.name for t in self.entity_types]),
+            ("relationship_types", [t.name for t in self.relationship_types]),
+        ):
+            if dupes := sorted({n for n in names if names.count(n) > 1}):
+                raise ValueError(f"{kind} declares {', '.join(dupes)} more than once")
+        entities = {t.name for t in self.entity_types}
+        relations = {t.name for t in self.relationship_types}
+        for i, (src, rel, dst) in enumerate(self.patterns):
+            for what, name, known in (
+                ("source", src, entities), ("relationship", rel, relations),
+                ("target", dst, entities),
+            ):  # fmt: skip
+                if name not in known:
+                    raise ValueError(
+                        f"patterns.{i}: {what} type {name} is not declared in "
+                        f"{'relationship_types' if what == 'relationship' else 'entity_types'}"
+                    )
+        return self
+
+
+class ExtractionSchema(_Doc):
+    """The schema extraction is checked against, merged from every configured source.
+
+    Attributes:
+        entity_types: declared entity types, in source order (the prompt's order).
+        relationship_types: declared relationship types, in source order.
+        patterns: allowed (source type, relationship type, target type); a relationship
+            type no pattern names may link any pair of types.
+        name_synonyms: (alias entity name, canonical entity name) pairs: an entity named by
+            the alias is the entity named by the canonical name (SKOS ``altLabel`` /
+            ``hiddenLabel`` → ``prefLabel``), used by resolution.
+    """
+
+    entity_types: tuple[EntityTypeSpec, ...] = ()
+    relationship_types: tuple[RelationshipTypeSpec, ...] = ()
+    patterns: tuple[SchemaPattern, ...] = ()
+    name_synonyms: tuple[tuple[str, str], ...] = ()
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """The digest of the whole schema (types, descriptions, IRIs, patterns, synonyms)."""
+        return sha256_json(self.model_dump(mode="json"))
+
+    @cached_property
+    def _entity_index(self) -> dict[str, EntityTypeSpec]:
+        index: dict[str, EntityTypeSpec] = {}
+        for spec in self.entity_types:  # names first, then synonyms: a name always wins
+            index.setdefault(spec.name, spec)
+        for spec in self.entity_types:
+            for synonym in spec.synonyms:
+                index.setdefault(synonym, spec)
+        return index
+
+    @cached_property
+    def _relationship_index(self) -> dict[str, RelationshipTypeSpec]:
+        return {spec.name: spec for spec in self.relationship_types}
+
+    @cached_property
+    def _pattern_set(self) -> frozenset[SchemaPattern]:
+        return frozenset(self.patterns)
+
+    def entity_type(self, label: str) -> EntityTypeSpec | None:
+        """Return the declared entity type ``label`` names (by key or synonym), else None."""
+        return self._entity_index.get(schema_key(label))
+
+    def relationship_type(self, label: str) -> RelationshipTypeSpec | None:
+        """Return the declared relationship type ``label`` names (by key), else None."""
+        return self._relationship_index.get(schema_key(label))
+
+    @cached_property
+    def _patterned(self) -> frozenset[str]:
+        return frozenset(r for _, r, _ in self.patterns)
+
+    def allows(self, source_type: str, relation: str, target_type: str) -> bool:
+        """Whether the patterns allow (source type, relation, target type).
+
+        Patterns constrain only the relationship types they name: a type no pattern names
+        may link any two types (an ontology property without ``rdfs:domain``/``rdfs:range``).
+        All three are declared names (`entity_type(...).name`, `relationship_type(...).name`).
+        """
+        if relation not in self._patterned:
+            return True
+        return (source_type, relation, target_type) in self._pattern_set
+
+    def entity_type_names(self) -> list[str]:
+        """The declared entity type names, in order (what the extraction prompt offers)."""
+        return [t.name for t in self.entity_types]
+
+
+def schema_from_document(document: SchemaDocument) -> ExtractionSchema:
+    """Return the `ExtractionSchema` a schema document declares (no name synonyms)."""
+    return ExtractionSchema(
+        entity_types=document.entity_types,
+        relationship_types=document.relationship_types,
+        patterns=document.patterns,
+    )
+
+
+def merge_schemas(schemas: Sequence[ExtractionSchema]) -> ExtractionSchema:
+    """Merge several sources' schemas into one, in source order.
+
+    A type declared by several sources is one type: the first non-empty description and
+    the first IRI win, synonyms are united. Patterns and name synonyms are united (first
+    occurrence's order); an alias claimed by two canonical names keeps the first.
+    """
+    entities: dict[str, EntityTypeSpec] = {}
+    for spec in (t for s in schemas for t in s.entity_types):
+        if (old := entities.get(spec.name)) is None:
+            entities[spec.name] = spec
+            continue
+        entities[spec.name] = old.model_copy(update={
+            "description": old.description or spec.description,
+            "iri": old.iri or spec.iri,
+            "synonyms": tuple(dict.fromkeys((*old.synonyms, *spec.synonyms))),
+        })  # fmt: skip
+    relations: dict[str, RelationshipTypeSpec] = {}
+    for rel in (t for s in schemas for t in s.relationship_types):
+        if (prior := relations.get(rel.name)) is None:
+            relations[rel.name] = rel
+        else:
+            relations[rel.name] = prior.model_copy(update={
+                "description": prior.description or rel.description, "iri": prior.iri or rel.iri,
+            })  # fmt: skip
+    synonyms: dict[str, str] = {}
+    for alias, canonical in (p for s in schemas for p in s.name_synonyms):
+        synonyms.setdefault(alias, canonical)
+    return ExtractionSchema(
+        entity_types=tuple(entities.values()),
+        relationship_types=tuple(relations.values()),
+        patterns=tuple(dict.fromkeys(p for s in schemas for p in s.patterns)),
+        name_synonyms=tuple(synonyms.items()),
+    )
+
+
+def document_error(exc: ValidationError, origin: str) -> str:
+    """Return a one-line message for an invalid schema document: origin, field, problem.
+
+    Args:
+        exc: the validation error of `SchemaDocument`.
+        origin: where the document came from (a file path, ``graph.extraction.schema_sources.0``).
+    """
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    message = first["msg"].removeprefix("Value error, ")
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return " ".join(f"{origin}: {where + ': ' if where else ''}{message}{more}".split())
+
+
+
+_PLACEHOLDERS = regex.compile(r"\{(\w+)\}")
+
+
+def schema_prompt_block(schema: ExtractionSchema) -> str:
+    """Return the schema as the extraction prompt shows it (``{schema_types}``).
+
+    Lists the entity types with their descriptions, the relationship types with theirs and the
+    allowed patterns; IRIs are left out (changing one re-annotates, it does not re-extract).
+    Braces around a word are written as parentheses, so no text of the schema is read as a
+    placeholder when the template is rendered.
+    """
+    lines = ["Schema"]
+    if schema.entity_types:
+        lines.append("Entity types:")
+        lines += [f"- {t.name}: {t.description}" if t.description else f"- {t.name}"
+                  for t in schema.entity_types]  # fmt: skip
+    if schema.relationship_types:
+        lines.append("Relationship types:")
+        lines += [f"- {t.name}: {t.description}" if t.description else f"- {t.name}"
+                  for t in schema.relationship_types]  # fmt: skip
+    if schema.patterns:
+        lines.append("Allowed patterns (source type, relationship type, target type):")
+        lines += [f"- {s} {r} {t}" for s, r, t in schema.patterns]
+    return _PLACEHOLDERS.sub(r"(\1)", "\n".join(" ".join(line.split()) for line in lines))
