@@ -29,7 +29,7 @@ from unified_kg_rag.domain.graph.communities import detect_communities
 from unified_kg_rag.domain.graph.resolution import resolve_graph
 from unified_kg_rag.domain.index.attempts import UnitAttempts, is_quarantined
 from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE
-from unified_kg_rag.domain.index.methodologies import METHODOLOGIES, builds_artifact
+from unified_kg_rag.domain.index.methodologies import builds_artifact
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.models import CommunityReport, Entity, Relationship
 from unified_kg_rag.domain.prompts.library import PromptLibrary
@@ -39,7 +39,6 @@ from unified_kg_rag.ports import (
     Embedder,
     IndexStores,
     ProgressReporter,
-    RecordStore,
     TokenCounter,
 )
 from unified_kg_rag.util.hashing import sha256_json
@@ -47,11 +46,12 @@ from unified_kg_rag.util.hashing import sha256_json
 from .build_models import models_besides_extraction
 from .claims import CLAIM_PROMPT, ClaimExtractor, claim_stage
 from .delta import context_fingerprints, delta_partition, load_previous, save_partition
-from .extract import RECORDS_NAMESPACE, ExtractionOutcome, GraphExtractor
+from .extract import RECORDS_NAMESPACE, ExtractionOutcome
+from .inputs import graph_extractor, graph_methodologies, graph_settings
 from .record_sweep import current_keys, sweep_records
 from .report import GraphBuildReport, StageReport, UnitFailure
 from .reports import ReportWriter
-from .schema_step import SchemaStep, schema_extractor_settings
+from .schema_step import SchemaStep
 from .shaping import shape_records
 from .summarize import DescriptionSummarizer, summary_tasks
 from .unit_attempts import UnitLedger
@@ -64,61 +64,6 @@ logger = logging.getLogger(__name__)
 BUILD_KEY = "graph_build"
 """RecordStore ``index`` key of the last graph build's input digest and completeness."""
 
-
-
-def graph_methodologies(methodologies: Sequence[str]) -> list[str]:
-    """Return those of ``methodologies`` the ``graph`` stage builds, sorted (their profiles)."""
-    return sorted(
-        m for m in methodologies if (p := METHODOLOGIES.get(m)) is not None and p.stage == "graph"
-    )
-
-
-def _template(library: PromptLibrary, base: str, with_schema: bool) -> str:
-    """Return ``base``'s template in effect, or its ``_schema`` variant's with a schema."""
-    if with_schema and (library.source(f"{base}_schema") != "packaged"
-                        or library.source(base) == "packaged"):  # fmt: skip
-        return library.get(f"{base}_schema")
-    return library.get(base)
-
-
-def graph_extractor(
-    config: UkrConfig,
-    chat: ChatModel,
-    records: RecordStore,
-    project_dir: Path | None = None,
-    schema: ExtractionSchema | None = None,
-    prompts: PromptLibrary | None = None,
-) -> GraphExtractor:
-    """Return the `GraphExtractor` of ``config`` (its prompts in effect, its settings).
-
-    With ``schema``, the schema's templates (``*_schema.v1``; an override of them wins, then
-    an override of the plain ``extract_graph``/``glean_graph``) get the schema filled in and
-    its entity types replace ``entity_types`` (`schema_step.schema_extractor_settings`);
-    without one, nothing changes.
-
-    Args:
-        config: the effective configuration.
-        chat: the wrapped chat model.
-        records: the index's record store.
-        project_dir: where relative prompt files are looked up (when ``prompts`` is None).
-        schema: the extraction schema (None: none).
-        prompts: the prompts in effect (None: read from ``config``, `load_prompt_library`).
-
-    Raises:
-        ConfigurationError: a configured prompt file is unreadable or its placeholders are
-            wrong (one line naming the file).
-    """
-    graph = config.graph
-    library = prompts if prompts is not None else load_prompt_library(config, project_dir)
-    extraction = graph.extraction
-    extract = _template(library, "extract_graph", schema is not None)
-    glean = _template(library, "glean_graph", schema is not None)
-    if schema is not None:
-        extraction, extract, glean = schema_extractor_settings(extraction, schema, extract, glean)
-    return GraphExtractor(
-        chat, records, extraction, extraction_template=extract, gleaning_template=glean,
-        concurrency=graph.unit_concurrency,
-    )  # fmt: skip
 
 
 class GraphIndexer:
@@ -199,7 +144,7 @@ class GraphIndexer:
             "extraction": self.extractor.fingerprint(""),
             "summary_prompt": self._summary_template,
             "report_prompt": self._report_template,
-            "graph": _graph_settings(self._config, claims=self.claim_extractor is not None),
+            "graph": graph_settings(self._config, claims=self.claim_extractor is not None),
             "methodologies": self.methodologies,
             "embedding": self._embedder.model_id,
         }
@@ -501,28 +446,6 @@ class GraphIndexer:
                 stage.seconds = round(time.perf_counter() - started, 3)
                 stage.usage = usage
                 report.stages[name] = stage
-
-
-_SHAPING_FIELDS = (
-    "grounding", "grounding_min_similarity", "grounding_weight", "min_confidence",
-    "min_strength", "schema_sources", "schema_mode", "schema_align", "schema_align_threshold",
-)  # fmt: skip
-"""``graph.extraction`` settings newer than the build digest: they enter it only when set."""
-
-
-def _graph_settings(config: UkrConfig, *, claims: bool) -> dict[str, object]:
-    """The ``graph`` settings in a build's digest, as an index built before they existed had.
-
-    ``graph.claims`` enters only with claims on, and each of `_SHAPING_FIELDS` only away from
-    its default, so upgrading changes no digest and rebuilds no graph.
-    """
-    extraction = config.graph.extraction
-    defaults = type(extraction)()
-    kept = {f for f in _SHAPING_FIELDS if getattr(extraction, f) != getattr(defaults, f)}
-    return config.graph.model_dump(mode="json", exclude={
-        **({} if claims else {"claims": True}),
-        "extraction": set(_SHAPING_FIELDS) - kept,
-    })  # fmt: skip
 
 
 def _counted(outcome: ExtractionOutcome) -> bool:
