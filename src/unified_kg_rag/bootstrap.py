@@ -333,7 +333,9 @@ class App:
     def role_status(self) -> list[RoleModel]:
         """Return which model serves each role (``ukr status``), in `ROLES` order.
 
-        The judge reads ``evaluation.judge`` when it names a provider (it wins).
+        The judge reads ``evaluation.judge`` when it names a provider (it wins); summaries
+        and reports without a model of their own name the extraction model a graph build
+        falls back to.
         """
         from unified_kg_rag.ingestion.status import RoleModel
 
@@ -343,6 +345,10 @@ class App:
             model, source = models.for_role(role), models.source(role)
             if role == "judge" and self.config.evaluation.judge.kind != "none":
                 model, source = self.judge_model()[0], "evaluation.judge"
+            elif model is None and role in ("summaries", "reports"):
+                # a graph build falls back to the extraction model (GraphIndexer)
+                if (model := models.for_role("extraction")) is not None:
+                    source = f"extraction ({models.source('extraction')})"
             out.append(RoleModel(role=role, model=model.model_id if model else None,
                                  source=source))  # fmt: skip
         return out

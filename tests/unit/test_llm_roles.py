@@ -153,3 +153,55 @@ def test_tree_estimate_prices_the_summaries_role_with_its_model() -> None:
     assert fig.model == "scripted (fast)"
     assert fig.cost_min == pytest.approx((380 * 0.25 + 200 * 0.5) / 1e6)
     assert est.cost_min == fig.cost_min and est.tree_summaries == 2
+
+
+def test_a_tier_asks_the_top_level_server_with_its_key_unless_it_names_its_own(
+    tmp_path: Path,
+) -> None:
+    # a tier naming only its model must not fall back to api.openai.com (with a key set in
+    # the environment the corpus would leave the machine)
+    (tmp_path / "ukr.yaml").write_text(
+        "llm:\n  kind: openai\n"
+        "  openai: {base_url: 'http://127.0.0.1:8080/v1', api_key: local-key, model: big,"
+        " timeout_s: 7}\n"
+        "  input_price_per_1m: 5\n"
+        "  tiers:\n    fast: {kind: openai, openai: {model: small}}\n"
+        "    strong: {kind: openai, openai: {model: huge, base_url: 'http://10.0.0.2:9000/v1'}}\n"
+    )
+    llm = load_config(tmp_path).llm
+    assert llm.tiers.fast is not None and llm.tiers.strong is not None
+    fast = llm.section_for(llm.tiers.fast)
+    assert (fast.openai.base_url, fast.openai.model, fast.openai.timeout_s) == (
+        "http://127.0.0.1:8080/v1", "small", 7)
+    assert fast.openai.api_key is not None
+    assert fast.openai.api_key.get_secret_value() == "local-key"
+    assert fast.input_price_per_1m is None  # prices are the model's own, never inherited
+    strong = llm.section_for(llm.tiers.strong)
+    assert (strong.openai.base_url, strong.openai.model) == ("http://10.0.0.2:9000/v1", "huge")
+    models = build_role_models(llm.model_copy(update={"roles": llm.roles.model_copy(
+        update={"extraction": "fast", "answer": "strong"})}), None)  # fmt: skip
+    extraction, answer = models.for_role("extraction"), models.for_role("answer")
+    assert extraction is not None and answer is not None
+    assert extraction.model_id == "openai:small@http://127.0.0.1:8080/v1"
+    assert answer.model_id == "openai:huge@http://10.0.0.2:9000/v1"
+
+
+def test_status_names_the_extraction_model_that_writes_summaries_and_reports(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    from unified_kg_rag.bootstrap import build_app
+
+    config = UkrConfig.model_validate({"llm": {
+        "kind": "none", "tiers": {"fast": _scripted("x")}, "roles": {"extraction": "fast"}}})
+
+    async def rows() -> dict[str, tuple[str | None, str]]:
+        async with build_app(config, tmp_path) as app:
+            return {r.role: (r.model, r.source) for r in app.role_status()}
+
+    got = asyncio.run(rows())
+    assert got["extraction"][1] == "fast" and got["extraction"][0] is not None
+    assert got["reports"] == (got["extraction"][0], "extraction (fast)")
+    assert got["summaries"] == (got["extraction"][0], "extraction (fast)")
+    assert got["answer"] == (None, "default")

@@ -294,7 +294,18 @@ class LLMConfig(ChatModelChoice):
         """Return this section with ``choice``'s provider and prices (shared settings kept).
 
         What a tier's or a role's own model is built and wrapped from: retries, concurrency,
-        cache and the reasoning hold-back are this section's; it has no tiers or roles.
+        cache and the reasoning hold-back are this section's; it has no tiers or roles. A
+        provider setting the choice does not write (``base_url``, ``api_key``, ``region`` ...)
+        is the top-level ``llm.<provider>``'s, so ``tiers.fast: {kind: openai, openai: {model:
+        m}}`` asks the same server with the same key; prices are the choice's own.
         """
-        update = {name: getattr(choice, name) for name in ChatModelChoice.model_fields}
+        update: dict[str, object] = {"kind": choice.kind,
+                                     "input_price_per_1m": choice.input_price_per_1m,
+                                     "output_price_per_1m": choice.output_price_per_1m}
+        for provider in ("openai", "bedrock", "scripted"):
+            own = getattr(choice, provider)
+            # settings the choice leaves out are the top-level provider's (its server, its key)
+            update[provider] = getattr(self, provider).model_copy(
+                update={name: getattr(own, name) for name in own.model_fields_set}
+            )
         return self.model_copy(update={**update, "tiers": ModelTiers(), "roles": ModelRoles()})
