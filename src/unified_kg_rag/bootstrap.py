@@ -345,10 +345,10 @@ class App:
             model, source = models.for_role(role), models.source(role)
             if role == "judge" and self.config.evaluation.judge.kind != "none":
                 model, source = self.judge_model()[0], "evaluation.judge"
-            elif model is None and role in ("summaries", "reports"):
+            elif (model is None and role in ("summaries", "reports")
+                  and (model := models.for_role("extraction")) is not None):
                 # a graph build falls back to the extraction model (GraphIndexer)
-                if (model := models.for_role("extraction")) is not None:
-                    source = f"extraction ({models.source('extraction')})"
+                source = f"extraction ({models.source('extraction')})"
             out.append(RoleModel(role=role, model=model.model_id if model else None,
                                  source=source))  # fmt: skip
         return out
