@@ -184,3 +184,24 @@ def test_status_of_a_one_model_project_says_one_model_serves_every_role(
 ) -> None:
     text = CliRunner().invoke(app, ["status", "-C", str(tmp_path)]).stdout
     assert f"models:  openai:default-m@{server.base_url} (every role)" in text
+
+
+def test_estimate_counts_reports_a_new_report_model_rewrites(
+    server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("UKR_LLM__ROLES__REPORTS", "strong")
+    corpus = write_docs(tmp_path / "docs")
+    built = CliRunner().invoke(app, ["index", str(corpus), "-C", str(tmp_path)])
+    assert built.exit_code == 0, built.output
+    code, out = _estimate(tmp_path, "--json")
+    assert code == 0, out
+    current = json.loads(out)
+    assert (current["calls_min"], current["reports"]) == (0, 0)  # nothing would be asked
+    # only the report model changes: nothing is extracted, but every report may be rewritten
+    monkeypatch.setenv("UKR_LLM__TIERS__STRONG__OPENAI__MODEL", "strong-2")
+    code, out = _estimate(tmp_path, "--json")
+    assert code == 0, out
+    est = json.loads(out)
+    assert est["units_to_extract"] == 0 and "extraction" not in est["roles"]
+    assert est["reports"] > 0 and est["roles"]["reports"]["calls_min"] == est["reports"]
+    assert est["roles"]["reports"]["model"] == "openai:strong-2 (strong)"

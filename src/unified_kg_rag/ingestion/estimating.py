@@ -124,6 +124,7 @@ async def estimate_index(
             reports_needed=builds_artifact(graph.methodologies, "community_reports"),
             entity_types=graph.extractor.entity_types,
             claims=await claims_to_ask(graph.claim_extractor, units, stored),
+            rebuild=await graph.inputs_changed(),
         )
     if tree:
         est = add_tree_cost(est, units, config=config, counter=counter)

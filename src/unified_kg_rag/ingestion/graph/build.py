@@ -162,6 +162,20 @@ class GraphIndexer:
         """The summary and report models that differ from the extraction model (by id)."""
         return models_besides_extraction(self._chat, self._summary_chat, self._report_chat)
 
+    async def inputs_changed(self) -> bool:
+        """True when the next `run` builds, False when it would skip as current.
+
+        The stored units, settings, models or prompts differ from the last complete build's.
+
+        What ``ukr index --estimate`` reads to count report calls when nothing is extracted
+        (a new report model or prompt, claims turned on or off).
+        """
+        paths = await processed_unit_paths(self._stores)
+        digest = self.digest(list(paths), await self.ledger.quarantined())
+        raw = await self._stores.records.get(INDEX_NAMESPACE, BUILD_KEY)
+        last = json.loads(raw) if raw else {}
+        return not (last.get("digest") == digest and last.get("complete"))
+
     async def run(
         self, *, force: bool = False, rebuild: bool = False, retry_quarantined: bool = False
     ) -> GraphBuildReport:

@@ -158,6 +158,7 @@ def estimate_graph_cost(
     reports_needed: bool,
     claims: ClaimPlan | None = None,
     entity_types: Sequence[str] | None = None,
+    rebuild: bool = False,
 ) -> CostEstimate:
     """Return the estimate of a build over ``units`` that extracts ``to_extract``.
 
@@ -173,6 +174,9 @@ def estimate_graph_cost(
             when claims are off.
         entity_types: the types the prompts offer (an extraction schema's); None:
             ``graph.extraction.entity_types``.
+        rebuild: the graph is built again though nothing is extracted (its settings,
+            models or prompts changed): reports are counted as if every one were rewritten
+            (an upper bound: a report whose context is unchanged is not asked again).
     """
     cfg = config.graph
     types = list(entity_types) if entity_types is not None else cfg.extraction.entity_types
@@ -198,7 +202,7 @@ def estimate_graph_cost(
         calls_max += 1 + rounds
     if to_extract:
         est.add("extraction", config, calls_min, calls_max, input_min, input_max, output)
-    if reports_needed and to_extract:
+    if reports_needed and (to_extract or rebuild):
         per_report = max(1, cfg.communities.max_cluster_size // 2)
         est.reports = math.ceil(len(units) * _ENTITIES_PER_UNIT / per_report)
         report_in = est.reports * cfg.reports.max_context_tokens
