@@ -90,7 +90,7 @@ def test_prompt_tune_writes_adapted_prompts_a_schema_and_the_config_lines(
     extract = (tmp_path / "prompts" / "extract_graph.md").read_text(encoding="utf-8")
     report = (tmp_path / "prompts" / "community_report.md").read_text(encoding="utf-8")
     assert sorted(p.name for p in (tmp_path / "prompts").iterdir()) == [
-        "community_report.md", "extract_graph.md"]
+        "community_report.md", "extract_graph.md", "extract_graph_schema.md"]
     assert placeholders(extract) == placeholders(PACKAGED.packaged("extract_graph"))
     assert placeholders(report) == placeholders(PACKAGED.packaged("community_report"))
     assert "The texts come from this domain: observational astronomy." in extract

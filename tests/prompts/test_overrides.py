@@ -112,7 +112,8 @@ def test_the_older_prompt_file_field_keeps_working_and_rekeys(tmp_path: Path) ->
      r"^prompts/extract_graph\.v1\.md: unknown placeholder \{shape\} \(prompt extract_graph\.v1 "
      r"has \{entity_types\}, \{schema_types\}, \{text\}; write \{\{ and \}\} for literal braces\)$"),
     ({"prompts/extract_graphs.md": "{text}"}, None,
-     r"^prompts/extract_graphs\.md: no prompt named 'extract_graphs'; prompts: [a-z_, ]*"
+     r"^prompts/extract_graphs\.md: no prompt named 'extract_graphs' \(did you mean "
+     r"'extract_graph'\?\); prompts: [a-z_, ]*"
      r"extract_graph, extract_graph_schema, "),
     ({"prompts/extract_graph.md": "{text}", "prompts/extract_graph.v1.md": "{text}"}, None,
      r"^prompts/extract_graph\.v1\.md: prompts/extract_graph\.md overrides the same prompt "),

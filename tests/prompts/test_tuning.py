@@ -70,3 +70,20 @@ def test_profile_messages_number_the_passages() -> None:
     assert "[1] a b c\n\n[2] {x}" in user.content and "Here are 2 sample" in user.content
     assert '"language": the language most of the passages are written in' in system.content
     assert '{\n  "domain"' in system.content  # the template's doubled braces, unescaped
+
+
+def test_type_names_of_any_script_are_kept() -> None:
+    reply = {**REPLY, "entity_types": ["人物", {"name": "组织"}, "Straße", "città d'arte"],
+             "relationship_types": ["任职于"], "patterns": [["人物", "任职于", "组织"]]}
+    profile = parse_profile(json.dumps(reply, ensure_ascii=False))
+    assert [t.name for t in profile.entity_types] == ["人物", "组织", "STRASSE", "CITTÀ_D_ARTE"]
+    assert [t.name for t in profile.relationship_types] == ["任职于"]
+    assert profile.patterns == (("人物", "任职于", "组织"),)
+
+
+def test_a_cut_off_reply_says_it_holds_no_complete_profile() -> None:
+    whole = json.dumps(REPLY)
+    cut = whole[: whole.index('"relationship_types"') - 2]  # inside the entity type list
+    with pytest.raises(ModelOutputError,
+                       match=r"^the profile reply holds no complete profile object: "):
+        parse_profile(cut)

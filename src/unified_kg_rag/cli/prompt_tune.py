@@ -51,6 +51,9 @@ def prompt_tune_command(
         typer.Option("--language", help="Language of descriptions and reports. "
                      "[default: the one the LLM reads in the sample]"),
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace prompt or schema files that exist.")
+    ] = False,
     project: ProjectOpt = None,
     config_file: ConfigOpt = None,
     verbose: VerboseOpt = False,
@@ -58,10 +61,11 @@ def prompt_tune_command(
     """Profile a sample of CORPUS with the LLM; write domain-adapted prompt overrides.
 
     Reads the corpus as `ukr index` does, shows an evenly spread sample of its text units to
-    the configured LLM (one call) and writes `extract_graph.md` and `community_report.md`
-    into `--out` (with `--schema-out`, a draft schema too). Prints the configuration lines
-    that put them in effect. Relative `--out`/`--schema-out` are read from the current
-    directory.
+    the configured LLM (one call) and writes `extract_graph.md`, `extract_graph_schema.md`
+    and `community_report.md` into `--out` (with `--schema-out`, a draft schema too). Prints
+    the configuration lines that put them in effect. Relative `--out`/`--schema-out` are read
+    from the current directory. A file that exists (an override of the same prompt under
+    either name too) is refused, writing nothing, unless `--force`.
     """
     out_dir = Path(os.path.abspath(out))
     schema_file = Path(os.path.abspath(schema_out)) if schema_out else None
@@ -76,7 +80,7 @@ def prompt_tune_command(
                 corpus, config=app.config, chat=app.model_for("extraction"),
                 tokenizer=app.chunk_tokenizer, parsers=app.parsers, prompts=app.prompts,
                 out_dir=out_dir, schema_out=schema_file,
-                sample=sample, language=language,
+                sample=sample, language=language, force=force,
             )  # fmt: skip
         return result, project_dir
 
@@ -84,6 +88,8 @@ def prompt_tune_command(
     for line in result.skipped:
         err_console.print(f"skipped {escape(line)}", soft_wrap=True)
     profile = result.profile
+    for line in profile.warnings:
+        err_console.print(f"warning: {escape(line)}", soft_wrap=True)
     err_console.print(
         f"Profiled {result.sampled} of {result.units} text units ({result.documents} "
         f"documents): {escape(profile.domain)} ({escape(profile.language)}); "

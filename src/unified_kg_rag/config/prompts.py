@@ -20,7 +20,13 @@ from unified_kg_rag.util.errors import ConfigurationError
 if TYPE_CHECKING:
     from unified_kg_rag.config.models import UkrConfig
 
-__all__ = ["LEGACY_PROMPT_FIELDS", "PromptsConfig", "load_prompt_library", "read_prompt_file"]
+__all__ = [
+    "LEGACY_PROMPT_FIELDS",
+    "PromptsConfig",
+    "ignored_in_prompts_dir",
+    "load_prompt_library",
+    "read_prompt_file",
+]
 
 LEGACY_PROMPT_FIELDS = {
     "graph.extraction.prompt_file": "extract_graph.v1",
@@ -40,8 +46,9 @@ class PromptsConfig(BaseModel):
         default=None,
         description="A folder (relative to the project directory) where `NAME.md` replaces "
         "the packaged prompt NAME; NAME with its version (`extract_graph.v1.md`) or without "
-        "it (`extract_graph.md`: the current version). Every `.md` file there must name a "
-        "prompt. `ukr prompt-tune --out DIR` writes such a folder.",
+        "it (`extract_graph.md`: the current version). Every other `.md` file there must name "
+        "a prompt (dotfiles and `README*.md` are skipped; the `.md` is lower case). "
+        "`ukr prompt-tune --out DIR` writes such a folder.",
     )
     files: dict[str, str] = Field(
         default_factory=dict,
@@ -55,12 +62,16 @@ class PromptsConfig(BaseModel):
 def read_prompt_file(path: Path, shown: str) -> str:
     """Return the UTF-8 text of the prompt file at ``path`` (``shown`` names it in errors).
 
+    A UTF-8 byte-order mark at the start is dropped (so a first line ``=== user ===`` splits).
+
     Raises:
         ConfigurationError: ``SHOWN: cannot read prompt file (...)``: missing, unreadable or
             not UTF-8.
     """
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # a leading byte-order mark is dropped
+    except IsADirectoryError:
+        raise ConfigurationError("prompt file is a folder", source=shown) from None
     except FileNotFoundError:
         raise ConfigurationError("prompt file not found", source=shown) from None
     except UnicodeDecodeError as exc:
@@ -75,13 +86,30 @@ def read_prompt_file(path: Path, shown: str) -> str:
         ) from None
 
 
+def _resolved(project_dir: Path | None, file: str) -> Path:
+    """Return the path of a configured file: ``~`` expanded, relative to ``project_dir``."""
+    path = Path(file).expanduser()
+    if not path.is_absolute() and project_dir is not None:
+        path = project_dir / path
+    return path
+
+
+def ignored_in_prompts_dir(name: str) -> bool:
+    """Return whether a file of ``prompts.dir`` is not an override (a dotfile, ``README*.md``)."""
+    return name.startswith(".") or name.upper().startswith("README")
+
+
 def _dir_files(project_dir: Path | None, folder: str, library: PromptLibrary) -> dict[str, str]:
     root = Path(folder)
-    path = root if root.is_absolute() or project_dir is None else project_dir / root
-    if not path.is_dir():
+    path = _resolved(project_dir, folder)
+    if not path.exists():
         raise ConfigurationError(f"folder {folder} does not exist", field="prompts.dir")
+    if not path.is_dir():
+        raise ConfigurationError(f"{folder} is not a folder", field="prompts.dir")
     found: dict[str, str] = {}
     for file in sorted(path.glob("*.md")):
+        if ignored_in_prompts_dir(file.name):
+            continue
         shown = str(root / file.name)
         try:
             canonical = library.resolve(file.stem)
@@ -100,8 +128,8 @@ def load_prompt_library(config: UkrConfig, project_dir: Path | None) -> PromptLi
     """Return the prompts in effect for ``config``: the packaged ones with every override.
 
     Precedence, lowest first: packaged, ``prompts.dir``, ``prompts.files`` and the older
-    per-prompt fields (one prompt set both ways is an error). Relative paths are read from
-    ``project_dir`` (the working directory when None).
+    per-prompt fields (one prompt set both ways is an error). ``~`` is expanded; relative
+    paths are read from ``project_dir`` (the working directory when None).
 
     Raises:
         ConfigurationError: one line naming the file: not found, not UTF-8, not a prompt's
@@ -115,9 +143,15 @@ def load_prompt_library(config: UkrConfig, project_dir: Path | None) -> PromptLi
     explicit: dict[str, tuple[str, str]] = {}
     for name, file in config.prompts.files.items():
         try:
-            explicit[library.resolve(name)] = (file, f"prompts.files.{name}")
+            canonical = library.resolve(name)
         except ConfigurationError as exc:
             raise ConfigurationError(exc.message, field=f"prompts.files.{name}") from None
+        if canonical in explicit:
+            raise ConfigurationError(
+                f"{explicit[canonical][1]} overrides the same prompt ({canonical}); keep one",
+                field=f"prompts.files.{name}",
+            )
+        explicit[canonical] = (file, f"prompts.files.{name}")
     for field, name in LEGACY_PROMPT_FIELDS.items():
         section, _, attr = field.rpartition(".")
         owner: object = config
@@ -126,15 +160,14 @@ def load_prompt_library(config: UkrConfig, project_dir: Path | None) -> PromptLi
         file = getattr(owner, attr)
         if file is None:
             continue
-        if name in explicit and explicit[name][0] != file:
+        if name in explicit and (_resolved(project_dir, explicit[name][0])
+                                 != _resolved(project_dir, file)):  # fmt: skip
             raise ConfigurationError(
                 f"{explicit[name][1]} also overrides {name}; set one of them", field=field
             )
         explicit[name] = (file, field)
     chosen.update(explicit)
     for canonical, (shown, _) in sorted(chosen.items()):
-        path = Path(shown)
-        if not path.is_absolute() and project_dir is not None:
-            path = project_dir / path
+        path = _resolved(project_dir, shown)
         library = library.with_override(canonical, read_prompt_file(path, shown), shown)
     return library

@@ -20,8 +20,10 @@ from pathlib import Path
 import yaml
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.llm.cache_control import accept_replies
 from unified_kg_rag.domain.prompts.library import PromptLibrary
 from unified_kg_rag.domain.prompts.tuning import (
+    ADAPTED_PROMPTS,
     CorpusProfile,
     adapted_prompts,
     draft_schema,
@@ -34,7 +36,7 @@ from unified_kg_rag.ingestion.prepare import parse_and_chunk
 from unified_kg_rag.ports import ChatModel, DocumentParser, TokenCounter
 from unified_kg_rag.util.errors import ConfigurationError, InputError, UsageError
 
-__all__ = ["TuneResult", "tune_prompts"]
+__all__ = ["TuneResult", "planned_files", "tune_prompts"]
 
 _REPLY_TOKENS = 2000
 
@@ -82,6 +84,50 @@ def _read_units(
     return texts, documents, skipped
 
 
+def _shown(path: Path) -> str:
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def planned_files(
+    out_dir: Path, schema_out: Path | None, *, force: bool
+) -> tuple[dict[str, Path], list[Path]]:
+    """Return where each adapted prompt goes and the files to remove, refusing to overwrite.
+
+    A prompt's override in ``out_dir`` may be named with or without its version
+    (``extract_graph.md``, ``extract_graph.v1.md``; ``prompts.dir`` reads both, and both
+    at once is an error), so either name counts as the prompt's existing file. With
+    ``force`` the file that is there is replaced under its own name; when both names are
+    there, ``NAME.md`` is written and the versioned one removed.
+
+    Returns:
+        ``(prompt name → path, paths to remove)``.
+
+    Raises:
+        UsageError: without ``force``, a file it would write (or an override of the same
+            prompt) exists: ``FILE exists; pass --force to replace it``.
+    """
+    targets: dict[str, Path] = {}
+    remove: list[Path] = []
+    existing: list[Path] = []
+    for name in ADAPTED_PROMPTS:
+        plain = out_dir / f"{name.rsplit('.v', 1)[0]}.md"
+        versioned = out_dir / f"{name}.md"
+        there = [p for p in (plain, versioned) if p.is_file()]
+        existing.extend(there)
+        targets[name] = versioned if there == [versioned] else plain
+        if len(there) == 2:
+            remove.append(versioned)
+    if schema_out is not None and schema_out.exists():
+        existing.append(schema_out)
+    if existing and not force:
+        raise UsageError(f"{_shown(existing[0])} exists; pass --force to replace it",
+                         field="out")  # fmt: skip
+    return targets, remove
+
+
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -106,12 +152,14 @@ async def tune_prompts(
     schema_out: Path | None = None,
     sample: int = 15,
     language: str | None = None,
+    force: bool = False,
 ) -> TuneResult:
     """Profile a sample of the corpus with ``chat`` and write the adapted prompts.
 
-    Writes ``OUT/extract_graph.md`` and ``OUT/community_report.md`` (override files for
-    ``prompts.dir: OUT``) and, with ``schema_out``, the draft schema as YAML
-    (``entity_types``, ``relationship_types``, ``patterns``).
+    Writes ``OUT/extract_graph.md``, ``OUT/extract_graph_schema.md`` and
+    ``OUT/community_report.md`` (override files for ``prompts.dir: OUT``) and, with
+    ``schema_out``, the draft schema as YAML (``entity_types``, ``relationship_types``,
+    ``patterns``).
 
     Args:
         paths: corpus files and folders, as for ``ukr index``.
@@ -125,10 +173,13 @@ async def tune_prompts(
         sample: the text units shown to the LLM (evenly spread over the corpus order).
         language: the language descriptions and reports are written in (None: the one
             the LLM reads in the sample).
+        force: replace files that exist (`planned_files`); without it an existing one is
+            refused before the corpus is read.
 
     Raises:
         ConfigurationError: no LLM is configured (``llm.kind: none``).
-        UsageError: the corpus holds no readable text unit, or ``sample`` is below 1.
+        UsageError: the corpus holds no readable text unit, ``sample`` is below 1, or a
+            file it would write exists (without ``force``).
         ModelOutputError: the reply is not a JSON profile (a missing field named).
         ModelError: the model call failed.
     """
@@ -138,6 +189,7 @@ async def tune_prompts(
         )
     if sample < 1:
         raise UsageError("--sample must be at least 1", field="sample")
+    targets, remove = planned_files(out_dir, schema_out, force=force)
     texts, documents, skipped = await asyncio.to_thread(
         _read_units, paths, config, tokenizer, parsers
     )
@@ -145,18 +197,21 @@ async def tune_prompts(
         shown = f" ({skipped[0]})" if skipped else ""
         raise UsageError(f"the corpus holds no readable text{shown}", field="corpus")
     chosen = [texts[i] for i in sample_indices(len(texts), sample)]
-    reply = await chat.complete(
-        profile_messages(prompts, chosen, language=language),
-        max_tokens=_REPLY_TOKENS, temperature=0.0,
-    )  # fmt: skip
+    # a reply that cannot be read is neither cached nor served, so a retry asks again
+    with accept_replies(lambda text: parse_profile(text, language=language) is not None):
+        reply = await chat.complete(
+            profile_messages(prompts, chosen, language=language),
+            max_tokens=_REPLY_TOKENS, temperature=0.0,
+        )  # fmt: skip
     profile = parse_profile(reply.text, language=language)
-    files = {out_dir / f"{name.rsplit('.v', 1)[0]}.md": text
-             for name, text in adapted_prompts(prompts, profile).items()}  # fmt: skip
+    files = {targets[name]: text for name, text in adapted_prompts(prompts, profile).items()}
     if schema_out is not None:
         files[schema_out] = yaml.safe_dump(
             draft_schema(profile), sort_keys=False, allow_unicode=True, width=100
         )
     for path, text in files.items():
         await asyncio.to_thread(_write, path, text)
+    for path in remove:
+        path.unlink(missing_ok=True)
     return TuneResult(profile=profile, units=len(texts), sampled=len(chosen),
                       documents=documents, skipped=skipped, written=list(files))  # fmt: skip

@@ -105,12 +105,14 @@ def render_extraction_messages(
     Args:
         text: the text unit's text (substituted for ``{text}``).
         entity_types: the configured entity types (``{entity_types}``, comma-separated).
-        template: the extraction template (``extract_graph.v1`` or a user's override).
+        template: the extraction template (``extract_graph.v1`` or a user's override); a
+            ``{schema_types}`` left in it (no schema configured) is filled with "".
 
     Returns:
         ``[system, user]``, or ``[user]`` when the template has no system part.
     """
-    return render_messages(template, {"text": text, "entity_types": ", ".join(entity_types)})
+    values = {"text": text, "entity_types": ", ".join(entity_types), "schema_types": ""}
+    return render_messages(template, values)
 
 
 def render_gleaning_messages(
@@ -122,10 +124,12 @@ def render_gleaning_messages(
         text: the text unit's text.
         record: the unit's current extraction; its items fill ``{current_items}``.
         entity_types: the configured entity types.
-        template: the gleaning template (``glean_graph.v1`` or a user's override).
+        template: the gleaning template (``glean_graph.v1`` or a user's override); a
+            ``{schema_types}`` left in it is filled with "".
     """
     items = render_items(record.entities, record.relationships)
-    values = {"text": text, "entity_types": ", ".join(entity_types), "current_items": items}
+    values = {"text": text, "entity_types": ", ".join(entity_types), "current_items": items,
+              "schema_types": ""}  # fmt: skip
     return render_messages(template, values)
 
 

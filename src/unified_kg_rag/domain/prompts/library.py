@@ -9,6 +9,7 @@ enters the library. Source: seed 000 §11.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -55,6 +56,24 @@ def packaged_names() -> tuple[str, ...]:
     return tuple(sorted(f.name[:-3] for f in files if f.name.endswith(".md")))
 
 
+def _hint(name: str, names: tuple[str, ...], bases: list[str]) -> str:
+    """Return `` (did you mean ...)`` for an unknown prompt name close to a known one."""
+    base, _, version = name.rpartition(".v")
+    if base and version.isdigit() and base in bases:
+        have = ", ".join(n[len(base) + 1:] for n in names if n.startswith(base + ".v"))
+        return f" ({base} exists as {have})"
+    lowered = name.lower()
+    if lowered != name:
+        try:
+            PACKAGED.resolve(lowered)
+        except ConfigurationError:
+            pass
+        else:
+            return f" (names are case-sensitive: did you mean {lowered!r}?)"
+    close = difflib.get_close_matches(name, bases, n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 @dataclass(frozen=True)
 class _Override:
     text: str
@@ -86,7 +105,8 @@ class PromptLibrary:
         A name without a version reads as the newest packaged version of that prompt.
 
         Raises:
-            ConfigurationError: no packaged prompt has that name (the message lists them).
+            ConfigurationError: no packaged prompt has that name (the message lists them,
+                naming the versions a versioned name has or a close match).
         """
         names = packaged_names()
         if name in names:
@@ -96,7 +116,8 @@ class PromptLibrary:
         if versions:
             return max(versions)[1]
         bases = sorted({m["base"] for n in names if (m := _VERSIONED.match(n))})
-        raise ConfigurationError(f"no prompt named {name!r}; prompts: {', '.join(bases)}")
+        raise ConfigurationError(f"no prompt named {name!r}{_hint(name, names, bases)}; "
+                                 f"prompts: {', '.join(bases)}")  # fmt: skip
 
     # ------------------------------------------------------------------ texts
 
@@ -143,9 +164,12 @@ class PromptLibrary:
         """Check an override's placeholders against those prompt ``name`` declares.
 
         Raises:
-            ConfigurationError: ``SOURCE: missing placeholder {x}`` (a required one is not
-                there) or ``SOURCE: unknown placeholder {x} (prompt NAME has {a}, {b})``.
+            ConfigurationError: ``SOURCE: the override is empty`` (blank text),
+                ``SOURCE: missing placeholder {x}`` (a required one is not there) or
+                ``SOURCE: unknown placeholder {x} (prompt NAME has {a}, {b})``.
         """
+        if not text.strip():
+            raise ConfigurationError("the override is empty", source=source)
         declared = self.placeholders(name)
         found = placeholders(text)
         missing = sorted(self.required(name) - found)

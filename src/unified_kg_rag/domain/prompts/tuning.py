@@ -23,6 +23,8 @@ from unified_kg_rag.util.errors import ModelOutputError
 
 __all__ = [
     "ADAPTED_PROMPTS",
+    "MAX_ENTITY_TYPES",
+    "MAX_RELATIONSHIP_TYPES",
     "PROFILE_PROMPT",
     "CorpusProfile",
     "TypeInfo",
@@ -37,10 +39,21 @@ PROFILE_PROMPT = "tune_profile.v1"
 """The prompt that asks for the corpus profile."""
 
 ADAPTED_PROMPTS = {"extract_graph.v1": "tune_extract_note.v1",
+                   "extract_graph_schema.v1": "tune_extract_note.v1",
                    "community_report.v1": "tune_report_note.v1"}  # fmt: skip
-"""Prompt adapted → the note template inserted into it."""
+"""Prompt adapted → the note template inserted into it. The extraction prompt's schema
+variant is adapted too: with an extraction schema (``--schema-out`` put in
+``schema_sources``) extraction uses it, so a tuned plain prompt alone would be passed over
+for the packaged variant or, if only it were written, show no schema."""
 
-_NOT_NAME = regex.compile(r"[^\p{Lu}\p{Nd}]+")
+MAX_ENTITY_TYPES = 30
+"""Entity types a profile keeps (the prompt asks for 3-12); later ones are dropped."""
+
+MAX_RELATIONSHIP_TYPES = 40
+"""Relationship types a profile keeps; later ones are dropped."""
+
+_NOT_NAME = regex.compile(r"[^\p{L}\p{M}\p{N}]+")
+_PROFILE_KEYS = ("domain", "persona", "entity_types", "relationship_types")
 
 
 class _Frozen(BaseModel):
@@ -72,6 +85,8 @@ class CorpusProfile(_Frozen):
         relationship_types: names unique (may be empty).
         patterns: allowed ``(source type, relationship type, target type)`` triples, each
             naming listed types only.
+        warnings: what reading the reply dropped (types over `MAX_ENTITY_TYPES` /
+            `MAX_RELATIONSHIP_TYPES`), one line each.
     """
 
     domain: str
@@ -80,6 +95,7 @@ class CorpusProfile(_Frozen):
     entity_types: tuple[TypeInfo, ...]
     relationship_types: tuple[TypeInfo, ...] = ()
     patterns: tuple[tuple[str, str, str], ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 def sample_indices(count: int, n: int) -> list[int]:
@@ -124,7 +140,9 @@ def _text(value: object) -> str:
     return " ".join(value.split()) if isinstance(value, str) else ""
 
 
-def _types(obj: dict[str, object], key: str, *, required: bool) -> tuple[TypeInfo, ...]:
+def _types(
+    obj: dict[str, object], key: str, *, required: bool, cap: int, warnings: list[str]
+) -> tuple[TypeInfo, ...]:
     raw = obj.get(key)
     if not isinstance(raw, list) or (required and not raw):
         raise ModelOutputError(f"the profile reply has no list {key!r}")
@@ -143,21 +161,27 @@ def _types(obj: dict[str, object], key: str, *, required: bool) -> tuple[TypeInf
         )  # fmt: skip
     if required and not seen:
         raise ModelOutputError(f"the profile reply's {key!r} names no type")
-    return tuple(seen.values())
+    if len(seen) > cap:
+        warnings.append(f"the profile reply lists {len(seen)} {key.replace('_', ' ')}; "
+                        f"kept the first {cap}")  # fmt: skip
+    return tuple(seen.values())[:cap]
 
 
 def parse_profile(reply: str, *, language: str | None = None) -> CorpusProfile:
     """Read the profile reply (JSON, leniently: fences, prose, reasoning around it).
 
-    Type names are normalised to upper case with underscores and deduplicated; patterns
-    naming a type the profile does not list are dropped.
+    Type names are normalised to upper case with underscores (letters and digits of any
+    script are kept: ``人物`` stays ``人物``) and deduplicated; the first `MAX_ENTITY_TYPES`
+    entity types and `MAX_RELATIONSHIP_TYPES` relationship types are kept (a warning says
+    so); patterns naming a type the profile does not keep are dropped.
 
     Args:
         reply: the model's reply text.
         language: the user's ``--language``; wins over the reply's.
 
     Raises:
-        ModelOutputError: no JSON object, or ``domain``, ``persona``, ``entity_types`` or
+        ModelOutputError: no JSON object, an object with none of the profile's keys (a
+            reply cut off mid-object, say), or ``domain``, ``persona``, ``entity_types`` or
             ``relationship_types`` missing or empty (``language`` too, without ``language``).
     """
     obj = parse_json_object(reply)
@@ -165,14 +189,20 @@ def parse_profile(reply: str, *, language: str | None = None) -> CorpusProfile:
         shown = " ".join(reply.split())[:80]
         raise ModelOutputError(f"the profile reply holds no JSON object: {shown!r}")
     obj = {str(k).lower(): v for k, v in obj.items()}
+    if not any(key in obj for key in _PROFILE_KEYS):  # a cut-off reply: an inner object read
+        shown = " ".join(reply.split())[:80]
+        raise ModelOutputError(f"the profile reply holds no complete profile object: {shown!r}")
     fields = {key: _text(obj.get(key)) for key in ("domain", "persona", "language")}
     if language:
         fields["language"] = language
     missing = [key for key, value in fields.items() if not value]
     if missing:
         raise ModelOutputError(f"the profile reply lacks {', '.join(map(repr, missing))}")
-    entities = _types(obj, "entity_types", required=True)
-    relations = _types(obj, "relationship_types", required=False)
+    warnings: list[str] = []
+    entities = _types(obj, "entity_types", required=True, cap=MAX_ENTITY_TYPES,
+                      warnings=warnings)  # fmt: skip
+    relations = _types(obj, "relationship_types", required=False,
+                       cap=MAX_RELATIONSHIP_TYPES, warnings=warnings)  # fmt: skip
     if "relationship_types" not in obj:
         raise ModelOutputError("the profile reply has no list 'relationship_types'")
     ent_names = {t.name for t in entities}
@@ -187,6 +217,7 @@ def parse_profile(reply: str, *, language: str | None = None) -> CorpusProfile:
     return CorpusProfile(
         domain=fields["domain"], persona=fields["persona"], language=fields["language"],
         entity_types=entities, relationship_types=relations, patterns=tuple(patterns),
+        warnings=tuple(warnings),
     )  # fmt: skip
 
 
