@@ -266,6 +266,26 @@ def test_without_a_schema_the_prompt_and_fingerprint_are_unchanged(tmp_path: Pat
     assert "{schema_types}" not in extractor.extraction_template
 
 
+def test_a_synonyms_only_schema_keeps_the_plain_prompt(tmp_path: Path) -> None:
+    project, _ = _project(tmp_path)
+    with FakeOpenAIServer(reply=reply) as server:
+        app = build_app(_config(server, schema_sources=SOURCES[1:]), project)
+        schema = app.extraction_schema()
+        asyncio.run(app.aclose())
+    assert schema is not None and dict(schema.name_synonyms) == {"NYC": "New York City"}
+
+    class Chat:
+        model_id = "gpt-test@http://127.0.0.1:1/v1"
+
+    plain = graph_extractor(UkrConfig(), Chat(), app.index().records)  # type: ignore[arg-type]
+    synonyms_only = graph_extractor(UkrConfig(), Chat(), app.index().records,  # type: ignore[arg-type]
+                                    schema=schema)
+    # a SKOS vocabulary of places declares no types: nothing in the prompt changes
+    assert synonyms_only.extraction_template == plain.extraction_template
+    text = "NYC is large."
+    assert synonyms_only.fingerprint(text) == plain.fingerprint(text)
+
+
 def test_a_bad_schema_file_stops_the_graph_build_with_one_line(tmp_path: Path) -> None:
     project, _ = _project(tmp_path)
     (project / "schema.yaml").write_text("entity_types:\n  - name: A\n    colour: red\n")

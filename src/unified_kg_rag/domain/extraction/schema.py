@@ -22,6 +22,9 @@ A schema file::
         iri: https://schema.org/worksFor    # optional
     patterns:
       - [PERSON, WORKS_FOR, ORGANIZATION]
+
+A bare name is shorthand for a type without description (``entity_types: [PERSON, CITY]``),
+and ``synonyms`` takes one name or a list.
 """
 
 from __future__ import annotations
