@@ -126,6 +126,23 @@ def test_patterns_are_checked_against_the_merged_schema() -> None:
     assert undeclared_in_patterns(SCHEMA.patterns, SCHEMA) == ""
 
 
+def test_parents_let_a_kind_fit_its_parents_patterns() -> None:
+    doc = SchemaDocument.model_validate({
+        "entity_types": ["AGENT", {"name": "PERSON", "parents": "agent"},
+                         {"name": "SCIENTIST", "parents": ["PERSON"]}, "ORGANIZATION"],
+        "relationship_types": ["WORKS_FOR"],
+        "patterns": [["AGENT", "WORKS_FOR", "ORGANIZATION"]],
+    })  # fmt: skip
+    schema = schema_from_document(doc)
+    assert schema.allows("SCIENTIST", "WORKS_FOR", "ORGANIZATION")  # two levels up
+    assert not schema.allows("ORGANIZATION", "WORKS_FOR", "SCIENTIST")
+    extra = ExtractionSchema(entity_types=(EntityTypeSpec(name="ORGANIZATION",
+                                                          parents=("AGENT",)),))
+    merged = merge_schemas([schema, extra])
+    assert merged.entity_type("ORGANIZATION").parents == ("AGENT",)  # type: ignore[union-attr]
+    assert merged.allows("ORGANIZATION", "WORKS_FOR", "ORGANIZATION")
+
+
 def test_merge_keeps_first_description_and_iri_and_unites_synonyms() -> None:
     first = ExtractionSchema(entity_types=(EntityTypeSpec(name="PERSON", synonyms=("HUMAN",)),))
     second = ExtractionSchema(

@@ -12,6 +12,13 @@ from unified_kg_rag.adapters.registry import SCHEMA_SOURCES
 from unified_kg_rag.adapters.schema_sources import load_extraction_schema
 from unified_kg_rag.config.graph import ExtractionConfig
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.extraction.records import (
+    ExtractedEntity,
+    ExtractedRelationship,
+    ExtractionRecord,
+)
+from unified_kg_rag.domain.extraction.schema import schema_prompt_block
+from unified_kg_rag.domain.extraction.schema_conformance import conform_records
 from unified_kg_rag.util.errors import ConfigurationError
 
 SCHEMA_YAML = """\
@@ -223,7 +230,7 @@ def test_skos_alias_that_names_another_concept_is_no_synonym(
     assert "2 alias name(s) left out" in caplog.text and "APPLE, IBM" in caplog.text
 
 
-def test_subclasses_inherit_the_domain_and_range_of_a_property(tmp_path: Path) -> None:
+def test_subclasses_fit_the_patterns_of_their_parents(tmp_path: Path) -> None:
     (tmp_path / "o.ttl").write_text(
         "@prefix : <http://e/> .\n@prefix owl: <http://www.w3.org/2002/07/owl#> .\n"
         "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
@@ -237,7 +244,19 @@ def test_subclasses_inherit_the_domain_and_range_of_a_property(tmp_path: Path) -
     assert schema.allows("PERSON", "WORKS_FOR", "ORGANIZATION")
     assert schema.allows("SCIENTIST", "WORKS_FOR", "COMPANY")  # transitive
     assert not schema.allows("ORGANIZATION", "WORKS_FOR", "PERSON")
-    assert len(schema.patterns) == 3 * 2
+    # the ontology's one pattern is kept as stated; the hierarchy is read at check time
+    assert schema.patterns == (("AGENT", "WORKS_FOR", "ORGANIZATION"),)
+    assert {t.name: t.parents for t in schema.entity_types} == {
+        "AGENT": (), "COMPANY": ("ORGANIZATION",), "ORGANIZATION": (), "PERSON": ("AGENT",),
+        "SCIENTIST": ("PERSON",)}
+    assert "- SCIENTIST (a kind of PERSON)" in schema_prompt_block(schema)
+    # strict keeps John Backus WORKS_FOR IBM (PERSON -> ORGANIZATION)
+    unit = ExtractionRecord(fingerprint="f", entities=(
+        ExtractedEntity(name="John Backus", type="PERSON"),
+        ExtractedEntity(name="IBM", type="ORGANIZATION")), relationships=(
+        ExtractedRelationship(source="John Backus", target="IBM", type="WORKS_FOR"),))
+    out, report = conform_records([("u", unit)], schema, "strict")
+    assert len(out[0][1].relationships) == 1 and report.pattern_violations == 0
 
 
 def test_labels_match_the_primary_language_subtag_and_lang_strings_are_literals(

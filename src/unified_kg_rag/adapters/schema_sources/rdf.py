@@ -4,9 +4,10 @@ OWL / RDFS (`read_ontology`): every named ``owl:Class`` / ``rdfs:Class`` is an e
 (``rdfs:label`` → upper-snake name, ``rdfs:comment`` → description, the IRI kept); every named
 ``owl:ObjectProperty`` / ``rdf:Property`` whose range is not a literal (``xsd:*``,
 ``rdfs:Literal``, ``rdf:langString``, ``rdf:PlainLiteral``, ...) is a relationship type, and
-each of its ``rdfs:domain`` × ``rdfs:range`` pairs of declared classes a pattern; a domain
-or range also stands for its ``rdfs:subClassOf`` descendants (transitively), so ``Person
-subClassOf Agent`` with ``worksFor`` of domain ``Agent`` allows ``PERSON WORKS_FOR ...``.
+each of its ``rdfs:domain`` × ``rdfs:range`` pairs of declared classes a pattern. A class's
+``rdfs:subClassOf`` declared classes are its ``parents``, and a pattern naming a class allows
+its subclasses (transitively; `ExtractionSchema.allows`), so ``Person subClassOf Agent``
+with ``worksFor`` of domain ``Agent`` allows ``PERSON WORKS_FOR ...``.
 Blank nodes (unions, restrictions) and the RDF/RDFS/OWL/XSD vocabularies' own terms are
 skipped.
 
@@ -123,20 +124,6 @@ def _text(graph: Graph, term: URIRef, predicates: Iterable[URIRef], language: st
     return ""
 
 
-def _descendants(graph: Graph, classes: Iterable[URIRef]) -> dict[URIRef, set[URIRef]]:
-    """Each class → itself and its ``rdfs:subClassOf`` descendants (transitive)."""
-    out: dict[URIRef, set[URIRef]] = {}
-    for cls in classes:
-        seen, todo = {cls}, [cls]
-        while todo:
-            for sub in graph.subjects(RDFS.subClassOf, todo.pop()):
-                if isinstance(sub, URIRef) and sub not in seen:
-                    seen.add(sub)
-                    todo.append(sub)
-        out[cls] = seen
-    return out
-
-
 def _local_name(iri: URIRef) -> str:
     text = str(iri)
     for cut in ("#", "/", ":"):
@@ -188,7 +175,10 @@ def read_ontology(
         raise ConfigurationError(
             f"ontology {source.path} declares no owl:Class or rdfs:Class", field=field
         )
-    below = _descendants(graph, names)
+    entities = [spec.model_copy(update={"parents": tuple(sorted(
+        names[p] for p in graph.objects(URIRef(spec.iri or ""), RDFS.subClassOf)
+        if isinstance(p, URIRef) and p in names and names[p] != spec.name
+    ))}) for spec in entities]  # fmt: skip
     relations: list[RelationshipTypeSpec] = []
     patterns: list[tuple[str, str, str]] = []
     seen_rel: dict[str, URIRef] = {}
@@ -206,9 +196,7 @@ def read_ontology(
         domains = sorted(d for d in graph.objects(prop, RDFS.domain) if isinstance(d, URIRef))
         patterns.extend(
             (names[d], name, names[r])
-            for d in sorted(set().union(*(below.get(x, {x}) for x in domains)))
-            for r in sorted(set().union(*(below.get(x, {x}) for x in ranges)))
-            if d in names and r in names
+            for d in domains for r in ranges if d in names and r in names
         )
     return ExtractionSchema(
         entity_types=tuple(entities),

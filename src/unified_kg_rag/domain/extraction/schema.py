@@ -16,6 +16,7 @@ A schema file::
         description: A human being.
         iri: https://schema.org/Person      # optional
         synonyms: [HUMAN, INDIVIDUAL]       # optional: other type names meaning this type
+        parents: [AGENT]                    # optional: declared types this is a kind of
     relationship_types:
       - name: WORKS_FOR
         description: The source is employed by the target.
@@ -112,22 +113,25 @@ class EntityTypeSpec(_Doc):
         iri: the ontology term it stands for (written as `Entity.type_iri`), if any.
         synonyms: other type names meaning this type (keys; ``HUMAN`` for ``PERSON``): an
             extracted type named so is in schema and takes this name.
+        parents: the declared types this one is a kind of (keys; ``rdfs:subClassOf``): a
+            pattern naming a parent allows its kinds too (`ExtractionSchema.allows`).
     """
 
     name: str
     description: str = ""
     iri: str | None = None
     synonyms: tuple[str, ...] = ()
+    parents: tuple[str, ...] = ()
 
     _n = field_validator("name")(_name)
     _s = model_validator(mode="before")(_shorthand)
 
-    @field_validator("synonyms", mode="before")
+    @field_validator("synonyms", "parents", mode="before")
     @classmethod
     def _one(cls, value: object) -> object:
         return (value,) if isinstance(value, str) else value
 
-    @field_validator("synonyms")
+    @field_validator("synonyms", "parents")
     @classmethod
     def _keys(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(dict.fromkeys(k for v in value if (k := schema_key(v))))
@@ -252,16 +256,35 @@ class ExtractionSchema(_Doc):
     def _patterned(self) -> frozenset[str]:
         return frozenset(r for _, r, _ in self.patterns)
 
+    @cached_property
+    def _lineage(self) -> dict[str, frozenset[str]]:
+        """Each declared entity type → itself and its ancestors (``parents``, transitive)."""
+        parents = {t.name: t.parents for t in self.entity_types}
+        out: dict[str, frozenset[str]] = {}
+        for name in parents:
+            seen, todo = {name}, [name]
+            while todo:
+                for parent in parents.get(todo.pop(), ()):
+                    if parent not in seen:
+                        seen.add(parent)
+                        todo.append(parent)
+            out[name] = frozenset(seen)
+        return out
+
     def allows(self, source_type: str, relation: str, target_type: str) -> bool:
         """Whether the patterns allow (source type, relation, target type).
 
         Patterns constrain only the relationship types they name: a type no pattern names
         may link any two types (an ontology property without ``rdfs:domain``/``rdfs:range``).
-        All three are declared names (`entity_type(...).name`, `relationship_type(...).name`).
+        A pattern naming a type allows its kinds too (``parents``, transitive: ``PERSON``
+        a kind of ``AGENT`` fits ``AGENT WORKS_FOR ORGANIZATION``). All three are declared
+        names (`entity_type(...).name`, `relationship_type(...).name`).
         """
         if relation not in self._patterned:
             return True
-        return (source_type, relation, target_type) in self._pattern_set
+        sources = self._lineage.get(source_type, frozenset({source_type}))
+        targets = self._lineage.get(target_type, frozenset({target_type}))
+        return any((s, relation, t) in self._pattern_set for s in sources for t in targets)
 
     @property
     def declares_types(self) -> bool:
@@ -302,6 +325,7 @@ def merge_schemas(schemas: Sequence[ExtractionSchema]) -> ExtractionSchema:
             "description": old.description or spec.description,
             "iri": old.iri or spec.iri,
             "synonyms": tuple(dict.fromkeys((*old.synonyms, *spec.synonyms))),
+            "parents": tuple(dict.fromkeys((*old.parents, *spec.parents))),
         })  # fmt: skip
     relations: dict[str, RelationshipTypeSpec] = {}
     for rel in (t for s in schemas for t in s.relationship_types):
@@ -385,19 +409,24 @@ def document_error(exc: ValidationError, origin: str) -> str:
 _PLACEHOLDERS = regex.compile(r"\{(\w+)\}")
 
 
+def _entity_line(spec: EntityTypeSpec) -> str:
+    kind = f" (a kind of {', '.join(spec.parents)})" if spec.parents else ""
+    return f"- {spec.name}{kind}: {spec.description}" if spec.description else \
+        f"- {spec.name}{kind}"
+
+
 def schema_prompt_block(schema: ExtractionSchema) -> str:
     """Return the schema as the extraction prompt shows it (``{schema_types}``).
 
-    Lists the entity types with their descriptions, the relationship types with theirs and the
-    allowed patterns; IRIs are left out (changing one re-annotates, it does not re-extract).
-    Braces around a word are written as parentheses, so no text of the schema is read as a
-    placeholder when the template is rendered.
+    Lists the entity types with their descriptions (and the types each is a kind of), the
+    relationship types with theirs and the allowed patterns; IRIs are left out (changing one
+    re-annotates, it does not re-extract). Braces around a word are written as parentheses,
+    so no text of the schema is read as a placeholder when the template is rendered.
     """
     lines = ["Schema"]
     if schema.entity_types:
         lines.append("Entity types:")
-        lines += [f"- {t.name}: {t.description}" if t.description else f"- {t.name}"
-                  for t in schema.entity_types]  # fmt: skip
+        lines += [_entity_line(t) for t in schema.entity_types]
     if schema.relationship_types:
         lines.append("Relationship types:")
         lines += [f"- {t.name}: {t.description}" if t.description else f"- {t.name}"
