@@ -180,7 +180,9 @@ def test_modes_reannotate_without_extracting_again(tmp_path: Path) -> None:
 
     # the schema shapes the prompt: its types replace entity_types, relationship types offered
     system = _system(prompt)
-    assert "Entity types: PERSON, ORGANIZATION, LOCATION, NEW_YORK_CITY" in system
+    # the SKOS vocabulary gives names, not types: its concepts are not offered as types
+    assert "Entity types: PERSON, ORGANIZATION, LOCATION\n" in system
+    assert "NEW_YORK_CITY" not in system
     assert "- WORKS_FOR: Employment." in system and "- PERSON WORKS_FOR ORGANIZATION" in system
     assert "schema.org" not in system
 
@@ -264,6 +266,26 @@ def test_without_a_schema_the_prompt_and_fingerprint_are_unchanged(tmp_path: Pat
     assert "{schema_types}" not in extractor.extraction_template
 
 
+def test_a_synonyms_only_schema_keeps_the_plain_prompt(tmp_path: Path) -> None:
+    project, _ = _project(tmp_path)
+    with FakeOpenAIServer(reply=reply) as server:
+        app = build_app(_config(server, schema_sources=SOURCES[1:]), project)
+        schema = app.extraction_schema()
+        asyncio.run(app.aclose())
+    assert schema is not None and dict(schema.name_synonyms) == {"NYC": "New York City"}
+
+    class Chat:
+        model_id = "gpt-test@http://127.0.0.1:1/v1"
+
+    plain = graph_extractor(UkrConfig(), Chat(), app.index().records)  # type: ignore[arg-type]
+    synonyms_only = graph_extractor(UkrConfig(), Chat(), app.index().records,  # type: ignore[arg-type]
+                                    schema=schema)
+    # a SKOS vocabulary of places declares no types: nothing in the prompt changes
+    assert synonyms_only.extraction_template == plain.extraction_template
+    text = "NYC is large."
+    assert synonyms_only.fingerprint(text) == plain.fingerprint(text)
+
+
 def test_a_bad_schema_file_stops_the_graph_build_with_one_line(tmp_path: Path) -> None:
     project, _ = _project(tmp_path)
     (project / "schema.yaml").write_text("entity_types:\n  - name: A\n    colour: red\n")
@@ -275,3 +297,78 @@ def test_a_bad_schema_file_stops_the_graph_build_with_one_line(tmp_path: Path) -
     assert str(caught.value) == (
         f"schema file {project}/schema.yaml: entity_types.0.colour: Extra inputs are not "
         "permitted")
+
+
+def test_llm_null_keeps_a_type_off_schema_though_its_name_aligns(tmp_path: Path) -> None:
+    """The model says nothing fits ORGANISATION: name alignment must not override it."""
+    project, corpus = _project(tmp_path)
+    refusal = {"entity_types": {"ORGANISATION": None},  # CITY left out: aligned by name
+               "relationship_types": {"BASED_IN": "LOCATED_IN"}}  # fmt: skip
+
+    def answering(body: dict[str, Any]) -> str:
+        return json.dumps(refusal) if "Map these extracted" in _user(body) else reply(body)
+
+    async def run(server: FakeOpenAIServer, mode: str) -> tuple[GraphBuildReport,
+                                                                dict[str, Entity]]:
+        config = _config(server, schema_sources=SOURCES[:1], schema_mode=mode,
+                         schema_align="llm")  # fmt: skip
+        async with build_app(config, project) as app:
+            report = await _build(app, corpus)
+            entities, _ = await _graph(app)
+        return report, entities
+
+    with FakeOpenAIServer(reply=answering) as server:
+        report, entities = asyncio.run(run(server, "align"))
+    conf = report.schema_conformance
+    assert conf is not None and conf.aligned_by == "llm"
+    # by name alone ORGANISATION would become ORGANIZATION (test above); the model said null
+    society = entities["Analytical Society"]
+    assert (society.type, society.in_schema) == ("ORGANISATION", False)
+    assert (entities["London"].type, entities["London"].in_schema) == ("CITY", False)
+    assert (conf.entities.aligned, conf.entities.flagged) == (0, 2)
+    assert conf.relationships.aligned == 1
+
+
+IBM_SKOS = """\
+@prefix skos: <http://www.w3.org/2004/02/skos/core#> .
+@prefix ex: <http://example.org/> .
+ex:ibm a skos:Concept ; skos:prefLabel "IBM"@en .
+ex:ibm701 a skos:Concept ; skos:prefLabel "IBM 701"@en ; skos:altLabel "IBM"@en .
+"""
+
+
+def test_an_altlabel_that_is_another_concepts_preflabel_merges_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    project, _ = _project(tmp_path)
+    (project / "ibm.ttl").write_text(IBM_SKOS, encoding="utf-8")
+    corpus = tmp_path / "ibm"
+    corpus.mkdir()
+    (corpus / "ibm.txt").write_text("IBM built the IBM 701 in 1952.", encoding="utf-8")
+
+    def ibm(body: dict[str, Any]) -> str:
+        if "IBM built" not in _user(body) or "<current_items>" in _user(body):
+            return "<entities>None</entities>\n<relationships>None</relationships>"
+        return ("<entities>\n" + _entity("IBM", "ORGANIZATION") + _entity("IBM 701", "PRODUCT")
+                + "\n</entities>\n<relationships>\n" + _rel("IBM", "IBM 701", "BUILT")
+                + "\n</relationships>")
+
+    async def run(server: FakeOpenAIServer) -> tuple[GraphBuildReport, list[Entity],
+                                                      list[Relationship]]:
+        config = _config(server, schema_sources=[SOURCES[0], {"kind": "skos",
+                                                              "path": "ibm.ttl"}])
+        async with build_app(config, project) as app:
+            report = await _build(app, corpus)
+            stores = app.index("default")
+            entities = await stores.graph.get_entities([entity_id("IBM"), entity_id("IBM 701")])
+            edges = await stores.graph.edges_within([e.id for e in entities])
+        return report, entities, edges
+
+    with caplog.at_level("WARNING"), FakeOpenAIServer(reply=ibm) as server:
+        report, entities, edges = asyncio.run(run(server))
+    assert sorted(e.name for e in entities) == ["IBM", "IBM 701"]
+    assert [(r.type, r.source_id, r.target_id) for r in edges] == [
+        ("BUILT", entity_id("IBM"), entity_id("IBM 701"))]
+    assert report.merges.get("synonym", 0) == 0
+    assert report.merges.get("self_loops_dropped", 0) == 0
+    assert "1 alias name(s) left out" in caplog.text

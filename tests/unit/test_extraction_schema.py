@@ -20,6 +20,7 @@ from unified_kg_rag.domain.extraction.schema import (
     schema_from_document,
     schema_key,
     schema_prompt_block,
+    undeclared_in_patterns,
     upper_snake,
 )
 from unified_kg_rag.domain.extraction.schema_conformance import (
@@ -102,11 +103,7 @@ def test_document_normalises_names_and_synonyms() -> None:
     ({"entity_types": [{"name": "A", "colour": "red"}]},
      "entity_types.0.colour: Extra inputs are not permitted"),
     ({"entity_type": []}, "entity_type: Extra inputs are not permitted"),
-    ({"entity_types": [{"name": "A"}], "patterns": [["A", "R", "A"]]},
-     "patterns.0: relationship type R is not declared in relationship_types"),
-    ({"entity_types": [{"name": "A"}], "relationship_types": [{"name": "R"}],
-      "patterns": [["A", "R", "B"]]},
-     "patterns.0: target type B is not declared in entity_types"),
+    ({"entity_types": [7]}, "entity_types.0: Input should be a valid dictionary"),
     ({"entity_types": [{"name": "A"}, {"name": "a"}]}, "entity_types declares A more than once"),
     ({"entity_types": [{"name": "  "}]}, "entity_types.0.name: a type name must not be blank"),
 ])  # fmt: skip
@@ -117,6 +114,33 @@ def test_bad_documents_give_one_line_naming_the_field(data: dict[str, object],
     message = document_error(caught.value, "schema file s.yaml")
     assert message.startswith("schema file s.yaml: ")
     assert fragment in message and "\n" not in message
+
+
+def test_patterns_are_checked_against_the_merged_schema() -> None:
+    own = SchemaDocument.model_validate({"patterns": [["PERSON", "KNOWS", "B"]]})
+    assert own.patterns == (("PERSON", "KNOWS", "B"),)  # another source may declare them
+    assert undeclared_in_patterns(own.patterns, SCHEMA) == (
+        "patterns.0: relationship type KNOWS is not declared in any schema source")
+    assert undeclared_in_patterns([("PERSON", "WORKS_FOR", "B")], SCHEMA) == (
+        "patterns.0: target type B is not declared in any schema source")
+    assert undeclared_in_patterns(SCHEMA.patterns, SCHEMA) == ""
+
+
+def test_parents_let_a_kind_fit_its_parents_patterns() -> None:
+    doc = SchemaDocument.model_validate({
+        "entity_types": ["AGENT", {"name": "PERSON", "parents": "agent"},
+                         {"name": "SCIENTIST", "parents": ["PERSON"]}, "ORGANIZATION"],
+        "relationship_types": ["WORKS_FOR"],
+        "patterns": [["AGENT", "WORKS_FOR", "ORGANIZATION"]],
+    })  # fmt: skip
+    schema = schema_from_document(doc)
+    assert schema.allows("SCIENTIST", "WORKS_FOR", "ORGANIZATION")  # two levels up
+    assert not schema.allows("ORGANIZATION", "WORKS_FOR", "SCIENTIST")
+    extra = ExtractionSchema(entity_types=(EntityTypeSpec(name="ORGANIZATION",
+                                                          parents=("AGENT",)),))
+    merged = merge_schemas([schema, extra])
+    assert merged.entity_type("ORGANIZATION").parents == ("AGENT",)  # type: ignore[union-attr]
+    assert merged.allows("ORGANIZATION", "WORKS_FOR", "ORGANIZATION")
 
 
 def test_merge_keeps_first_description_and_iri_and_unites_synonyms() -> None:
@@ -159,7 +183,12 @@ def test_strict_drops_off_schema_items_and_pattern_violations() -> None:
     assert report.entities.model_dump() == {"conforming": 2, "aligned": 0, "dropped": 2,
                                             "flagged": 0}
     assert report.relationships.dropped == 4 and report.pattern_violations == 1
+    # each statement counted once: the pattern-violating Bob->Ada is not also conforming
+    assert report.relationships.model_dump() == {"conforming": 0, "aligned": 0, "dropped": 4,
+                                                 "flagged": 0}
     assert report.off_schema_entity_types == {"CITY": 1, "ORGANISATION": 1}
+    # VISITED is off-schema though Ada->Paris was dropped for its endpoint first
+    assert report.off_schema_relationship_types == {"VISITED": 1}
     assert UNIT.entities[1].type == "ORGANISATION"  # the stored record is untouched
 
 
@@ -235,8 +264,23 @@ def test_alignment_reply_reads_only_asked_labels_and_declared_targets() -> None:
     alignment = parse_alignment_reply(reply, ["CITY", "FIRM"], ["VISITED"], SCHEMA)
     assert alignment.entity_types == {"CITY": "LOCATION", "FIRM": "ORGANIZATION"}
     assert alignment.relationship_types == {} and alignment.by == "llm"
+    assert alignment.unmatched == {}  # "X" was not asked
     with pytest.raises(ValueError, match="no JSON object"):
         parse_alignment_reply("no idea", ["CITY"], [], SCHEMA)
+    refused = parse_alignment_reply('{"entity_types": {"organisation": null}}',
+                                    ["ORGANISATION", "CITY"], [], SCHEMA)
+    assert refused.entity_types == {} and refused.unmatched == {"entity_types": ["ORGANISATION"]}
+
+
+@pytest.mark.parametrize("mode", ["open", "strict", "align"])
+def test_counts_add_up_to_the_statements(mode: str) -> None:
+    records = [("u1", UNIT), ("u2", record("f2", [ent("Eve", "PERSON"), ent("Max", "PERSON")],
+                                           [rel("Eve", "Max", "WORKS_FOR"),
+                                            rel("Max", "Eve", "KNOWS")]))]  # fmt: skip
+    _, report = conform_records(records, SCHEMA, mode, name_alignment(records, SCHEMA))  # type: ignore[arg-type]
+    for counts, statements in ((report.entities, 6), (report.relationships, 6)):
+        assert sum(counts.model_dump().values()) == statements
+    assert report.pattern_violations == 2  # Bob->Ada, Eve->Max: PERSON WORKS_FOR PERSON
 
 
 def test_resolution_merges_names_through_synonyms() -> None:

@@ -57,19 +57,20 @@ class SchemaSourceConfig(BaseModel):
     )
     name_synonyms: bool = Field(
         default=True,
-        description="`skos` only: also use each concept's `skos:altLabel`/`skos:hiddenLabel` "
+        description="`skos` only: use each concept's `skos:altLabel`/`skos:hiddenLabel` "
         "as a name of the entity its `skos:prefLabel` names, so entity resolution merges "
-        "them.",
+        "them (an alias that is another concept's prefLabel, or that two concepts claim, is "
+        "left out).",
     )
     entity_types: tuple[EntityTypeSpec, ...] = Field(
         default=(),
         description="`inline` only: entity types (`name`, `description`, optional `iri`, "
-        "`synonyms`).",
+        "`synonyms`; a bare name is shorthand for `{name: ...}`).",
     )
     relationship_types: tuple[RelationshipTypeSpec, ...] = Field(
         default=(),
         description="`inline` only: relationship types (`name`, `description`, optional "
-        "`iri`).",
+        "`iri`; a bare name is shorthand for `{name: ...}`).",
     )
     patterns: tuple[SchemaPattern, ...] = Field(
         default=(),

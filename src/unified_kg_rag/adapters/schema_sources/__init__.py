@@ -13,7 +13,12 @@ from pathlib import Path
 from unified_kg_rag.adapters.registry import SCHEMA_SOURCES
 from unified_kg_rag.config.extraction_schema import SchemaSourceConfig
 from unified_kg_rag.config.graph import ExtractionConfig
-from unified_kg_rag.domain.extraction.schema import ExtractionSchema, merge_schemas
+from unified_kg_rag.domain.extraction.schema import (
+    ExtractionSchema,
+    merge_schemas,
+    undeclared_in_patterns,
+)
+from unified_kg_rag.util.errors import ConfigurationError
 
 from .yaml_file import load_file, load_inline
 
@@ -39,19 +44,38 @@ def load_extraction_schema(
 ) -> ExtractionSchema | None:
     """Return the schema ``config.schema_sources`` declare, merged in order; None without any.
 
+    A source's patterns may name types another source declares (a patterns-only YAML file
+    beside an ontology): they are checked against the merged schema.
+
     Raises:
-        ConfigurationError: an unknown kind (listing the registered ones), or a source that
-            cannot be read (one line naming the file or the field).
+        ConfigurationError: an unknown kind (listing the registered ones), a source that
+            cannot be read (one line naming the file or the field), a pattern naming a type
+            no source declares (naming the source and the pattern), or sources that together
+            declare no type and no name synonym.
     """
     if not config.schema_sources:
         return None
+    fields = [f"graph.extraction.schema_sources.{i}" for i in range(len(config.schema_sources))]
     schemas = [
-        SCHEMA_SOURCES.get(source.kind)(
-            source, project_dir, f"graph.extraction.schema_sources.{i}"
-        )
-        for i, source in enumerate(config.schema_sources)
+        SCHEMA_SOURCES.get(source.kind)(source, project_dir, field)
+        for field, source in zip(fields, config.schema_sources, strict=True)
     ]
-    return merge_schemas(schemas)
+    merged = merge_schemas(schemas)
+    for field, source, schema in zip(fields, config.schema_sources, schemas, strict=True):
+        if problem := undeclared_in_patterns(schema.patterns, merged):
+            if not source.path:
+                raise ConfigurationError(f"{field}: {problem}")
+            path = Path(source.path).expanduser()
+            if not path.is_absolute() and project_dir is not None:
+                path = project_dir / path
+            raise ConfigurationError(f"schema file {path}: {problem}")
+    if not merged.declares_types and not merged.name_synonyms:
+        raise ConfigurationError(
+            "the extraction schema declares no entity type, no relationship type and no "
+            "name synonym (check the schema_sources files)",
+            field="graph.extraction.schema_sources",
+        )  # fmt: skip
+    return merged
 
 
 SCHEMA_SOURCES.register("inline", load_inline)

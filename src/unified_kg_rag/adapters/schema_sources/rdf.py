@@ -2,16 +2,25 @@
 
 OWL / RDFS (`read_ontology`): every named ``owl:Class`` / ``rdfs:Class`` is an entity type
 (``rdfs:label`` → upper-snake name, ``rdfs:comment`` → description, the IRI kept); every named
-``owl:ObjectProperty`` / ``rdf:Property`` whose range is not a datatype is a relationship
-type, and each of its ``rdfs:domain`` × ``rdfs:range`` pairs of declared classes a pattern.
+``owl:ObjectProperty`` / ``rdf:Property`` whose range is not a literal (``xsd:*``,
+``rdfs:Literal``, ``rdf:langString``, ``rdf:PlainLiteral``, ...) is a relationship type, and
+each of its ``rdfs:domain`` × ``rdfs:range`` pairs of declared classes a pattern. A class's
+``rdfs:subClassOf`` declared classes are its ``parents``, and a pattern naming a class allows
+its subclasses (transitively; `ExtractionSchema.allows`), so ``Person subClassOf Agent``
+with ``worksFor`` of domain ``Agent`` allows ``PERSON WORKS_FOR ...``.
 Blank nodes (unions, restrictions) and the RDF/RDFS/OWL/XSD vocabularies' own terms are
-skipped: statements, not inferences.
+skipped.
 
-SKOS (`read_skos`): every ``skos:Concept`` is an entity type named by its ``skos:prefLabel``
-(description: ``skos:definition``, else ``skos:scopeNote``, else ``rdfs:comment``), its
-``skos:altLabel``/``skos:hiddenLabel`` (and prefLabels in other languages) are synonyms of
-the type and, with ``name_synonyms``, names of the entity the prefLabel names (resolution
-merges them).
+SKOS (`read_skos`): a vocabulary of names, not of types. Each ``skos:Concept``'s
+``skos:altLabel``/``skos:hiddenLabel`` (and prefLabels in other languages) are, with
+``name_synonyms``, names of the entity its ``skos:prefLabel`` names (resolution merges them);
+an alias that is another concept's prefLabel, or that two concepts claim, is left out (a
+warning gives the count). A concept also declared ``owl:Class`` / ``rdfs:Class`` is an
+entity type named by its prefLabel (description: ``skos:definition``, else
+``skos:scopeNote``, else ``rdfs:comment``) whose other labels are the type's synonyms.
+
+Labels: the language asked for (``en`` also matches ``en-GB``: the primary subtag), then an
+untagged literal, then the smallest other.
 
 Terms are sorted by IRI, so the same content gives the same schema (the order is part of the
 prompt). Two terms with one name keep the first IRI (a warning names the other).
@@ -19,10 +28,12 @@ prompt). Two terms with one name keep the first IRI (a warning names the other).
 
 from __future__ import annotations
 
+import ast
 import logging
 from collections.abc import Iterable
 from pathlib import Path
 
+import regex
 from rdflib import Graph, Literal, URIRef
 from rdflib.namespace import OWL, RDF, RDFS, SKOS, XSD
 from rdflib.util import guess_format
@@ -32,7 +43,7 @@ from unified_kg_rag.domain.extraction.schema import (
     EntityTypeSpec,
     ExtractionSchema,
     RelationshipTypeSpec,
-    schema_key,
+    safe_name_synonyms,
     upper_snake,
 )
 from unified_kg_rag.util.errors import ConfigurationError
@@ -45,6 +56,9 @@ logger = logging.getLogger(__name__)
 
 _BUILTIN = (str(RDF), str(RDFS), str(OWL), str(XSD))
 _DATATYPE_PROPERTY = OWL.DatatypeProperty
+_BYTES_REPR = regex.compile(r"\bb'(?:[^'\\]|\\.)*'" + r'|\bb"(?:[^"\\]|\\.)*"')
+_LITERAL_RANGES = frozenset({RDFS.Literal, RDF.langString, RDF.PlainLiteral, RDF.HTML,
+                             RDF.XMLLiteral, RDF.JSON})  # fmt: skip
 
 
 def parse_graph(source: SchemaSourceConfig, project_dir: Path | None, field: str) -> Graph:
@@ -65,27 +79,48 @@ def parse_graph(source: SchemaSourceConfig, project_dir: Path | None, field: str
     try:
         graph.parse(str(path), format=fmt)
     except Exception as exc:  # rdflib raises parser-specific types (BadSyntax, SAXParseException)
-        detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+        detail = _clean_detail(exc)
         raise ConfigurationError(
             f"cannot parse ontology {path} as {fmt}: {detail}", field=field
         ) from exc
     return graph
 
 
+def _clean_detail(exc: Exception) -> str:
+    """One line of a parser's message: bytes reprs (``b'...'``) shown as their UTF-8 text."""
+
+    def text_of(match: regex.Match[str]) -> str:
+        try:
+            raw = ast.literal_eval(match.group(0))
+        except (ValueError, SyntaxError):
+            return match.group(0)
+        return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else match.group(0)
+
+    text = _BYTES_REPR.sub(text_of, str(exc)).replace(" of <>", "")
+    return " ".join(text.replace("\\n", " ").split())[:200] or type(exc).__name__
+
+
+def _rank(value: Literal, language: str) -> int:
+    """0: the language asked for; 1: its primary subtag (``en`` ~ ``en-GB``); 2: untagged."""
+    tag = (value.language or "").lower()
+    if not tag:
+        return 2
+    if tag == language.lower():
+        return 0
+    return 1 if tag.split("-")[0] == language.lower().split("-")[0] else 3
+
+
 def _text(graph: Graph, term: URIRef, predicates: Iterable[URIRef], language: str) -> str:
     """The best literal of ``term`` under the first predicate that has one.
 
-    Preference: the language asked for, then an untagged literal, then the smallest other.
+    Preference: the language asked for, then one of its primary subtag (``en`` matches
+    ``en-GB``), then an untagged literal, then the smallest other.
     """
     for predicate in predicates:
         values = [v for v in graph.objects(term, predicate) if isinstance(v, Literal)]
-        if not values:
-            continue
-        for wanted in (language, None):
-            hits = sorted(str(v) for v in values if v.language == wanted)
-            if hits:
-                return " ".join(hits[0].split())
-        return " ".join(sorted(str(v) for v in values)[0].split())
+        if values:
+            best = min((_rank(v, language), " ".join(str(v).split())) for v in values)
+            return best[1]
     return ""
 
 
@@ -140,12 +175,16 @@ def read_ontology(
         raise ConfigurationError(
             f"ontology {source.path} declares no owl:Class or rdfs:Class", field=field
         )
+    entities = [spec.model_copy(update={"parents": tuple(sorted(
+        names[p] for p in graph.objects(URIRef(spec.iri or ""), RDFS.subClassOf)
+        if isinstance(p, URIRef) and p in names and names[p] != spec.name
+    ))}) for spec in entities]  # fmt: skip
     relations: list[RelationshipTypeSpec] = []
     patterns: list[tuple[str, str, str]] = []
     seen_rel: dict[str, URIRef] = {}
     for prop in _named(graph, (OWL.ObjectProperty, RDF.Property)):
         ranges = sorted(r for r in graph.objects(prop, RDFS.range) if isinstance(r, URIRef))
-        datatype = any(str(r).startswith(str(XSD)) or r == RDFS.Literal for r in ranges)
+        datatype = any(str(r).startswith(str(XSD)) or r in _LITERAL_RANGES for r in ranges)
         if datatype or (prop, RDF.type, _DATATYPE_PROPERTY) in graph:
             continue  # a literal-valued property is no edge between entities
         name = upper_snake(_text(graph, prop, label, source.language) or _local_name(prop))
@@ -156,8 +195,8 @@ def read_ontology(
         ))  # fmt: skip
         domains = sorted(d for d in graph.objects(prop, RDFS.domain) if isinstance(d, URIRef))
         patterns.extend(
-            (names[d], name, names[r]) for d in domains for r in ranges
-            if d in names and r in names
+            (names[d], name, names[r])
+            for d in domains for r in ranges if d in names and r in names
         )
     return ExtractionSchema(
         entity_types=tuple(entities),
@@ -167,35 +206,39 @@ def read_ontology(
 
 
 def read_skos(source: SchemaSourceConfig, project_dir: Path | None, field: str) -> ExtractionSchema:
-    """Read a SKOS vocabulary into entity types with synonyms (see the module docstring).
+    """Read a SKOS vocabulary into name synonyms (and class concepts' types; module docstring).
 
     Raises:
         ConfigurationError: the file is missing or cannot be parsed, or it holds no concept.
     """
     graph = parse_graph(source, project_dir, field)
     description = (SKOS.definition, SKOS.scopeNote, RDFS.comment)
+    classes = set(_named(graph, (OWL.Class, RDFS.Class)))
+    concepts = _named(graph, (SKOS.Concept,))
+    if not concepts:
+        raise ConfigurationError(f"SKOS vocabulary {source.path} holds no skos:Concept",
+                                 field=field)  # fmt: skip
     entities = []
-    aliases: dict[str, str] = {}
+    pairs: list[tuple[str, str]] = []
+    prefs: list[str] = []
     seen: dict[str, URIRef] = {}
-    for concept in _named(graph, (SKOS.Concept,)):
+    for concept in concepts:
         pref = _text(graph, concept, (SKOS.prefLabel, RDFS.label), source.language)
-        name = upper_snake(pref or _local_name(concept))
-        if not _unique(name, concept, seen, "concept"):
-            continue
         labels = sorted(
             {" ".join(str(v).split()) for p in (SKOS.prefLabel, SKOS.altLabel, SKOS.hiddenLabel)
              for v in graph.objects(concept, p) if isinstance(v, Literal)} - {pref, ""}
         )
-        entities.append(EntityTypeSpec(
-            name=name, description=_text(graph, concept, description, source.language),
-            iri=str(concept), synonyms=tuple(upper_snake(v) for v in labels),
-        ))  # fmt: skip
-        if source.name_synonyms and pref:
-            for alias in labels:
-                if schema_key(alias) != schema_key(pref):
-                    aliases.setdefault(alias, pref)
-    if not entities:
-        raise ConfigurationError(f"SKOS vocabulary {source.path} holds no skos:Concept",
-                                 field=field)  # fmt: skip
-    return ExtractionSchema(entity_types=tuple(entities), name_synonyms=tuple(aliases.items()))
-
+        if pref:
+            prefs.append(pref)
+            pairs.extend((alias, pref) for alias in labels)
+        if concept not in classes:
+            continue
+        name = upper_snake(pref or _local_name(concept))
+        if _unique(name, concept, seen, "concept"):
+            entities.append(EntityTypeSpec(
+                name=name, description=_text(graph, concept, description, source.language),
+                iri=str(concept), synonyms=tuple(upper_snake(v) for v in labels),
+            ))  # fmt: skip
+    aliases = (safe_name_synonyms(pairs, f"SKOS vocabulary {source.path}", prefs)
+               if source.name_synonyms else [])  # fmt: skip
+    return ExtractionSchema(entity_types=tuple(entities), name_synonyms=tuple(aliases))

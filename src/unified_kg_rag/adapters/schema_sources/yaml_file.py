@@ -28,14 +28,24 @@ def source_path(source: SchemaSourceConfig, project_dir: Path | None, field: str
     """Return the source's file (relative to the project directory), checked to exist.
 
     Raises:
-        ConfigurationError: no ``path``, or no such file.
+        ConfigurationError: no ``path``, a folder or no such file, or inline-only fields
+            (``entity_types``, ``relationship_types``, ``patterns``) set on a file kind.
     """
+    for inline_only in ("entity_types", "relationship_types", "patterns"):
+        if getattr(source, inline_only):
+            raise ConfigurationError(
+                f"schema source kind {source.kind!r} reads its schema from path; "
+                f"{inline_only} belongs to kind 'inline'", field=f"{field}.{inline_only}",
+            )  # fmt: skip
     if not source.path:
         raise ConfigurationError(f"schema source kind {source.kind!r} needs a path",
                                  field=f"{field}.path")  # fmt: skip
     path = Path(source.path).expanduser()
     if not path.is_absolute() and project_dir is not None:
         path = project_dir / path
+    if path.is_dir():
+        raise ConfigurationError(f"schema file {path} is a folder, not a file",
+                                 field=f"{field}.path")  # fmt: skip
     if not path.is_file():
         raise ConfigurationError(f"schema file {path} not found", field=f"{field}.path")
     return path
@@ -49,8 +59,9 @@ def parse_schema_yaml(text: str, origin: str) -> ExtractionSchema:
         origin: where it came from, for messages (the file path).
 
     Raises:
-        ConfigurationError: invalid YAML, not a mapping, an unknown key, a blank or repeated
-            name, or a pattern naming an undeclared type (one line: origin, key, problem).
+        ConfigurationError: invalid YAML, not a mapping, an unknown key, or a blank or
+            repeated name (one line: origin, key, problem). Patterns are checked against
+            the merged schema (`load_extraction_schema`).
     """
     try:
         data = yaml.safe_load(text)
@@ -93,8 +104,15 @@ def load_inline(
     """The ``inline`` source: the schema written in the configuration entry itself.
 
     Raises:
-        ConfigurationError: a pattern names an undeclared type, or a name is repeated.
+        ConfigurationError: a name is repeated or blank, or ``path``/``format`` is set (an
+            inline source reads no file).
     """
+    for file_only in ("path", "format"):
+        if getattr(source, file_only):
+            raise ConfigurationError(
+                f"schema source kind 'inline' reads no file; drop {file_only} or use kind "
+                "'file'", field=f"{field}.{file_only}",
+            )  # fmt: skip
     try:
         document = SchemaDocument(
             entity_types=source.entity_types,

@@ -63,11 +63,14 @@ class Alignment(BaseModel):
         relationship_types: relationship type key → declared relationship type name.
         by: how the mapping was made: ``name``, or ``llm`` (labels the model left out are
             aligned by name).
+        unmatched: label keys the model answered ``null`` for ("nothing fits"), per kind
+            (``entity_types``, ``relationship_types``): name alignment leaves them off-schema.
     """
 
     entity_types: dict[str, str] = Field(default_factory=dict)
     relationship_types: dict[str, str] = Field(default_factory=dict)
     by: Literal["name", "llm"] = "name"
+    unmatched: dict[str, list[str]] = Field(default_factory=dict)
 
 
 class KindCounts(BaseModel):
@@ -213,8 +216,10 @@ def parse_alignment_reply(
     """Read the alignment reply (one JSON object of two label → type-or-null mappings).
 
     The reply reads ``{"entity_types": {label: type|null}, "relationship_types": {...}}``.
-    Only asked labels are read, and only targets the schema declares (by key) are kept; a
-    ``null`` or unknown target leaves the label unaligned.
+    Only asked labels are read, and only targets the schema declares (by key) are kept. A
+    ``null`` is the model's "nothing fits": the label is listed in ``unmatched`` and stays
+    off-schema (the caller does not align it by name); a label left out or mapped to an
+    unknown target is unaligned here (the caller may align it by name).
 
     Raises:
         ValueError: the reply holds no JSON object.
@@ -234,7 +239,11 @@ def parse_alignment_reply(
         target_map: dict[str, str] = getattr(out, field)
         for label, target in mapping.items():
             key = schema_key(str(label))
-            if key in wanted and isinstance(target, str) and (spec := lookup(target)):
+            if key not in wanted:
+                continue
+            if target is None:
+                out.unmatched.setdefault(field, []).append(key)
+            elif isinstance(target, str) and (spec := lookup(target)):
                 target_map[key] = spec.name
     return out
 
@@ -254,6 +263,9 @@ def conform_records(
       relationship of an off-schema type, and one whose endpoints the unit types with
       declared types that the patterns of its type do not allow (a type no pattern names
       is not checked);
+    - each statement is counted once in its kind's `KindCounts`, so the four counts add up
+      to the statements; an off-schema relationship type is listed in the report also when
+      the relationship was dropped for a dropped endpoint;
     - ``align`` maps an off-schema type through ``alignment``; one it does not map is kept
       and flagged;
     - ``open`` keeps everything (off-schema statements are flagged).
@@ -270,28 +282,31 @@ def conform_records(
     for unit, record in records:
         entities, types, dropped = [], {}, set()
         for ent in record.entities:
-            kind = _conform_type(ent.type, schema.entity_type if schema.entity_types else None,
-                                 mapped.entity_types, mode, report.entities, off_entities)
+            kind, outcome = _conform_type(ent.type, schema.entity_type if schema.entity_types
+                                          else None, mapped.entity_types, mode, off_entities)
+            _count(report.entities, outcome)
             if kind is None:
                 dropped.add(entity_key(ent.name))
                 continue
             entities.append(ent if kind == ent.type else ent.model_copy(update={"type": kind}))
             types[entity_key(ent.name)] = kind
         relationships = []
+        lookup = schema.relationship_type if schema.relationship_types else None
         for rel in record.relationships:
             if entity_key(rel.source) in dropped or entity_key(rel.target) in dropped:
                 report.relationships.dropped += 1
+                if lookup is not None and lookup(rel.type) is None:
+                    off_relations[schema_key(rel.type) or "(none)"] += 1
                 continue
-            lookup = schema.relationship_type if schema.relationship_types else None
-            kind = _conform_type(rel.type, lookup, mapped.relationship_types, mode,
-                                 report.relationships, off_relations)
-            if kind is None:
-                continue
-            if not _pattern_ok(rel, kind, types, schema):
+            kind, outcome = _conform_type(rel.type, lookup, mapped.relationship_types, mode,
+                                          off_relations)  # fmt: skip
+            if kind is not None and not _pattern_ok(rel, kind, types, schema):
                 report.pattern_violations += 1
                 if mode == "strict":
-                    report.relationships.dropped += 1
-                    continue
+                    kind, outcome = None, "dropped"
+            _count(report.relationships, outcome)
+            if kind is None:
+                continue
             relationships.append(rel if kind == rel.type else rel.model_copy(update={"type": kind}))
         out.append((unit, record.model_copy(update={
             "entities": tuple(entities), "relationships": tuple(relationships),
@@ -306,27 +321,29 @@ def _conform_type(
     lookup: Callable[[str], EntityTypeSpec | RelationshipTypeSpec | None] | None,
     mapping: Mapping[str, str],
     mode: SchemaMode,
-    counts: KindCounts,
     off: Counter[str],
-) -> str | None:
-    """Return the type to keep for one statement (None: drop it), counting it."""
+) -> tuple[str | None, str]:
+    """Return the type to keep for one statement (None: drop it) and its `KindCounts` field.
+
+    Off-schema labels are counted in ``off``; the caller counts the outcome once (a
+    relationship a pattern then drops counts as dropped only).
+    """
     if lookup is None:  # the kind declares no type: everything conforms
-        counts.conforming += 1
-        return label
+        return label, "conforming"
     spec = lookup(label)
     if spec is not None:
-        counts.conforming += 1
-        return spec.name
+        return spec.name, "conforming"
     key = schema_key(label)
     off[key or "(none)"] += 1
     if mode == "strict":
-        counts.dropped += 1
-        return None
+        return None, "dropped"
     if mode == "align" and key in mapping:
-        counts.aligned += 1
-        return mapping[key]
-    counts.flagged += 1
-    return label
+        return mapping[key], "aligned"
+    return label, "flagged"
+
+
+def _count(counts: KindCounts, outcome: str) -> None:
+    setattr(counts, outcome, getattr(counts, outcome) + 1)
 
 
 def _pattern_ok(

@@ -68,9 +68,10 @@ def graph_extractor(
     graph = config.graph
     library = prompts if prompts is not None else load_prompt_library(config, project_dir)
     extraction = graph.extraction
-    extract = _template(library, "extract_graph", schema is not None)
-    glean = _template(library, "glean_graph", schema is not None)
-    if schema is not None:
+    typed = schema is not None and schema.declares_types  # synonyms only: the plain prompt
+    extract = _template(library, "extract_graph", typed)
+    glean = _template(library, "glean_graph", typed)
+    if schema is not None and typed:
         extraction, extract, glean = schema_extractor_settings(extraction, schema, extract, glean)
     return GraphExtractor(
         chat, records, extraction, extraction_template=extract, gleaning_template=glean,

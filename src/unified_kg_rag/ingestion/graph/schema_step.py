@@ -5,7 +5,8 @@ stored extraction records stay the raw model output: the step returns new record
 `SchemaStep.synonyms` to resolution (SKOS labels), and `SchemaStep.annotate` on the merged
 items before they are written. With ``schema_align: llm``, ``align`` asks the model once per
 build to map the off-schema types (the reply is cached by the chat wrapper, so an unchanged
-corpus asks nothing); a failed call falls back to name alignment with a warning.
+corpus asks nothing); its ``null`` ("nothing fits") leaves a type off-schema, name alignment
+maps only the types it left out; a failed call falls back to name alignment with a warning.
 
 `schema_extractor_settings` gives the extraction prompt and settings a schema implies: its
 entity types replace ``entity_types`` and the schema (types, descriptions, patterns) fills
@@ -76,6 +77,23 @@ def schema_extractor_settings(
     block = schema_prompt_block(schema)
     return (config, extract.replace(SCHEMA_PLACEHOLDER, block),
             glean.replace(SCHEMA_PLACEHOLDER, block))  # fmt: skip
+
+
+def _prefer_llm(by_name: Alignment, by_llm: Alignment) -> Alignment:
+    """The model's mapping, name alignment filling in only the labels the model left out.
+
+    A label the model answered ``null`` for ("nothing fits") stays off-schema.
+    """
+    def fill(field: str, names: dict[str, str], llm: dict[str, str]) -> dict[str, str]:
+        refused = set(by_llm.unmatched.get(field, ()))
+        return {**{k: v for k, v in names.items() if k not in refused}, **llm}
+
+    return Alignment(
+        entity_types=fill("entity_types", by_name.entity_types, by_llm.entity_types),
+        relationship_types=fill("relationship_types", by_name.relationship_types,
+                                by_llm.relationship_types),
+        by="llm", unmatched=by_llm.unmatched,
+    )  # fmt: skip
 
 
 class SchemaStep:
@@ -156,11 +174,7 @@ class SchemaStep:
             logger.warning("schema alignment call failed (%s); aligning by name",
                            " ".join(str(exc).split())[:200])  # fmt: skip
             return by_name
-        return Alignment(
-            entity_types={**by_name.entity_types, **by_llm.entity_types},
-            relationship_types={**by_name.relationship_types, **by_llm.relationship_types},
-            by="llm",
-        )
+        return _prefer_llm(by_name, by_llm)
 
     def annotate(
         self, entities: list[Entity], relationships: list[Relationship]
