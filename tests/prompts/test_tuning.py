@@ -87,3 +87,11 @@ def test_a_cut_off_reply_says_it_holds_no_complete_profile() -> None:
     with pytest.raises(ModelOutputError,
                        match=r"^the profile reply holds no complete profile object: "):
         parse_profile(cut)
+
+
+def test_a_persona_without_a_full_stop_still_reads_as_a_sentence() -> None:
+    profile = parse_profile(json.dumps({**REPLY, "persona": "A business analyst"}))
+    report = adapted_prompts(PACKAGED, profile)["community_report.v1"]
+    assert "Write for this reader: A business analyst. Write the report in" in report
+    kept = parse_profile(json.dumps({**REPLY, "persona": "A lawyer?"}))
+    assert "reader: A lawyer? Write" in adapted_prompts(PACKAGED, kept)["community_report.v1"]

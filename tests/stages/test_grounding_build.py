@@ -212,3 +212,57 @@ def test_min_confidence_and_min_strength(tmp_path: Path) -> None:
     assert s.low_confidence_entities_dropped == 1 and s.low_strength_relationships_dropped == 1
     # VISITED was dropped as ungrounded before London's threshold could take it
     assert s.endpoint_relationships_dropped == 0
+
+
+def test_communities_after_a_settings_change_are_a_fresh_builds(tmp_path: Path) -> None:
+    """Re-shaping clusters afresh: switching grounding to drop gives the communities a new
+    index built with drop has, and switching back gives the first ones again (delta runs
+    would keep the earlier partition's members)."""
+    from tests.stages.test_graph_build import reply as report_reply
+
+    def answer(body: dict[str, Any]) -> str:
+        text = "\n".join(m.get("content", "") for m in body["messages"])
+        return report_reply(body) if "<report_context>" in text else reply(body)
+
+    def config(server: FakeOpenAIServer, grounding: str) -> UkrConfig:
+        return UkrConfig(
+            llm={"kind": "openai", "openai": {"base_url": server.base_url, "api_key": "k"}},
+            indexing={"methodologies": ["graphrag"]},
+            graph={"extraction": {"grounding": grounding},
+                   "communities": {"min_community_size": 2}},
+        )  # type: ignore[arg-type]
+
+    async def partition(project: Path, server: FakeOpenAIServer, grounding: str
+                        ) -> set[tuple[int, tuple[str, ...]]]:
+        async with build_app(config(server, grounding), project) as app:
+            stores = app.index("default")
+            report = await IndexPipeline(
+                stores, embedder=FakeEmbedder(), chunk_tokenizer=app.chunk_tokenizer,
+                parsers=app.parsers, config=app.config, chat_model=app.chat_model,
+                budget_tokenizer=app.budget_tokenizer, project_dir=app.project_dir,
+            ).run([corpus])
+            assert report.graph is not None and not report.graph.error
+            names = {e.id: e.name for e in await stores.graph.get_entities(
+                [entity_id(n) for n in NAMES])}
+            return {(c.level, tuple(sorted(names.get(m, m) for m in c.member_ids)))
+                    for c in await stores.graph.get_communities()}
+
+    corpus = _corpus(tmp_path)
+
+    async def main(server: FakeOpenAIServer) -> dict[str, set[tuple[int, tuple[str, ...]]]]:
+        project = tmp_path / "p"
+        return {
+            "off": await partition(project, server, "off"),
+            "drop": await partition(project, server, "drop"),
+            "back": await partition(project, server, "off"),
+            "fresh_drop": await partition(tmp_path / "fresh", server, "drop"),
+        }
+
+    with FakeOpenAIServer(reply=answer) as server:
+        got = asyncio.run(main(server))
+    assert got["off"] and got["drop"]
+    # Alan Turing (ungrounded) is a member under off, gone under drop
+    assert any("Alan Turing" in members for _, members in got["off"])
+    assert not any("Alan Turing" in members for _, members in got["drop"])
+    assert got["drop"] == got["fresh_drop"]
+    assert got["back"] == got["off"]

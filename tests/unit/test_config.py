@@ -89,7 +89,13 @@ def test_template_is_valid_yaml_holding_the_defaults(tmp_path: Path) -> None:
     text = render_template()
     data = yaml.safe_load(text)
     defaults = UkrConfig().model_dump(mode="json")
+    # a judge is one model: the tiers and roles its model type has are left unlisted
+    judge = defaults["evaluation"]["judge"]
+    llm = UkrConfig().llm
+    assert (judge.pop("tiers"), judge.pop("roles")) == (
+        llm.tiers.model_dump(mode="json"), llm.roles.model_dump(mode="json"))
     assert data == defaults
+    assert "tiers" not in data["evaluation"]["judge"]
     assert "# Longest text unit" in text  # field descriptions become comments
     (tmp_path / "ukr.yaml").write_text(text)
     assert load_config(tmp_path) == UkrConfig()
@@ -184,3 +190,19 @@ def test_invalid_unicode_in_a_setting_names_the_file_or_variable_and_the_field(
     # a file name may be any bytes the file system allows: path settings keep them
     monkeypatch.setenv("UKR_MESSAGES__HANDLES_FILE", "caf\udce9.yaml")
     assert load_config(tmp_path).messages.handles_file == "caf\udce9.yaml"
+
+
+def test_a_bare_yaml_off_is_the_off_choice(tmp_path: Path) -> None:
+    # YAML 1.1 reads a bare `off` as false; settings with an `off` choice take it as "off"
+    (tmp_path / "ukr.yaml").write_text(
+        "graph:\n  extraction:\n    grounding: off\n"
+        "query:\n  abstention:\n    mode: off\n  tree:\n    graph_signal: off\n",
+        encoding="utf-8",
+    )
+    config = load_config(tmp_path)
+    assert config.graph.extraction.grounding == "off"
+    assert config.query.abstention.mode == "off"
+    assert config.query.tree.graph_signal == "off"
+    (tmp_path / "ukr.yaml").write_text("graph:\n  extraction:\n    grounding: on\n")
+    with pytest.raises(ConfigurationError, match="graph.extraction.grounding"):
+        load_config(tmp_path)

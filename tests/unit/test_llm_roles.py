@@ -205,3 +205,18 @@ def test_status_names_the_extraction_model_that_writes_summaries_and_reports(
     assert got["reports"] == (got["extraction"][0], "extraction (fast)")
     assert got["summaries"] == (got["extraction"][0], "extraction (fast)")
     assert got["answer"] == (None, "default")
+
+
+def test_estimate_and_config_show_name_the_extraction_model_reports_fall_back_to() -> None:
+    from unified_kg_rag.cli.config_show import _role_comment
+
+    config = UkrConfig.model_validate({"llm": {
+        "kind": "none", "tiers": {"fast": _scripted("x", input_price_per_1m=1.0)},
+        "roles": {"extraction": "fast"}}})
+    assert config.llm.serving("reports") == ("extraction (fast)", config.llm.tiers.fast)
+    assert config.llm.serving("answer") == ("default", None)
+    est = CostEstimate()
+    est.add("reports", config, 2, 2, 100, 100, 10)
+    assert est.roles["reports"].model == "scripted (extraction (fast))"
+    assert est.roles["reports"].input_price_per_1m == 1.0
+    assert "#   reports: scripted (extraction (fast))" in _role_comment(config)

@@ -59,7 +59,7 @@ def _role_comment(config: UkrConfig) -> str:
     """A YAML comment naming the model that serves each role (``llm.roles``)."""
     lines = ["# models per role (llm.roles):"]
     for role in ROLES:
-        source, choice = config.llm.role_choice(role)
+        source, choice = config.llm.serving(role)
         label = (choice or config.llm).label
         lines.append(f"#   {role}: {label}" + ("" if source == "default" else f" ({source})"))
     if config.evaluation.judge.kind != "none":

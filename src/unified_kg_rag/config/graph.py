@@ -7,12 +7,15 @@ The ``graph`` section of `UkrConfig`. Which of these stages run is decided by
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from unified_kg_rag.config.claims import ClaimsConfig
 from unified_kg_rag.config.extraction_schema import SchemaAlign, SchemaMode, SchemaSourceConfig
 from unified_kg_rag.config.lazy import LazyIndexConfig
 from unified_kg_rag.config.raptor import RaptorConfig
+from unified_kg_rag.config.values import false_as_off
 from unified_kg_rag.domain.extraction.grounding import GroundingMode, ShapingRules
 
 __all__ = [
@@ -102,7 +105,7 @@ class ExtractionConfig(_Section):
         "name alignment's fallback.",
     )
 
-    grounding: GroundingMode = Field(
+    grounding: Annotated[GroundingMode, BeforeValidator(false_as_off)] = Field(
         default="off",
         description="Check each extracted item's verbatim span against its text unit "
         "(normalised: NFKC, case, quotes, dashes, whitespace; then fuzzy, "

@@ -290,6 +290,22 @@ class LLMConfig(ChatModelChoice):
             )
         return choice, tier
 
+    def serving(self, role: ModelRole) -> tuple[str, ChatModelChoice | None]:
+        """Return `role_choice`, or the extraction model a graph build falls back to.
+
+        ``summaries`` and ``reports`` with no model at all (``llm.kind: none``, role
+        ``default``) name the extraction model, source ``extraction (<its source>)``.
+
+        Raises:
+            ConfigurationError: as `role_choice`.
+        """
+        source, choice = self.role_choice(role)
+        if role in ("summaries", "reports") and choice is None and self.kind == "none":
+            of, extraction = self.role_choice("extraction")
+            if extraction is not None:
+                return f"extraction ({of})", extraction
+        return source, choice
+
     def section_for(self, choice: ChatModelChoice) -> LLMConfig:
         """Return this section with ``choice``'s provider and prices (shared settings kept).
 

@@ -9,10 +9,12 @@ one section per strategy family (``query.local_search``, ``query.global_search``
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, model_validator
+
+from unified_kg_rag.config.values import false_as_off
 
 __all__ = [
     "AbstentionConfig",
@@ -147,7 +149,7 @@ class TypeShares(_Section):
 class AbstentionConfig(_Section):
     """The decline marker (seed 000 §9.2)."""
 
-    mode: Literal["off", "mark"] = Field(
+    mode: Annotated[Literal["off", "mark"], BeforeValidator(false_as_off)] = Field(
         default="off",
         description="`mark`: the answer prompt asks the model to start with `[NO_ANSWER]` when "
         "the context does not support an answer; the output then says it abstained.",

@@ -71,15 +71,23 @@ def render_template(model: type[BaseModel] = UkrConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _render_fields(model: type[BaseModel], lines: list[str], *, indent: int) -> None:
+_UNLISTED = {("evaluation", "judge", "tiers"), ("evaluation", "judge", "roles")}
+"""Fields a section's model has but refuses there (a judge is one model): left unlisted."""
+
+
+def _render_fields(
+    model: type[BaseModel], lines: list[str], *, indent: int, path: tuple[str, ...] = ()
+) -> None:
     pad = "  " * indent
     for name, info in model.model_fields.items():
+        if (*path, name) in _UNLISTED:
+            continue
         for row in textwrap.wrap(info.description or "", width=96 - len(pad)):
             lines.append(f"{pad}# {row}")
         section = _section_type(info)
         if section is not None:
             lines.append(f"{pad}{name}:")
-            _render_fields(section, lines, indent=indent + 1)
+            _render_fields(section, lines, indent=indent + 1, path=(*path, name))
             if indent == 0:
                 lines.append("")
             continue
@@ -119,6 +127,8 @@ def _reference_section(model: type[BaseModel], path: tuple[str, ...], out: list[
     rows: list[tuple[str, FieldInfo]] = []
     subsections: list[tuple[str, FieldInfo, type[BaseModel]]] = []
     for name, info in model.model_fields.items():
+        if (*path, name) in _UNLISTED:
+            continue
         section = _section_type(info)
         if section is None:
             rows.append((name, info))

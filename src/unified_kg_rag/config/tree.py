@@ -7,9 +7,11 @@ seed's, not measured here: `tree` is opt-in until its experiment says otherwise.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from unified_kg_rag.config.values import false_as_off
 
 __all__ = ["TreeQueryConfig"]
 
@@ -52,7 +54,7 @@ class TreeQueryConfig(_Section):
         "(those whose stored vectors are nearest the question), placed at the summary's rank "
         "among the passages. 0 turns expansion off.",
     )
-    graph_signal: Literal["auto", "off"] = Field(
+    graph_signal: Annotated[Literal["auto", "off"], BeforeValidator(false_as_off)] = Field(
         default="auto",
         description="`auto`: where the index holds an entity graph (`graphrag`, `lightrag` or "
         "`hipporag`), the entities a search (the query's mode) finds for the raw question (no "

@@ -238,7 +238,8 @@ def adapted_prompts(library: PromptLibrary, profile: CorpusProfile) -> dict[str,
             that added a placeholder, say).
     """
     values = {
-        "domain": profile.domain, "persona": profile.persona, "language": profile.language,
+        "domain": profile.domain, "persona": _sentence(profile.persona),
+        "language": profile.language,
         "entity_types": _described(profile.entity_types),
         "relationship_types": _described(profile.relationship_types),
     }  # fmt: skip
@@ -268,3 +269,9 @@ def draft_schema(profile: CorpusProfile) -> dict[str, object]:
                                for t in profile.relationship_types],
         "patterns": [list(p) for p in profile.patterns],
     }  # fmt: skip
+
+
+def _sentence(text: str) -> str:
+    """``text`` ending as a sentence (a full stop added when it has no final punctuation)."""
+    text = text.strip()
+    return text if not text or text[-1] in ".!?。！？" else text + "."

@@ -47,7 +47,7 @@ from .build_models import models_besides_extraction
 from .claims import CLAIM_PROMPT, ClaimExtractor, claim_stage
 from .delta import context_fingerprints, delta_partition, load_previous, save_partition
 from .extract import RECORDS_NAMESPACE, ExtractionOutcome
-from .inputs import graph_extractor, graph_methodologies, graph_settings
+from .inputs import graph_extractor, graph_methodologies, graph_settings, shaping_key
 from .record_sweep import current_keys, sweep_records
 from .report import GraphBuildReport, StageReport, UnitFailure
 from .reports import ReportWriter
@@ -162,6 +162,10 @@ class GraphIndexer:
         """The summary and report models that differ from the extraction model (by id)."""
         return models_besides_extraction(self._chat, self._summary_chat, self._report_chat)
 
+    def _shaping_key(self) -> str:
+        """The grounding, threshold and schema settings communities are clustered under."""
+        return shaping_key(self._config, self.schema_step.fingerprint)
+
     async def inputs_changed(self) -> bool:
         """True when the next `run` builds, False when it would skip as current.
 
@@ -266,7 +270,8 @@ class GraphIndexer:
             stage.embedding_s = round(writer.embedding_s, 3)
         if contexts is not None:
             await save_partition(
-                self._stores, self._config.graph.communities, items.communities, contexts
+                self._stores, self._config.graph.communities, items.communities, contexts,
+                shaping=self._shaping_key(),
             )
         # the quarantined set after this run (newly quarantined units in, released ones out)
         done = self.digest(list(paths), await self.ledger.quarantined())
@@ -375,7 +380,7 @@ class GraphIndexer:
         """
         cfg = self._config.graph.communities
         entities = {e.id: e for e in items.entities}
-        previous = await load_previous(self._stores, cfg) if delta else None
+        previous = await load_previous(self._stores, cfg, self._shaping_key()) if delta else None
         with self._stage(report, "communities") as stage:
             if previous is None:
                 communities = detect_communities(

@@ -53,9 +53,16 @@ PARTITION_KEY = "graph_communities"
 """RecordStore ``index`` key: the last written partition's settings and context fingerprints."""
 
 
-def communities_fingerprint(config: CommunitiesConfig) -> str:
-    """Return the digest of the community settings (a change re-clusters from scratch)."""
-    return sha256_json(config.model_dump(mode="json"))
+def communities_fingerprint(config: CommunitiesConfig, shaping: str = "") -> str:
+    """Return the digest of the community settings (a change re-clusters from scratch).
+
+    ``shaping`` (`inputs.shaping_key`: the grounding, threshold and extraction-schema
+    settings; "" at their defaults, so older partitions keep their digest) enters too: a
+    graph re-shaped by other settings is clustered afresh, so changing them back restores
+    the earlier communities.
+    """
+    dump = config.model_dump(mode="json")
+    return sha256_json(dump if not shaping else [dump, shaping])
 
 
 @dataclass
@@ -91,11 +98,14 @@ class DeltaPartition:
     pruned: list[str] = field(default_factory=list)
 
 
-async def load_previous(stores: IndexStores, config: CommunitiesConfig) -> PreviousPartition | None:
+async def load_previous(
+    stores: IndexStores, config: CommunitiesConfig, shaping: str = ""
+) -> PreviousPartition | None:
     """Return the partition the last build recorded, or None when a delta run cannot use it.
 
     None when no partition is recorded (first build, or an index built before the record
-    existed) or it was made with other community settings.
+    existed) or it was made with other community settings or other ``shaping``
+    (`communities_fingerprint`).
 
     Raises:
         StoreError: a store failed.
@@ -104,7 +114,7 @@ async def load_previous(stores: IndexStores, config: CommunitiesConfig) -> Previ
     if not raw:
         return None
     value = json.loads(raw)
-    if value.get("config") != communities_fingerprint(config):
+    if value.get("config") != communities_fingerprint(config, shaping):
         return None
     ids = set(value.get("communities", []))
     stored = await stores.graph.get_communities()
@@ -118,6 +128,7 @@ async def save_partition(
     config: CommunitiesConfig,
     communities: Sequence[Community],
     contexts: Mapping[str, str],
+    shaping: str = "",
 ) -> None:
     """Record the written partition: its community ids and their context fingerprints.
 
@@ -127,6 +138,7 @@ async def save_partition(
         communities: the communities written.
         contexts: the fingerprints of the communities whose report was written (one whose
             report failed is left out, so the next run asks for it again).
+        shaping: the graph's shaping key (`communities_fingerprint`).
 
     Raises:
         StoreError: a store failed.
@@ -134,7 +146,7 @@ async def save_partition(
     await stores.records.put(
         INDEX_NAMESPACE,
         PARTITION_KEY,
-        json.dumps({"config": communities_fingerprint(config),
+        json.dumps({"config": communities_fingerprint(config, shaping),
                     "communities": sorted(c.id for c in communities),
                     "contexts": dict(contexts)}, sort_keys=True),
     )

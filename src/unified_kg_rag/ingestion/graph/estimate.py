@@ -123,7 +123,7 @@ class CostEstimate(BaseModel):
             ConfigurationError: the role names a tier that is not configured.
         """
         if role not in self.roles:
-            source, choice = config.llm.role_choice(role)
+            source, choice = config.llm.serving(role)
             model = choice or config.llm
             label = model.label if source == "default" else f"{model.label} ({source})"
             self.roles[role] = RoleEstimate(

@@ -16,11 +16,12 @@ from unified_kg_rag.domain.extraction.schema import ExtractionSchema
 from unified_kg_rag.domain.index.methodologies import METHODOLOGIES
 from unified_kg_rag.domain.prompts.library import PromptLibrary
 from unified_kg_rag.ports import ChatModel, RecordStore
+from unified_kg_rag.util.hashing import sha256_json
 
 from .extract import GraphExtractor
 from .schema_step import schema_extractor_settings
 
-__all__ = ["graph_extractor", "graph_methodologies", "graph_settings"]
+__all__ = ["graph_extractor", "graph_methodologies", "graph_settings", "shaping_key"]
 
 
 def graph_methodologies(methodologies: Sequence[str]) -> list[str]:
@@ -99,3 +100,19 @@ def graph_settings(config: UkrConfig, *, claims: bool) -> dict[str, object]:
         **({} if claims else {"claims": True}),
         "extraction": set(_SHAPING_FIELDS) - kept,
     })  # fmt: skip
+
+
+def shaping_key(config: UkrConfig, schema_fingerprint: str | None) -> str:
+    """Return the key of the settings that re-shape the graph before resolution ("" if none).
+
+    The grounding and threshold fields of `_SHAPING_FIELDS` set away from their defaults and
+    the extraction schema's fingerprint: what `delta.communities_fingerprint` clusters under.
+    "" when none is set, as for an index built before these settings existed.
+    """
+    extraction = config.graph.extraction
+    defaults = type(extraction)()
+    changed = {f for f in _SHAPING_FIELDS if getattr(extraction, f) != getattr(defaults, f)}
+    shaped = extraction.model_dump(mode="json", include=changed)
+    if not shaped and schema_fingerprint is None:
+        return ""
+    return sha256_json({"settings": shaped, "schema": schema_fingerprint})
