@@ -204,5 +204,5 @@ def test_a_bare_yaml_off_is_the_off_choice(tmp_path: Path) -> None:
     assert config.query.abstention.mode == "off"
     assert config.query.tree.graph_signal == "off"
     (tmp_path / "ukr.yaml").write_text("graph:\n  extraction:\n    grounding: on\n")
-    with pytest.raises(ConfigurationError, match="graph.extraction.grounding"):
+    with pytest.raises(ConfigurationError, match=r"graph\.extraction\.grounding"):
         load_config(tmp_path)
