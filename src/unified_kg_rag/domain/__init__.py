@@ -11,7 +11,8 @@ Module map (new code goes in the room of its concept):
   `decoding` (lenient UTF-8, escaped display of names that are not UTF-8), `sentences`
   (sentences for extractive answers), `shapes` (headings, boilerplate, record lines).
 - `llm/` — `cache_control` (response-cache scopes), `usage` (metering scopes), `json_reply`
-  (the JSON object of a reply), `roles` (the roles a chat model plays, `RoleModels`).
+  (the JSON object of a reply), `roles` (the roles a chat model plays, `RoleModels`),
+  `exchange` (`Message`, `Completion`, `TokenUsage`; re-exported by `models`).
 - `extraction/` — `records` (extraction records), `format` (prompt messages, reply parsing),
   `xml_records` (lenient XML record reader and its escaping), `grounding` (span grounding and
   the confidence thresholds that shape a record before resolution), `schema` (the extraction

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from unified_kg_rag.domain.llm.exchange import Completion, Message, TokenUsage
 from unified_kg_rag.domain.messages.ref import MessageRef
 
 __all__ = [
@@ -369,70 +370,6 @@ class IndexInfo(_Model):
     counts: dict[str, int] = Field(default_factory=dict)
     documents: dict[str, int] = Field(default_factory=dict)
     writer: Lease | None = None
-
-
-class Message(_Model):
-    """One chat message sent to a `ChatModel`."""
-
-    role: str
-    content: str
-
-
-class TokenUsage(BaseModel):
-    """Model usage within a scope: calls, tokens, cache hits and time spent.
-
-    Attributes:
-        calls: model calls made (cache hits excluded).
-        cache_hits: calls answered from the response cache.
-        input_tokens: prompt tokens reported by the provider (estimated when it reports none).
-        output_tokens: completion tokens.
-        embedded_texts: texts sent to the embedding model.
-        latency_s: wall time spent waiting on models, seconds.
-    """
-
-    calls: int = 0
-    cache_hits: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    embedded_texts: int = 0
-    latency_s: float = 0.0
-
-    def add(self, other: TokenUsage) -> None:
-        """Add ``other``'s counts to this one, in place."""
-        self.calls += other.calls
-        self.cache_hits += other.cache_hits
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.embedded_texts += other.embedded_texts
-        self.latency_s += other.latency_s
-
-
-class Completion(_Model):
-    """A chat model's reply.
-
-    Attributes:
-        text: the reply with reasoning blocks removed.
-        finish_reason: ``stop`` (complete), ``length``, ``content_filter`` ... as the provider
-            reported it, mapped to OpenAI's names (`domain.llm.finish`).
-        input_tokens: prompt tokens, when reported.
-        output_tokens: completion tokens, when reported.
-        cached: True when served from the response cache.
-    """
-
-    text: str
-    finish_reason: str = "stop"
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached: bool = False
-
-    @property
-    def complete(self) -> bool:
-        """True when the model stopped on its own (``finish_reason == "stop"``).
-
-        Any other reason (``length``, ``content_filter`` ...) means the text may be cut: it is
-        never cached and never stored as a finished result.
-        """
-        return self.finish_reason == "stop"
 
 
 class Source(_Model):
