@@ -59,7 +59,13 @@ COUNT = EstimateTokenCounter().count
         ("March 15", None),  # no year: not a date a claim can be placed by
         ("sometime after the war", None),
         (None, None),
-        (2024, None),
+        (2024, "2024"),  # a JSON number is a year
+        ("45", None),  # a two-digit year: the century would be a guess
+        ("3/4/99", None),
+        ("01.05.2020", "2020-05-01"),  # dotted numeric dates are day first
+        ("Q3 2021", "2021-07"),
+        ("2021-q3", "2021-07"),
+        ("Jan 1 2021 12:00 PST", "2021-01-01"),
     ],
 )
 def test_claim_dates_read_leniently_to_iso_or_none(value: object, expected: str | None) -> None:
