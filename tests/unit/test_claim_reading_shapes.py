@@ -7,6 +7,7 @@ import warnings
 
 import pytest
 
+from unified_kg_rag.config.search import TypeShares
 from unified_kg_rag.domain.extraction.claim_dates import parse_claim_date
 from unified_kg_rag.domain.extraction.claims import (
     claim_type,
@@ -101,3 +102,10 @@ def test_claims_past_the_cap_are_counted() -> None:
     many = [{"subject": f"S{i}"} for i in range(7)]
     parsed = parse_claims_reply(json.dumps({"claims": many}), max_claims=2)
     assert len(parsed.claims) == 2 and parsed.capped == 5
+
+
+def test_type_shares_with_only_the_claim_share_positive_are_valid() -> None:
+    only = {"text_unit": 0, "entity": 0, "relationship": 0, "report": 0}
+    assert TypeShares.model_validate({**only, "claim": 1.0}).claim == 1.0
+    with pytest.raises(ValueError, match="at least one share must be positive"):
+        TypeShares.model_validate({**only, "claim": 0})
