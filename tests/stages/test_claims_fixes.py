@@ -20,14 +20,20 @@ import pytest
 from tests.stages.test_claims import CLAIM_MARKER, _claim_calls, _claims, _config, _run, _user
 from tests.stages.test_claims import reply as claim_reply
 from tests.stages.test_graph_build import DOCS, write_docs
+from tests.stages.test_message_index import BASE, _graph_reply, _index, _write
 from tests.stages.test_schema_build import SOURCES, _build, _project
 from tests.stages.test_schema_build import reply as schema_reply
 from tests.support.openai_server import FakeOpenAIServer, Scripted
+from unified_kg_rag.adapters.registry import EMBEDDERS
 from unified_kg_rag.bootstrap import build_app
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.identity import entity_id
+from unified_kg_rag.domain.models import RAGOutput
 from unified_kg_rag.ingestion.graph.claims import CLAIMS_NAMESPACE
 from unified_kg_rag.ingestion.pipeline import IndexPipeline
 from unified_kg_rag.ingestion.report import IndexReport
+from unified_kg_rag.retrieval.chain import RAGChain, RAGInput
+from unified_kg_rag.retrieval.graph_view.models import GraphSlice, TraceSource
 
 pytestmark = pytest.mark.integration
 
@@ -168,3 +174,55 @@ def test_claims_without_graphrag_warn_at_index_time(
         asyncio.run(main(server))
     warned = [r.getMessage() for r in caplog.records if "graph.claims.enabled" in r.getMessage()]
     assert len(warned) == 1 and expected in warned[0]
+
+
+def test_a_graph_trace_draws_a_claim_at_its_subject_and_object(tmp_path: Path) -> None:
+    corpus = write_docs(tmp_path / "corpus", {"kyoto.txt": DOCS["kyoto.txt"]})
+
+    async def main(server: FakeOpenAIServer) -> GraphSlice:
+        async with build_app(_config(server), tmp_path / "p") as app:
+            await _run(app, [corpus])
+            claim = (await _claims(app))["Hideki Yukawa|EDUCATION"]
+            return await app.graph_reader("default").trace(
+                [TraceSource(n=1, kind="claim", id=claim.id),
+                 TraceSource(n=2, kind="claim", id="no-such-claim")])
+
+    with FakeOpenAIServer(reply=claim_reply) as server:
+        sliced = asyncio.run(main(server))
+    traced = {n.key for n in sliced.nodes if n.attributes.sources == [1]}
+    assert traced == {entity_id("Hideki Yukawa"), entity_id("Kyoto University")}
+    assert sliced.attributes.notes is not None
+    assert any("no-such-claim" in note for note in sliced.attributes.notes)
+    assert not any("names no graph node" in note for note in sliced.attributes.notes)
+
+
+def test_claim_sources_over_message_archives_name_their_messages(tmp_path: Path) -> None:
+    embedder = EMBEDDERS.get("local")(UkrConfig().embeddings)
+    archive = _write(tmp_path / "a.jsonl", BASE)
+    dana = {"claims": [{"subject": "Dana", "type": "birthday", "status": "TRUE",
+                        "description": "Dana turns thirty today, her birthday.",
+                        "source_text": "Happy birthday to Dana"}]}  # fmt: skip
+
+    def scripted(body: dict[str, Any]) -> str:
+        text = _user(body)
+        if CLAIM_MARKER in text:
+            return json.dumps(dana if "Happy birthday to Dana" in text else {"claims": []})
+        return _graph_reply(body)
+
+    with FakeOpenAIServer(reply=scripted) as server:
+        config = UkrConfig.model_validate({
+            "indexing": {"methodologies": ["lightrag", "graphrag"]},
+            "graph": {"communities": {"min_community_size": 2}, "claims": {"enabled": True}},
+            "llm": {"kind": "openai", "openai": {"base_url": server.base_url, "api_key": "k"}},
+        })  # fmt: skip
+
+        async def main() -> RAGOutput:
+            async with build_app(config, tmp_path / "p") as app:
+                await _index(app, embedder, [archive])
+                chain = RAGChain(app.index(), embedder=embedder, chat_model=None,
+                                 budget_tokenizer=app.budget_tokenizer, config=config.query)
+                return await chain.ainvoke(RAGInput(question="Who is Dana?", strategy="local"))
+
+        out = asyncio.run(main())
+    claim = next(s for s in out.sources if s.kind == "claim")
+    assert [m.guid for m in claim.messages] == ["m1"]
