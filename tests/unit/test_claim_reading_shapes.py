@@ -47,6 +47,10 @@ def test_graphrag_field_names_fill_object_description_and_status() -> None:
 def test_claim_objects_without_any_readable_subject_fail_the_reply() -> None:
     with pytest.raises(ModelOutputError, match="no readable subject"):
         parse_claims_reply(json.dumps({"claims": [{"who": "Acme", "type": "FRAUD"}]}))
+    with pytest.raises(ModelOutputError, match="no readable subject"):
+        parse_claims_reply(json.dumps([{"subject": {"id": 3}, "type": "FRAUD"}]))
+    # a placeholder subject is the model saying there is none: no claims, not a failure
+    assert parse_claims_reply(json.dumps({"claims": [{"subject": "N/A"}]})).claims == ()
     # one readable claim among unreadable ones is a reply (the others are skipped)
     mixed = [{"who": "Acme"}, {"subject": "Beta", "type": "fine"}]
     assert [c.subject for c in parse_claims_reply(json.dumps(mixed)).claims] == ["Beta"]

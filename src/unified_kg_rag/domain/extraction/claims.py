@@ -286,6 +286,15 @@ def _claim(raw: dict[str, object]) -> ExtractedClaim | None:
     )
 
 
+def _placeholder_subject(item: dict[str, object]) -> bool:
+    """True when a claim object's subject is a placeholder ("None", "N/A").
+
+    That is the model saying there is no claim, not a shape the reader misses.
+    """
+    value = _field(_keyed(item), "subject")
+    return isinstance(value, str) and bool(value.strip()) and not _text(value, name=True)
+
+
 def _objects(value: object) -> list[dict[str, object]]:
     """Return the objects of a decoded JSON list (other values skipped)."""
     return [i for i in value if isinstance(i, dict)] if isinstance(value, list) else []
@@ -372,7 +381,7 @@ def parse_claims_reply(
         # what came before a cut (or a break)
         cut = cut or len(items) > 1 or "[" in text
     claims = [c for c in (_claim(i) for i in items) if c is not None]
-    if items and not claims and not cut:
+    if items and not claims and not cut and not any(_placeholder_subject(i) for i in items):
         keys = sorted({_key(k) for i in items for k in i})[:8]
         raise ModelOutputError(f"claim reply has claim objects but no readable subject "
                                f"(keys: {', '.join(keys)})")  # fmt: skip
