@@ -133,7 +133,7 @@ def test_the_claim_prompt_lists_only_the_entities_a_strict_schema_keeps(tmp_path
     def scripted(body: dict[str, Any]) -> str:
         return '{"claims": []}' if CLAIM_MARKER in _user(body) else schema_reply(body)
 
-    async def main(server: FakeOpenAIServer) -> None:
+    async def main(server: FakeOpenAIServer) -> int | None:
         config = UkrConfig.model_validate({
             "llm": {"kind": "openai", "openai": {"base_url": server.base_url, "api_key": "k"}},
             "indexing": {"methodologies": ["graphrag"]},
@@ -142,10 +142,18 @@ def test_the_claim_prompt_lists_only_the_entities_a_strict_schema_keeps(tmp_path
         })  # fmt: skip
         async with build_app(config, project) as app:
             await _build(app, corpus)
+            estimate = await IndexPipeline(
+                app.index("default"), embedder=app.embedder, chunk_tokenizer=app.chunk_tokenizer,
+                parsers=app.parsers, config=app.config, chat_model=app.chat_model,
+                budget_tokenizer=app.budget_tokenizer, project_dir=app.project_dir,
+                extraction_schema=app.extraction_schema(),
+            ).estimate([corpus])  # fmt: skip
+            return estimate.claim_calls
 
     with FakeOpenAIServer(reply=scripted) as server:
-        asyncio.run(main(server))
+        claim_calls = asyncio.run(main(server))
         prompts = {p.split(CLAIM_MARKER, 1)[1] for p in _claim_calls(server)}
+    assert claim_calls == 0  # the estimate keys claims by the entities the build asked about
     ada = next(p for p in prompts if "Ada Lovelace" in p)
     # ORGANISATION and CITY are off-schema: strict drops them before resolution
     assert "Analytical Society" not in ada and "London" not in ada
