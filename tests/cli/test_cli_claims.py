@@ -63,7 +63,7 @@ def test_estimate_counts_claim_calls_index_prints_claims_and_status_counts_them(
     assert result.exit_code == 0, result.output
     lines = [" ".join(x.split()) for x in result.stdout.splitlines()]
     assert "claims 3 (4 asked, 0 reused, 0 failed)" in lines
-    assert "claims dropped (other subject) 1" in lines
+    assert "claims dropped (unlisted subject) 1" in lines
     status = json.loads(runner.invoke(app, ["status", "-C", str(tmp_path), "--json"]).stdout)
     assert status["indexes"][0]["counts"]["claims"] == 3
     text = runner.invoke(app, ["status", "-C", str(tmp_path)]).stdout

@@ -59,7 +59,13 @@ COUNT = EstimateTokenCounter().count
         ("March 15", None),  # no year: not a date a claim can be placed by
         ("sometime after the war", None),
         (None, None),
-        (2024, None),
+        (2024, "2024"),  # a JSON number is a year
+        ("45", None),  # a two-digit year: the century would be a guess
+        ("3/4/99", None),
+        ("01.05.2020", "2020-05-01"),  # dotted numeric dates are day first
+        ("Q3 2021", "2021-07"),
+        ("2021-q3", "2021-07"),
+        ("Jan 1 2021 12:00 PST", "2021-01-01"),
     ],
 )
 def test_claim_dates_read_leniently_to_iso_or_none(value: object, expected: str | None) -> None:
@@ -236,3 +242,17 @@ def test_context_fingerprints_change_only_with_the_members_claims() -> None:
     assert context_fingerprints([COMMUNITY], ENTITIES, [], {}) == base
     assert context_fingerprints([COMMUNITY], ENTITIES, [], {"z": [_claim("cz", "z")]}) == base
     assert context_fingerprints([COMMUNITY], ENTITIES, [], {"a": [_claim("ca", "a")]}) != base
+
+
+def test_report_claims_table_is_in_entity_then_status_date_order() -> None:
+    def made(cid: str, subject: str, status: str, start: str | None) -> Claim:
+        return _claim(cid, subject).model_copy(update={"status": status, "start_date": start})
+
+    # ids sort the other way round: the table must not follow them
+    claims = {"b": [made("c1", "b", "TRUE", None)],
+              "a": [made("c2", "a", "FALSE", "2001"), made("c3", "a", "TRUE", None),
+                    made("c4", "a", "SUSPECTED", "1999"), made("c5", "a", "TRUE", "2010")]}
+    ctx = build_report_context(COMMUNITY, ENTITIES, [], max_tokens=10_000, count=COUNT,
+                               claims=claims)  # fmt: skip
+    # entity a (rank 3) before b; a's claims: TRUE dated, TRUE undated, SUSPECTED, FALSE
+    assert ctx.claim_ids == ("c5", "c3", "c4", "c2", "c1")

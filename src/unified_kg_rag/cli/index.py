@@ -103,7 +103,8 @@ def index_command(
     that is suddenly empty, or lost more than `indexing.max_delete_share` of its documents,
     stops the run before anything is written unless `--yes` is given. `--reset` rebuilds the
     whole index without taking it offline (see the incremental guide). Exit status 3 when any
-    document, extraction, report or tree summary failed (the others are indexed; the next run
+    document, extraction, claim extraction (a claim call failed or was cut), report or tree
+    summary failed (the others are indexed; the next run
     retries what failed). A document or text unit that failed on `indexing.quarantine_after`
     consecutive runs is quarantined: skipped by later runs (a notice, not a failure) until its
     content changes or `--retry-quarantined`.

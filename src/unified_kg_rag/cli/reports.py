@@ -65,7 +65,10 @@ def render_graph(graph: GraphBuildReport) -> None:
             table.add_row("  claims quarantined (not asked)", str(c.units_quarantined))
         if c.dropped_subject:
             # the subject is not one of the claim's text unit's entities
-            table.add_row("  claims dropped (other subject)", str(c.dropped_subject))
+            table.add_row("  claims dropped (unlisted subject)", str(c.dropped_subject))
+        if c.claims_capped:
+            # graph.claims.max_per_unit reached: the reply's later claims are not kept
+            table.add_row("  claims over max_per_unit (dropped)", str(c.claims_capped))
     if graph.items_removed:
         table.add_row("items of the previous build removed", str(graph.items_removed))
     if graph.schema_conformance is not None:

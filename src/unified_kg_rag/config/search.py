@@ -141,7 +141,7 @@ class TypeShares(_Section):
 
     @model_validator(mode="after")
     def _some_share(self) -> TypeShares:
-        if self.text_unit + self.entity + self.relationship + self.report <= 0:
+        if self.text_unit + self.entity + self.relationship + self.report + self.claim <= 0:
             raise ValueError("at least one share must be positive")
         return self
 

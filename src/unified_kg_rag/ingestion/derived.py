@@ -22,7 +22,7 @@ from unified_kg_rag.ingestion.graph.build import GraphIndexer
 from unified_kg_rag.ingestion.methodologies import record_methodologies
 from unified_kg_rag.ingestion.report import IndexReport
 from unified_kg_rag.ingestion.stages import StageContext, StageRun, selected_stages
-from unified_kg_rag.ingestion.stages.graph import graph_indexer
+from unified_kg_rag.ingestion.stages.graph import claims_unread_note, graph_indexer
 from unified_kg_rag.ports import (
     ChatModel,
     Embedder,
@@ -124,6 +124,9 @@ class DerivedStages:
         """
         run = StageRun(stores, report, rebuild=rebuild, retry_quarantined=retry_quarantined)
         built: set[str] = set()
+        claims_on = self._ctx.config.graph.claims.enabled
+        if note := claims_unread_note(claims_on, list(self._ctx.methodologies)):
+            logger.warning(note)
         for stage in selected_stages(self._ctx.methodologies):
             built.update(await stage.run(self._ctx, run))
         await record_methodologies(stores.records, self._ctx.methodologies, built)

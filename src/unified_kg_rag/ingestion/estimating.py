@@ -12,17 +12,21 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
 from unified_kg_rag.config.models import UkrConfig
+from unified_kg_rag.domain.extraction.records import ExtractionRecord
+from unified_kg_rag.domain.extraction.schema_conformance import conform_records
 from unified_kg_rag.domain.index.methodologies import builds_artifact, needs_llm
 from unified_kg_rag.domain.messages.transcripts import TranscriptDoc
 from unified_kg_rag.domain.models import Document, TextUnit
 from unified_kg_rag.ingestion.corpus import CorpusFile, discover
 from unified_kg_rag.ingestion.derived import DerivedStages
+from unified_kg_rag.ingestion.graph.build import GraphIndexer
 from unified_kg_rag.ingestion.graph.claims import claims_to_ask
 from unified_kg_rag.ingestion.graph.estimate import (
     CostEstimate,
     add_tree_cost,
     estimate_graph_cost,
 )
+from unified_kg_rag.ingestion.graph.shaping import shape_records
 from unified_kg_rag.ingestion.messages import (
     MessageRun,
     archive_claim,
@@ -123,9 +127,30 @@ async def estimate_index(
             gleaning_template=graph.gleaning_template,
             reports_needed=builds_artifact(graph.methodologies, "community_reports"),
             entity_types=graph.extractor.entity_types,
-            claims=await claims_to_ask(graph.claim_extractor, units, stored),
+            claims=await claims_to_ask(
+                graph.claim_extractor, units, _claim_reads(graph, config, units, stored)
+            ),
             rebuild=await graph.inputs_changed(),
         )
     if tree:
         est = add_tree_cost(est, units, config=config, counter=counter)
     return est
+
+
+def _claim_reads(
+    graph: GraphIndexer,
+    config: UkrConfig,
+    units: Sequence[UnitText],
+    stored: Mapping[str, ExtractionRecord],
+) -> dict[str, ExtractionRecord]:
+    """Return the records whose entities a build's claim prompts list (no model call).
+
+    Grounding and a ``strict`` schema drop entities before resolution, as the build does;
+    ``align`` and ``open`` change types, never names.
+    """
+    cfg = config.graph.extraction
+    shaped = shape_records(units, stored, cfg.shaping_rules).records
+    schema = graph.schema_step.schema
+    if schema is None or cfg.schema_mode != "strict":
+        return dict(shaped)
+    return dict(conform_records(list(shaped.items()), schema, "strict")[0])

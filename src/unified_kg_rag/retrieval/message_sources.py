@@ -2,11 +2,12 @@
 
 A passage (text unit) of a transcript holds whole messages: its `Source.messages` are the
 messages whose text lies in it, read from the transcript's stored spans
-(`domain.messages.transcripts.StoredTranscript`) by the passage's offsets. An entity or relationship
-rests on text units; its messages are those of its first few units that share the most
-content words with the item's name and description (up to three), so a graph item points at
-the lines that state it rather than at whole thread-days. Reports name no messages (they
-summarize whole communities); their `Source.document_ids` stay the provenance.
+(`domain.messages.transcripts.StoredTranscript`) by the passage's offsets. An entity,
+relationship or claim rests on text units; its messages are those of its first few units
+that share the most content words with the item's name and description (up to three), so a
+graph item points at the lines that state it rather than at whole thread-days. Reports name
+no messages (they summarize whole communities); their `Source.document_ids` stay the
+provenance.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ logger = logging.getLogger(__name__)
 _UNITS_PER_ITEM = 8
 """Text units of a graph item searched for the messages that state it."""
 _MESSAGES_PER_ITEM = 3
+_ITEM_KINDS = ("entity", "relationship", "claim")
+"""Sources that rest on text units: their messages are found through those units."""
 
 
 async def attach_messages(stores: IndexStores, sources: Sequence[Source]) -> list[Source]:
@@ -46,7 +49,7 @@ async def attach_messages(stores: IndexStores, sources: Sequence[Source]) -> lis
         StoreError: a store failed.
     """
     doc_ids = {s.document_id for s in sources if s.kind == "text_unit" and s.document_id}
-    items = [s for s in sources if s.kind in ("entity", "relationship")]
+    items = [s for s in sources if s.kind in _ITEM_KINDS]
     doc_ids.update(d for s in items for d in s.document_ids)
     stored = (parse_spans_records(await stores.records.get_many(SPANS_NAMESPACE, sorted(doc_ids)))
               if doc_ids else {})
@@ -62,7 +65,7 @@ async def attach_messages(stores: IndexStores, sources: Sequence[Source]) -> lis
         refs: list[MessageRef] = []
         if source.kind == "text_unit" and source.document_id in stored:
             refs = _passage_messages(source, stored[source.document_id])
-        elif source.kind in ("entity", "relationship"):
+        elif source.kind in _ITEM_KINDS:
             refs = _item_messages(source, units, stored)
         if refs:
             source = source.model_copy(update={"messages": tuple(refs)})

@@ -29,6 +29,11 @@ _CJK = regex.compile(
 _CJK_QUARTER = regex.compile(
     r"^\s*(\d{4})\s*[年년]?\s*(?:第\s*)?([1-4])\s*(?:季度|四半期|분기)\s*$"
 )
+_QUARTER = regex.compile(
+    r"^\s*(?:Q([1-4])\s*[-/ ]?\s*(\d{4})|(\d{4})\s*[-/ ]?\s*Q([1-4]))\s*$", regex.IGNORECASE
+)
+_DOTTED = regex.compile(r"^\s*\d{1,2}\.\d{1,2}\.\d{4}\s*$")
+_DIGITS = regex.compile(r"\d+")
 _YEAR = regex.compile(r"^\s*(\d{4})\s*$")
 _YEAR_MONTH = regex.compile(r"^\s*(\d{4})[-/.](\d{1,2})\s*$")
 _DEFAULTS = (datetime(1, 1, 1), datetime(2, 2, 2))
@@ -52,14 +57,21 @@ def _iso(year: int, month: int | None = None, day: int | None = None) -> str | N
 def parse_claim_date(value: object) -> str | None:
     """Return ``value`` as an ISO-8601 date (``YYYY-MM-DD``, ``YYYY-MM`` or ``YYYY``), or None.
 
+    A JSON number is a year (``2024``); a quarter (``Q3 2021``, ``2021-Q3``, ``2024年第3四半期``)
+    is its first month; a dotted numeric date is day first (``01.05.2020`` → ``2020-05-01``,
+    the European form); a two-digit year (``45``, ``3/4/99``) is None (its century is a
+    guess); a time zone is ignored (its name is never looked up).
+
     Args:
-        value: what the reply states (a string; anything else is None).
+        value: what the reply states (a string or an integer year; anything else is None).
 
     Returns:
         The date with the precision the text states; None for a placeholder ("unknown",
         "N/A", "不明"), an impossible date ("2023-13-45"), a vague one ("early 1990s") or a
         text that is not a date. Never raises.
     """
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
     if not isinstance(value, str):
         return None
     text = " ".join(value.split()).strip(" .,;")
@@ -74,17 +86,26 @@ def parse_claim_date(value: object) -> str | None:
         return _iso(int(m.group(1)), month, int(m.group(3)) if m.group(3) and month else None)
     if m := _CJK_QUARTER.match(text):
         return _iso(int(m.group(1)), 3 * int(m.group(2)) - 2)
+    if m := _QUARTER.match(text):
+        year, quarter = (m.group(2), m.group(1)) if m.group(1) else (m.group(3), m.group(4))
+        return _iso(int(year), 3 * int(quarter) - 2)
     return _parse_general(text)
 
 
 def _parse_general(text: str) -> str | None:
     """Read a date with ``dateutil`` twice (two defaults) to tell stated parts from filled ones."""
+    dayfirst = _DOTTED.match(text) is not None
     try:
-        a, b = (date_parser.parse(text, default=d) for d in _DEFAULTS)
+        a, b = (
+            date_parser.parse(text, default=d, dayfirst=dayfirst, ignoretz=True)
+            for d in _DEFAULTS
+        )
     except (ValueError, OverflowError, TypeError):
         return None
     if a.year != b.year:  # no year stated: not a date a claim can be placed by
         return None
+    if not any(len(n) >= 3 and int(n) == a.year for n in _DIGITS.findall(text)):
+        return None  # a two-digit year: the century would be a guess
     month = a.month if a.month == b.month else None
     day = a.day if month is not None and a.day == b.day else None
     return _iso(a.year, month, day)

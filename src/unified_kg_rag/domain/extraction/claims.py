@@ -16,8 +16,10 @@ a date that cannot be read is None, the claim stays). Source: seed 000 §4 stage
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 
+import regex
 from pydantic import BaseModel, ConfigDict
 
 from unified_kg_rag.domain.extraction.claim_dates import parse_claim_date
@@ -36,21 +38,33 @@ __all__ = [
     "ExtractedClaim",
     "ParsedClaims",
     "claim_fingerprint",
+    "claim_type",
     "normalize_status",
     "parse_claims_reply",
     "render_claim_messages",
 ]
 
-CLAIM_FORMAT_VERSION = 1
+logger = logging.getLogger(__name__)
+
+CLAIM_FORMAT_VERSION = 2
 """Bump when the record shape or the reading of replies changes (re-keys claim records)."""
 
 CLAIM_STATUSES = ("TRUE", "FALSE", "SUSPECTED")
 """The statuses a stored claim has (Microsoft GraphRAG's)."""
 
 _STATUS_WORDS = {
-    "TRUE": ("true", "confirmed", "yes", "verified", "fact", "factual", "correct", "proven"),
-    "FALSE": ("false", "refuted", "denied", "no", "untrue", "incorrect", "disproven", "debunked"),
-}
+    "TRUE": (
+        "true", "confirmed", "yes", "verified", "fact", "factual", "correct", "proven", "1",
+        "vrai", "oui", "confirmé", "wahr", "ja", "bestätigt", "richtig", "verdadero", "sí",
+        "si", "confirmado", "真", "是", "属实", "真实", "确认", "確認", "事実", "正しい", "はい",
+    ),
+    "FALSE": (
+        "false", "refuted", "denied", "no", "untrue", "incorrect", "disproven", "debunked",
+        "not true", "0", "faux", "non", "réfuté", "falsch", "nein", "unwahr", "widerlegt",
+        "falso", "refutado", "假", "否", "不实", "不實", "虚假", "虛假", "错误", "錯誤", "偽",
+        "誤り", "虚偽", "いいえ",
+    ),
+}  # fmt: skip
 _STATUS_OF = {w: s for s, words in _STATUS_WORDS.items() for w in words}
 _DECODER = json.JSONDecoder()
 _MAX_SALVAGE_STARTS = 2000
@@ -95,6 +109,7 @@ class ClaimRecord(_Model):
         truncated: the reply was cut; the complete claims before the cut are kept.
         model: the chat model id that answered.
         finish_reason: the reply's finish reason (``stop`` when complete).
+        capped: readable claims of the reply past ``max_per_unit``, not kept.
     """
 
     fingerprint: str
@@ -102,6 +117,7 @@ class ClaimRecord(_Model):
     truncated: bool = False
     model: str = ""
     finish_reason: str = "stop"
+    capped: int = 0
 
     @property
     def complete(self) -> bool:
@@ -114,6 +130,8 @@ class ParsedClaims(_Model):
 
     claims: tuple[ExtractedClaim, ...] = ()
     truncated: bool = False
+    capped: int = 0
+    """Readable claims past ``max_claims``, not kept."""
 
 
 def claim_fingerprint(
@@ -168,44 +186,113 @@ def render_claim_messages(
 def normalize_status(value: object) -> str:
     """Return ``TRUE``, ``FALSE`` or ``SUSPECTED`` for a reply's status word.
 
-    Case, spaces and punctuation are ignored; ``confirmed``/``yes`` read TRUE,
-    ``refuted``/``denied``/``no`` FALSE; anything else (``SUSPECTED``, ``alleged``, a word
-    the model invented, nothing at all) reads ``SUSPECTED``: a claim whose status cannot be
-    read is at most suspected (a deliberate choice: the claim is kept, not dropped).
+    Case, spaces and punctuation are ignored; ``confirmed``/``yes``/``1`` read TRUE,
+    ``refuted``/``denied``/``no``/``not true``/``untrue``/``0`` FALSE, and so do the common
+    words for true and false in French, German, Spanish, Chinese and Japanese (``vrai``/
+    ``faux``, ``wahr``/``falsch``, ``verdadero``/``falso``, ``真``/``假``/``否``/``不实``,
+    ``事実``/``誤り``); anything else (``SUSPECTED``, ``alleged``, a word the model invented,
+    nothing at all) reads ``SUSPECTED``: a claim whose status cannot be read is at most
+    suspected (a deliberate choice: the claim is kept, not dropped).
     """
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
-    word = " ".join(str(value or "").casefold().replace("_", " ").split()).strip(" .!\"'")
+    if isinstance(value, int | float):
+        value = {1: "1", 0: "0"}.get(int(value), "") if value in (0, 1) else ""
+    word = " ".join(str(value or "").casefold().replace("_", " ").split()).strip(" .!\"'。！")
     return _STATUS_OF.get(word, "SUSPECTED")
 
 
 _EMPTY = frozenset({"none", "null", "n/a", "na", "nil", "-", "—", "unknown", "no object"})
+_CONTROL = regex.compile(r"[\p{Cc}\p{Cs}]")
+_NON_WORD = regex.compile(r"[^\p{L}\p{N}\p{M}]+")
+_FIELDS = {
+    "subject": ("subject", "subject_entity", "subject_id", "subject_name", "entity"),
+    "object": ("object", "object_entity", "object_id", "object_name"),
+    "type": ("type", "claim_type"),
+    "status": ("status", "claim_status"),
+    "start_date": ("start_date", "claim_date_start", "start"),
+    "end_date": ("end_date", "claim_date_end", "end"),
+    "description": ("description", "claim_description"),
+    "source_text": ("source_text", "source", "span", "claim_source"),
+}
+"""Claim field → the keys a reply may give it under (GraphRAG's own names included)."""
+_SUBJECT_KEYS = frozenset(_FIELDS["subject"])
+
+
+def _key(key: object) -> str:
+    """Return a reply key read case-insensitively: trimmed, lower case, spaces as ``_``."""
+    return "_".join(str(key).casefold().replace("-", " ").split())
+
+
+def _keyed(item: dict[str, object]) -> dict[str, object]:
+    """Return a reply object with its keys read by `_key` (the first of equal keys wins)."""
+    out: dict[str, object] = {}
+    for k, v in item.items():
+        out.setdefault(_key(k), v)
+    return out
+
+
+def _field(item: dict[str, object], name: str) -> object:
+    """Return the first non-empty value of a claim field under any of its keys."""
+    for key in _FIELDS[name]:
+        if (value := item.get(key)) not in (None, "", [], {}):
+            return value
+    return None
 
 
 def _text(value: object, *, name: bool = False) -> str:
-    """Return a reply value as one line; a name that is a placeholder ("None", "N/A") is ""."""
+    """Return a reply value as one line without control characters.
+
+    A name may be given as ``{"name": ...}``; a name that is a placeholder ("None", "N/A")
+    is "".
+    """
+    if name and isinstance(value, dict):
+        value = _keyed(value).get("name") or _keyed(value).get("title")
     if value is None or isinstance(value, dict | list):
         return ""
-    text = " ".join(str(value).split())
+    text = " ".join(_CONTROL.sub(" ", str(value)).split())
     return "" if name and text.casefold().strip(" .") in _EMPTY else text
 
 
-def _claim(item: dict[str, object]) -> ExtractedClaim | None:
+def claim_type(value: object) -> str:
+    """Return a claim type in upper snake case: runs of non-letters/digits are one ``_``.
+
+    Letters of any script are kept (``anti competitive-practices`` → ``ANTI_COMPETITIVE_
+    PRACTICES``, ``Täuschung`` → ``TÄUSCHUNG``, ``詐欺`` → ``詐欺``).
+    """
+    return _NON_WORD.sub("_", _text(value).upper()).strip("_")
+
+
+def _claim(raw: dict[str, object]) -> ExtractedClaim | None:
     """Build a claim from one reply object; None without a usable subject."""
-    subject = _text(item.get("subject") or item.get("subject_entity"), name=True)
+    item = _keyed(raw)
+    subject = _text(_field(item, "subject"), name=True)
     if not any(ch.isalnum() for ch in subject):
         return None
-    kind = _text(item.get("type") or item.get("claim_type"))
+    start = parse_claim_date(_field(item, "start_date"))
+    end = parse_claim_date(_field(item, "end_date"))
+    if start is not None and end is not None and end < start[: len(end)]:
+        logger.info("claim end date %s before its start %s dropped", end, start)
+        end = None  # an end before the start is no period: the start is kept
     return ExtractedClaim(
         subject=subject,
-        object=_text(item.get("object") or item.get("object_entity"), name=True),
-        type="_".join(kind.upper().split()),
-        status=normalize_status(item.get("status")),
-        start_date=parse_claim_date(item.get("start_date")),
-        end_date=parse_claim_date(item.get("end_date")),
-        description=_text(item.get("description")),
-        source_text=_text(item.get("source_text") or item.get("source") or item.get("span")),
+        object=_text(_field(item, "object"), name=True),
+        type=claim_type(_field(item, "type")),
+        status=normalize_status(_field(item, "status")),
+        start_date=start,
+        end_date=end,
+        description=_text(_field(item, "description")),
+        source_text=_text(_field(item, "source_text")),
     )
+
+
+def _placeholder_subject(item: dict[str, object]) -> bool:
+    """True when a claim object's subject is a placeholder ("None", "N/A").
+
+    That is the model saying there is no claim, not a shape the reader misses.
+    """
+    value = _field(_keyed(item), "subject")
+    return isinstance(value, str) and bool(value.strip()) and not _text(value, name=True)
 
 
 def _objects(value: object) -> list[dict[str, object]]:
@@ -240,7 +327,7 @@ def _salvage(text: str) -> list[dict[str, object]]:
         except (json.JSONDecodeError, RecursionError):
             start = text.find("{", start + 1)
             continue
-        if isinstance(value, dict) and ("subject" in value or "subject_entity" in value):
+        if isinstance(value, dict) and _SUBJECT_KEYS & {_key(k) for k in value}:
             out.append({str(k): repair_json_strings(v) for k, v in value.items()})
             start = text.find("{", end)
         else:
@@ -256,7 +343,10 @@ def parse_claims_reply(
     Tolerates reasoning blocks, code fences and prose around the JSON, a bare list of claim
     objects, a reply that says there is nothing (``None``, ``{"claims": []}``), and a reply
     cut off (its complete claim objects are kept and ``truncated`` is set). A claim without a
-    usable subject is skipped.
+    usable subject is skipped; a reply whose claim objects all lack one is unreadable (keys
+    are read case-insensitively and trimmed, GraphRAG's own names such as ``subject_id``,
+    ``claim_type``, ``claim_description``, ``claim_status`` and ``entity`` are accepted, and a
+    name may be ``{"name": ...}``). An end date before the start date is dropped (logged).
 
     Args:
         reply: the model's reply text.
@@ -264,14 +354,15 @@ def parse_claims_reply(
         max_claims: claims kept at most (the first ones).
 
     Raises:
-        ModelOutputError: the reply is empty, or holds no claim object and does not say
-            there is none.
+        ModelOutputError: the reply is empty, holds no claim object and does not say there
+            is none, or holds claim objects none of which names a readable subject.
     """
     if not reply.strip():
         raise ModelOutputError("claim reply is empty")
     text = strip_reasoning(reply)
     cut = not reply_complete(finish_reason)
     obj = parse_json_object(text)
+    obj = _keyed(obj) if obj is not None else None
     items: list[dict[str, object]] | None = None
     if obj is not None and isinstance(obj.get("claims"), list):
         items = _objects(obj["claims"])
@@ -290,4 +381,10 @@ def parse_claims_reply(
         # what came before a cut (or a break)
         cut = cut or len(items) > 1 or "[" in text
     claims = [c for c in (_claim(i) for i in items) if c is not None]
-    return ParsedClaims(claims=tuple(claims[:max_claims]), truncated=cut)
+    if items and not claims and not cut and not any(_placeholder_subject(i) for i in items):
+        keys = sorted({_key(k) for i in items for k in i})[:8]
+        raise ModelOutputError(f"claim reply has claim objects but no readable subject "
+                               f"(keys: {', '.join(keys)})")  # fmt: skip
+    return ParsedClaims(
+        claims=tuple(claims[:max_claims]), truncated=cut, capped=max(0, len(claims) - max_claims)
+    )

@@ -35,10 +35,24 @@ __all__ = [
     "Claim",
     "ResolvedClaims",
     "claim_from_record",
+    "claim_order",
     "claim_record",
     "claim_text",
     "resolve_claims",
 ]
+
+
+_STATUS_RANK = {"TRUE": 0, "SUSPECTED": 1, "FALSE": 2}
+
+
+def claim_order(claim: Claim) -> tuple[int, int, str, str, str, str]:
+    """Return the sort key of an entity's claims where they are listed (report Claims table).
+
+    ``TRUE`` first, then ``SUSPECTED``, then ``FALSE``; within a status by start date (the
+    undated last), then type, description and id (a total order: the same on every run).
+    """
+    return (_STATUS_RANK.get(claim.status, 1), claim.start_date is None,
+            claim.start_date or "", claim.type, claim.description, claim.id)  # fmt: skip
 
 
 class Claim(BaseModel):

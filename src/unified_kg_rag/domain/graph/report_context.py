@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from unified_kg_rag.domain.graph.claims import Claim
+from unified_kg_rag.domain.graph.claims import Claim, claim_order
 from unified_kg_rag.domain.models import Community, CommunityReport, Entity, Relationship
 from unified_kg_rag.domain.text.tokens import grapheme_floor
 
@@ -105,7 +105,8 @@ def build_report_context(
     each if it fits. When anything was left out and ``sub_reports`` are given, their title,
     rating and summary are added in the given order under a second budget of ``max_tokens``.
     With ``claims``, the claims about the shown entities follow the relationships as a
-    ``Claims`` table (entity order, then claim order), each if it fits in what the budget has
+    ``Claims`` table (entity order, then `claim_order`: status, start date, type,
+    description), each if it fits in what the budget has
     left; the table is there only when it holds a row (a claim left out marks the context
     truncated).
 
@@ -158,7 +159,7 @@ def build_report_context(
     ]
     claim_ids: list[str] = []
     if claims:
-        about = [c for e in packer.entity_ids for c in claims.get(e, ())]
+        about = [c for e in packer.entity_ids for c in sorted(claims.get(e, ()), key=claim_order)]
         claim_section, claim_ids = _claim_section(about, packer.left, count)
         truncated = len(claim_ids) < len(about) or truncated
         if claim_section:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -44,7 +44,7 @@ from unified_kg_rag.ports import (
 from unified_kg_rag.util.hashing import sha256_json
 
 from .build_models import models_besides_extraction
-from .claims import CLAIM_PROMPT, ClaimExtractor, claim_stage
+from .claims import CLAIM_PROMPT, ClaimExtractor, claim_stage, sweep_claims_off
 from .delta import context_fingerprints, delta_partition, load_previous, save_partition
 from .extract import RECORDS_NAMESPACE, ExtractionOutcome
 from .inputs import graph_extractor, graph_methodologies, graph_settings, shaping_key
@@ -126,10 +126,12 @@ class GraphIndexer:
             self._report_chat, counter, graph.reports, template=self._report_template,
             concurrency=fanout,
         )
-        self.claim_extractor = ClaimExtractor(  # the extraction model states the claims too
+        # the extraction model states the claims too
+        self._claims_of: Callable[[], ClaimExtractor] = lambda: ClaimExtractor(
             chat, stores.records, graph.claims, concurrency=fanout,
             template=library.get(CLAIM_PROMPT), quarantine_after=config.indexing.quarantine_after,
-        ) if graph.claims.enabled else None  # fmt: skip
+        )  # fmt: skip
+        self.claim_extractor = self._claims_of() if graph.claims.enabled else None
 
     def digest(self, unit_ids: list[str], quarantined: Iterable[str] = ()) -> str:
         """Return the digest of a build's inputs: text units, models, prompts, settings.
@@ -237,9 +239,12 @@ class GraphIndexer:
         if self.claim_extractor is not None:  # graph.claims.enabled (ingestion.graph.claims)
             with self._stage(report, "claims") as stage:
                 claims, report.claims = await claim_stage(
-                    self.claim_extractor, units, outcome, resolved, force=force,
-                    progress=self._progress)  # fmt: skip
+                    self.claim_extractor, units, outcome, resolved, records=dict(records),
+                    force=force, progress=self._progress)  # fmt: skip
                 stage.items = report.claims.units_asked
+        else:  # claims off: a deleted document's claim records go all the same
+            await sweep_claims_off(self._claims_of, self._stores.records, units, dict(records),
+                                   {*outcome.failed, *outcome.quarantined})  # fmt: skip
 
         entities = list(resolved.entities)
         relationships = list(resolved.relationships)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -57,6 +57,7 @@ __all__ = [
     "claim_stage",
     "claim_units",
     "claims_to_ask",
+    "sweep_claims_off",
 ]
 
 logger = logging.getLogger(__name__)
@@ -131,7 +132,8 @@ class ClaimOutcome:
         failed: text unit id → one-line reason (the unit's own failure, a cut reply included).
         fingerprints: text unit id → its claim record key, for every unit asked or reused.
         reused: units answered from the record store.
-        extracted: texts sent to the model and answered.
+        extracted: texts sent to the model this run (answered, cut or failed).
+        capped: readable claims past ``max_per_unit`` in this run's replies, not kept.
         quarantined: units not asked: their claims failed on ``quarantine_after``
             consecutive runs (a cut reply's claims, if any, are used).
     """
@@ -141,6 +143,7 @@ class ClaimOutcome:
     fingerprints: dict[str, str] = field(default_factory=dict)
     reused: int = 0
     extracted: int = 0
+    capped: int = 0
     quarantined: list[str] = field(default_factory=list)
 
 
@@ -179,6 +182,11 @@ class ClaimExtractor:
         self.template = template
         self._concurrency = concurrency
         self._quarantine_after = quarantine_after
+
+    @property
+    def max_per_unit(self) -> int:
+        """``graph.claims.max_per_unit``: claims kept per reply."""
+        return self._config.max_per_unit
 
     def fingerprint(self, text: str, entity_names: Sequence[str]) -> str:
         """Return the claim record key of a text with these entity names (current settings)."""
@@ -261,15 +269,21 @@ class ClaimExtractor:
         judge.raise_if_stopped()
         for result in results:
             group = groups[keys[result.item[0].id]]
+            outcome.extracted += 1  # sent to the model, answered or not
             if result.value is not None:
-                outcome.extracted += 1
+                outcome.capped += result.value.capped
+                reason = ""
+                if not result.value.complete:
+                    reason = (
+                        f"claim reply {describe_finish(result.value.finish_reason)}; the "
+                        "claims before the cut are kept and the next run asks again (raise "
+                        "graph.claims.max_reply_tokens if replies are cut at the length limit)"
+                    )
+                    logger.warning("claim extraction of %s: %s", group[0][0].path, reason)
                 for unit, _ in group:
                     outcome.records[unit.id] = result.value
-                    if not result.value.complete:
-                        outcome.failed[unit.id] = (
-                            f"claim reply {describe_finish(result.value.finish_reason)}; the "
-                            "claims before the cut are kept and the next run asks again"
-                        )
+                    if reason:
+                        outcome.failed[unit.id] = reason
                 continue
             error = result.error
             if not isinstance(error, _UnitFailedError):
@@ -352,6 +366,7 @@ class ClaimExtractor:
             truncated=parsed.truncated or not reply.complete,
             model=self._chat.model_id,
             finish_reason=finish,
+            capped=parsed.capped,
         )
 
     async def sweep(self, keep: Collection[str]) -> int:
@@ -380,6 +395,7 @@ async def claim_stage(
     outcome: ExtractionOutcome,
     resolved: ResolvedGraph,
     *,
+    records: Mapping[str, ExtractionRecord] | None = None,
     force: bool = False,
     progress: ProgressReporter | None = None,
 ) -> tuple[list[Claim], ClaimFigures]:
@@ -393,6 +409,9 @@ async def claim_stage(
         units: the build's text units.
         outcome: the extraction stage's outcome (records, failures, quarantine).
         resolved: the resolved graph (entity keys → ids, display names).
+        records: text unit id → the extraction record resolution read (after grounding
+            and the schema step): the prompt lists these entities, so nothing is asked
+            about an entity the build dropped. None: ``outcome.records``.
         force: ask the model again for every unit.
         progress: receives ``claims`` progress.
 
@@ -404,24 +423,69 @@ async def claim_stage(
         StoreError: a store failed.
     """
     skip = {*outcome.failed, *outcome.quarantined}
-    asked = claim_units(units, outcome.records, skip)
+    read = outcome.records if records is None else records
+    asked = claim_units(units, read, skip)
     found = await extractor.run(asked, force=force, progress=progress)
     figures = ClaimFigures(
         units_asked=found.extracted,
         records_reused=found.reused,
         units_failed=len(found.failed),
         units_quarantined=len(found.quarantined),
+        claims_capped=found.capped,
         records_swept=await extractor.sweep(found.fingerprints.values()),
     )
     result = resolve_claims(
-        [(u.id, outcome.records[u.id], found.records[u.id])
+        [(u.id, read[u.id], found.records[u.id])
          for u, _ in asked if u.id in found.records],
         resolved.key_to_entity_id,
         {e.id: e.name for e in resolved.entities},
     )  # fmt: skip
     figures.claims = len(result.claims)
     figures.dropped_subject = result.dropped_subject
+    if found.capped:
+        logger.warning("%d claims past graph.claims.max_per_unit (%d) not kept",
+                       found.capped, extractor.max_per_unit)  # fmt: skip
     if result.dropped_subject:
         logger.info("%d claim statements dropped: their subject is not one of their text "
                     "unit's entities", result.dropped_subject)  # fmt: skip
     return list(result.claims), figures
+
+
+async def sweep_claims_off(
+    extractor_of: Callable[[], ClaimExtractor],
+    records: RecordStore,
+    units: Sequence[UnitText],
+    read: Mapping[str, ExtractionRecord],
+    skip: Collection[str] = frozenset(),
+) -> int:
+    """Sweep claim records (and failure entries) while ``graph.claims.enabled`` is off.
+
+    Keeps the records the units of this build would read with claims on under the current
+    claim settings (turning claims on again asks nothing the store still answers) and
+    deletes the rest: a deleted document's claims, with their verbatim source text, go with
+    it whether claims are on or off. Nothing is read when neither namespace holds an entry.
+
+    Args:
+        extractor_of: builds the claim extractor of the current settings (called only
+            when there is something to sweep; an error building it skips the sweep with a
+            warning: a claim prompt file that is gone while claims are off is no failure).
+        records: the index's record store.
+        units: the build's text units.
+        read: text unit id → the extraction record resolution read.
+        skip: units whose extraction failed or is quarantined.
+
+    Returns:
+        Claim records deleted.
+
+    Raises:
+        StoreError: the record store failed.
+    """
+    if not any([await records.count(ns) for ns in (CLAIMS_NAMESPACE, CLAIM_FAILURES_NAMESPACE)]):
+        return 0
+    try:
+        extractor = extractor_of()
+    except Exception as exc:  # a broken claim prompt file while claims are off
+        logger.warning("claim records not swept (claims are off): %s", exc)
+        return 0
+    keep = [extractor.fingerprint(u.text, n) for u, n in claim_units(units, read, skip)]
+    return await extractor.sweep(keep)

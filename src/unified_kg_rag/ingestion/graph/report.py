@@ -52,7 +52,7 @@ class ClaimFigures(BaseModel):
 
     Attributes:
         claims: claims in the graph after the build (statements merged by id).
-        units_asked: text units sent to the model this run.
+        units_asked: texts sent to the model this run (answered, cut or failed).
         records_reused: text units whose stored claim record was used (no model call).
         units_failed: text units whose claim call failed or was cut (asked again next run).
         units_quarantined: text units not asked: their claims failed on
@@ -60,6 +60,8 @@ class ClaimFigures(BaseModel):
             claim settings change, or ``--force-rebuild``).
         dropped_subject: claim statements dropped because their subject is not one of their
             text unit's own entities.
+        claims_capped: readable claims of this run's replies past
+            ``graph.claims.max_per_unit``, not kept.
         records_swept: claim records no text unit of this build reads, deleted.
     """
 
@@ -69,6 +71,7 @@ class ClaimFigures(BaseModel):
     units_failed: int = 0
     units_quarantined: int = 0
     dropped_subject: int = 0
+    claims_capped: int = 0
     records_swept: int = 0
 
 
@@ -145,14 +148,18 @@ class GraphBuildReport(BaseModel):
 
         Otherwise the next run builds again, asking only for what failed.
         """
-        claims_failed = self.claims is not None and self.claims.units_failed > 0
-        return self.succeeded and not self.summaries_failed and not claims_failed
+        return self.succeeded and not self.summaries_failed
 
     @property
     def succeeded(self) -> bool:
-        """True when no text unit, report or the build itself failed.
+        """True when no text unit's extraction or claims, no report and not the build failed.
 
         A failed summary keeps its concatenated description and does not count; units
-        quarantined by earlier runs and skipped do not count either.
+        quarantined by earlier runs and skipped do not count either. A unit whose claim call
+        failed or was cut fails the build like an extraction failure (``ukr index`` exits 3).
         """
-        return not self.error and not self.units_failed and not self.reports_failed
+        claims_failed = self.claims is not None and self.claims.units_failed > 0
+        return (
+            not self.error and not self.units_failed and not self.reports_failed
+            and not claims_failed
+        )  # fmt: skip

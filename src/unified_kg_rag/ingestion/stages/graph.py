@@ -20,7 +20,7 @@ from unified_kg_rag.ingestion.stages.base import StageContext, StageRun, registe
 from unified_kg_rag.ports import ChatModel, IndexStores
 from unified_kg_rag.util.errors import ModelError
 
-__all__ = ["GraphStage", "graph_indexer"]
+__all__ = ["GraphStage", "claims_unread_note", "graph_indexer"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +43,26 @@ def graph_indexer(ctx: StageContext, stores: IndexStores, chat: ChatModel) -> Gr
         prompts=ctx.prompt_library(),
         schema=ctx.extraction_schema,
     )  # fmt: skip
+
+
+def claims_unread_note(claims_enabled: bool, methodologies: list[str]) -> str | None:
+    """Return a one-line warning when claim extraction is on but little or nothing reads it.
+
+    Claims are extracted only by a graph build (``graphrag``, ``lightrag``, ``hipporag``);
+    the ``local``, ``global`` (report Claims tables) and ``drift`` strategies read them
+    through ``graphrag``, ``simple`` on any graph. None when claims are off or ``graphrag``
+    is selected.
+    """
+    if not claims_enabled or "graphrag" in methodologies:
+        return None
+    chosen = ", ".join(methodologies) or "none"
+    if not graph_methodologies(methodologies):
+        return (f"graph.claims.enabled is on but indexing.methodologies ({chosen}) builds no "
+                "LLM graph: no claims are extracted (claims need graphrag, lightrag or "
+                "hipporag; local, global and drift read them with graphrag)")  # fmt: skip
+    return (f"graph.claims.enabled: claims are extracted (one call per text unit) but with "
+            f"indexing.methodologies ({chosen}) only the simple strategy reads them; local, "
+            "global and drift read them with graphrag")  # fmt: skip
 
 
 class GraphStage:

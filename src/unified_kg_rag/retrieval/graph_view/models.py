@@ -157,8 +157,9 @@ class TraceSource(_Model):
 
     Attributes:
         n: its number in the answer (``[n]``), 1-based.
-        kind: ``entity``, ``relationship``, ``report`` (a community), ``concept`` or
-            ``text_unit``; other kinds (``key_points``, ``notes``) name no node.
+        kind: ``entity``, ``relationship``, ``report`` (a community), ``concept``,
+            ``claim`` (its subject entity, and its object when resolved) or ``text_unit``;
+            other kinds (``key_points``, ``notes``) name no node.
         id: the item's id (a community id for a report).
         text_unit_ids: the text units it rests on (a text unit's own id included or not).
     """

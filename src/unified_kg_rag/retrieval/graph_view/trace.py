@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from unified_kg_rag.domain.graph.claims import claim_from_record
+from unified_kg_rag.domain.models import Collection
 from unified_kg_rag.ports import IndexStores
 from unified_kg_rag.retrieval.graph_view.loaded import GraphView
 from unified_kg_rag.retrieval.graph_view.models import (
@@ -152,6 +154,7 @@ async def _mark(
         ends = {r.id: (r.source_id, r.target_id)
                 for r in await stores.graph.get_relationships(rel_ids)}  # fmt: skip
     stated = await _stated(stores, view, concepts, sources)
+    about = await _claim_entities(stores, [s.id for s in sources if s.kind == "claim"])
     for s in sorted(sources, key=lambda s: s.n):
         if s.kind in ("entity", "concept"):
             node = view.index_of.get(s.id)
@@ -169,6 +172,14 @@ async def _mark(
                 if node is not None:
                     marks.node(node, s.n)
             marks.edge(s.id, s.n)
+        elif s.kind == "claim" and view.kind == "entities":
+            # a claim is traced to its subject entity (and its object when resolved)
+            about_nodes = [view.index_of[e] for e in about.get(s.id, ()) if e in view.index_of]
+            if not about_nodes:
+                marks.notes.append(f"source [{s.n}]: claim {s.id!r} is about no entity of "
+                                   f"{graph}")  # fmt: skip
+            for node in about_nodes:
+                marks.node(node, s.n)
         elif s.kind in ("report", "community"):
             c = view.community_index.get(s.id)
             if c is None:
@@ -190,6 +201,15 @@ async def _mark(
         else:
             marks.notes.append(f"source [{s.n}]: a {s.kind!r} section names no graph node")
     return marks
+
+
+async def _claim_entities(stores: IndexStores, ids: Sequence[str]) -> dict[str, list[str]]:
+    """Return claim id → its subject entity id and, when resolved, its object's."""
+    if not ids:
+        return {}
+    records = await stores.search.get(Collection.CLAIMS, list(dict.fromkeys(ids)))
+    claims = (claim_from_record(r) for r in records)
+    return {c.id: [e for e in (c.subject_id, c.object_id) if e] for c in claims if c is not None}
 
 
 def _units(source: TraceSource) -> list[str]:
