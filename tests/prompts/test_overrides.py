@@ -118,7 +118,7 @@ def test_the_older_prompt_file_field_keeps_working_and_rekeys(tmp_path: Path) ->
     ({"prompts/extract_graph.md": "{text}", "prompts/extract_graph.v1.md": "{text}"}, None,
      r"^prompts/extract_graph\.v1\.md: prompts/extract_graph\.md overrides the same prompt "),
     ({}, b"Extract \xff{text}", r"^prompts/extract_graph\.md: prompt file is not UTF-8 text "
-     r"\(byte 0xff at offset 8\)$"),
+     r"\(byte 0xff at offset 8\) \(set by prompts\.dir\)$"),
 ])  # fmt: skip
 def test_a_bad_override_in_the_folder_is_a_one_line_error(
     tmp_path: Path, files: dict[str, str], content: bytes | None, message: str
@@ -134,7 +134,8 @@ def test_a_bad_override_in_the_folder_is_a_one_line_error(
 
 
 def test_a_missing_file_folder_or_prompt_name_is_a_one_line_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError, match=r"^gone\.md: prompt file not found$"):
+    with pytest.raises(ConfigurationError, match=(
+            r"^gone\.md: prompt file not found \(set by prompts\.files\.community_report\)$")):
         build_app(_config(files={"community_report": "gone.md"}), tmp_path)
     with pytest.raises(ConfigurationError, match=r"^prompts\.dir: folder nowhere does not exist$"):
         build_app(_config(dir="nowhere"), tmp_path)
@@ -199,3 +200,10 @@ def test_with_a_schema_the_schema_variant_or_the_users_override_is_used(tmp_path
     library = load_prompt_library(_config(files={"extract_graph": "plain.md"}), tmp_path)
     plain = graph_extractor(_config(), None, None, prompts=library)  # type: ignore[arg-type]
     assert plain.extraction_template == "PLAIN {text}\n{schema_types}\n"  # no schema: as written
+
+
+def test_a_missing_file_of_an_older_field_names_that_field(tmp_path: Path) -> None:
+    config = UkrConfig(graph={"claims": {"prompt_file": "nope.md"}})  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=(
+            r"^nope\.md: prompt file not found \(set by graph\.claims\.prompt_file\)$")):
+        build_app(config, tmp_path)

@@ -167,7 +167,11 @@ def load_prompt_library(config: UkrConfig, project_dir: Path | None) -> PromptLi
             )
         explicit[name] = (file, field)
     chosen.update(explicit)
-    for canonical, (shown, _) in sorted(chosen.items()):
+    for canonical, (shown, setting) in sorted(chosen.items()):
         path = _resolved(project_dir, shown)
-        library = library.with_override(canonical, read_prompt_file(path, shown), shown)
+        try:
+            text = read_prompt_file(path, shown)
+        except ConfigurationError as exc:  # name the setting that points at the file too
+            raise ConfigurationError(f"{exc} (set by {setting})") from None
+        library = library.with_override(canonical, text, shown)
     return library
