@@ -230,6 +230,23 @@ def test_skos_alias_that_names_another_concept_is_no_synonym(
     assert "2 alias name(s) left out" in caplog.text and "APPLE, IBM" in caplog.text
 
 
+def test_a_vocabulary_whose_only_aliases_are_left_out_indexes_without_a_schema(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "v.ttl").write_text(
+        "@prefix skos: <http://www.w3.org/2004/02/skos/core#> .\n@prefix ex: <http://e/> .\n"
+        "ex:ibm a skos:Concept ; skos:prefLabel \"IBM\" .\n"
+        "ex:ibm701 a skos:Concept ; skos:prefLabel \"IBM 701\" ; skos:altLabel \"IBM\" .\n",
+        encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        assert _load(tmp_path, {"kind": "skos", "path": "v.ttl"}) is None
+    assert "extraction runs without a schema" in caplog.text
+    # an empty YAML schema is still an error: nothing there was left out
+    (tmp_path / "s.yaml").write_text("entity_types: []\n", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="declares no entity type"):
+        _load(tmp_path, {"kind": "file", "path": "s.yaml"})
+
+
 def test_subclasses_fit_the_patterns_of_their_parents(tmp_path: Path) -> None:
     (tmp_path / "o.ttl").write_text(
         "@prefix : <http://e/> .\n@prefix owl: <http://www.w3.org/2002/07/owl#> .\n"

@@ -8,6 +8,7 @@ reads every configured source and merges them (`domain.extraction.schema.merge_s
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from unified_kg_rag.adapters.registry import SCHEMA_SOURCES
@@ -23,6 +24,8 @@ from unified_kg_rag.util.errors import ConfigurationError
 from .yaml_file import load_file, load_inline
 
 __all__ = ["load_extraction_schema", "load_owl", "load_skos"]
+
+logger = logging.getLogger(__name__)
 
 
 def load_owl(source: SchemaSourceConfig, project_dir: Path | None, field: str) -> ExtractionSchema:
@@ -51,7 +54,8 @@ def load_extraction_schema(
         ConfigurationError: an unknown kind (listing the registered ones), a source that
             cannot be read (one line naming the file or the field), a pattern naming a type
             no source declares (naming the source and the pattern), or sources that together
-            declare no type and no name synonym.
+            declare no type and no name synonym (unless one is a SKOS vocabulary whose
+            aliases were all left out: then a warning, and None).
     """
     if not config.schema_sources:
         return None
@@ -70,6 +74,13 @@ def load_extraction_schema(
                 path = project_dir / path
             raise ConfigurationError(f"schema file {path}: {problem}")
     if not merged.declares_types and not merged.name_synonyms:
+        if any(s.kind == "skos" and s.name_synonyms for s in config.schema_sources):
+            # a valid vocabulary whose every alias was left out (another concept's name)
+            logger.warning(
+                "graph.extraction.schema_sources: no entity type, relationship type or usable "
+                "name synonym is left; extraction runs without a schema"
+            )
+            return None
         raise ConfigurationError(
             "the extraction schema declares no entity type, no relationship type and no "
             "name synonym (check the schema_sources files)",
