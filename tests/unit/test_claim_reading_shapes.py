@@ -51,6 +51,10 @@ def test_claim_objects_without_any_readable_subject_fail_the_reply() -> None:
         parse_claims_reply(json.dumps([{"subject": {"id": 3}, "type": "FRAUD"}]))
     # a placeholder subject is the model saying there is none: no claims, not a failure
     assert parse_claims_reply(json.dumps({"claims": [{"subject": "N/A"}]})).claims == ()
+    # ... but a placeholder beside an object whose subject cannot be read still fails
+    with pytest.raises(ModelOutputError, match="no readable subject"):
+        parse_claims_reply(json.dumps({"claims": [
+            {"subject": "N/A", "type": "NONE"}, {"company": "Delta Inc", "type": "LAWSUIT"}]}))
     # one readable claim among unreadable ones is a reply (the others are skipped)
     mixed = [{"who": "Acme"}, {"subject": "Beta", "type": "fine"}]
     assert [c.subject for c in parse_claims_reply(json.dumps(mixed)).claims] == ["Beta"]
@@ -113,3 +117,14 @@ def test_type_shares_with_only_the_claim_share_positive_are_valid() -> None:
     assert TypeShares.model_validate({**only, "claim": 1.0}).claim == 1.0
     with pytest.raises(ValueError, match="at least one share must be positive"):
         TypeShares.model_validate({**only, "claim": 0})
+
+
+def test_a_think_tag_inside_a_value_does_not_cut_the_reply() -> None:
+    # found by the property test: a description naming "<THINK>" read as an unfinished
+    # reasoning block and cut the JSON before it
+    reply = json.dumps({"claims": [{"subject": "Acme", "description": "says <THINK> a lot"}]})
+    assert [c.description for c in parse_claims_reply(reply).claims] == ["says <THINK> a lot"]
+    # a real reasoning block before the JSON is still dropped
+    spoken = '<think>maybe {"claims": []}</think>{"claims": [{"subject": "Beta"}]}'
+    assert [c.subject for c in parse_claims_reply(spoken).claims] == ["Beta"]
+

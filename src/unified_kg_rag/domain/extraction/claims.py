@@ -363,6 +363,11 @@ def parse_claims_reply(
     cut = not reply_complete(finish_reason)
     obj = parse_json_object(text)
     obj = _keyed(obj) if obj is not None else None
+    if (obj is None or "claims" not in obj) and text != reply:
+        # a "<think>" written inside a value (a description) cut the text: read it whole
+        whole = parse_json_object(reply)
+        if whole is not None and "claims" in (keyed := _keyed(whole)):
+            text, obj = reply, keyed
     items: list[dict[str, object]] | None = None
     if obj is not None and isinstance(obj.get("claims"), list):
         items = _objects(obj["claims"])
@@ -381,7 +386,7 @@ def parse_claims_reply(
         # what came before a cut (or a break)
         cut = cut or len(items) > 1 or "[" in text
     claims = [c for c in (_claim(i) for i in items) if c is not None]
-    if items and not claims and not cut and not any(_placeholder_subject(i) for i in items):
+    if items and not claims and not cut and not all(_placeholder_subject(i) for i in items):
         keys = sorted({_key(k) for i in items for k in i})[:8]
         raise ModelOutputError(f"claim reply has claim objects but no readable subject "
                                f"(keys: {', '.join(keys)})")  # fmt: skip
