@@ -174,9 +174,9 @@ def test_status_and_config_show_name_each_roles_model(
     text = runner.invoke(app, ["status", "-C", str(tmp_path)]).stdout
     assert "models per role" in text and "(strong)" in text
     shown = runner.invoke(app, ["config", "show", "-C", str(tmp_path)]).stdout
-    assert "#   extraction: openai:fast-m (fast)" in shown
-    assert "#   answer: openai:strong-m (strong)" in shown
-    assert "#   reports: openai:default-m\n" in shown
+    assert f"#   extraction: openai:fast-m at {server.base_url} (fast)" in shown
+    assert f"#   answer: openai:strong-m at {server.base_url} (strong)" in shown
+    assert f"#   reports: openai:default-m at {server.base_url}\n" in shown
 
 
 def test_status_of_a_one_model_project_says_one_model_serves_every_role(

@@ -220,3 +220,15 @@ def test_estimate_and_config_show_name_the_extraction_model_reports_fall_back_to
     assert est.roles["reports"].model == "scripted (extraction (fast))"
     assert est.roles["reports"].input_price_per_1m == 1.0
     assert "#   reports: scripted (extraction (fast))" in _role_comment(config)
+
+
+def test_config_show_names_the_server_a_tier_inherits() -> None:
+    from unified_kg_rag.cli.config_show import _role_comment
+
+    config = UkrConfig.model_validate({"llm": {
+        "kind": "openai", "openai": {"base_url": "http://127.0.0.1:8080/v1", "model": "big"},
+        "tiers": {"fast": {"kind": "openai", "openai": {"model": "small"}}},
+        "roles": {"extraction": "fast"}}})
+    comment = _role_comment(config)
+    assert "#   extraction: openai:small at http://127.0.0.1:8080/v1 (fast)" in comment
+    assert "#   answer: openai:big at http://127.0.0.1:8080/v1\n" in comment

@@ -56,11 +56,13 @@ def show_command(
 
 
 def _role_comment(config: UkrConfig) -> str:
-    """A YAML comment naming the model that serves each role (``llm.roles``)."""
+    """A YAML comment naming the model that serves each role (``llm.roles``) and its server."""
     lines = ["# models per role (llm.roles):"]
     for role in ROLES:
         source, choice = config.llm.serving(role)
-        label = (choice or config.llm).label
+        # the effective model: a tier's left-out provider settings are the top-level ones
+        model = config.llm if choice is None else config.llm.section_for(choice)
+        label = model.label + (f" at {model.openai.base_url}" if model.kind == "openai" else "")
         lines.append(f"#   {role}: {label}" + ("" if source == "default" else f" ({source})"))
     if config.evaluation.judge.kind != "none":
         lines.append(f"#   judge: {config.evaluation.judge.label} (evaluation.judge wins)")
