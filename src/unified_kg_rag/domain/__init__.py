@@ -29,7 +29,8 @@ Module map (new code goes in the room of its concept):
 - `concepts/` — `graph` (the ``lazy`` concept graph), `text` (keyphrases, concept keys),
   `cooccurrence` (co-occurrence edges).
 - `ranking/` — `fusion` (weighted RRF), `mmr`, `ppr` (personalized PageRank), `budget`
-  (token-budget packing), `bridge` (`iterative`'s bridge terms from retrieved passages).
+  (token-budget packing), `bridge` (`iterative`'s bridge terms from retrieved passages),
+  `signals` (the staged pipeline's named signals and `WeightedScorer`).
 - `answers/` — `extractive`, `match` (the weak-match verdict), `citations`, `abstention`,
   `global_map` (global search's steps).
 - `messages/` — `transcripts` (normalized messages, thread-day transcripts), `manifest`
