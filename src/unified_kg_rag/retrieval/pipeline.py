@@ -1,0 +1,287 @@
+"""The staged retrieval pipeline: stages that add, remove or score candidates, then a scorer.
+
+A `Pipeline` runs its stages in order over one query: each stage receives the candidates of
+the stage before (the first receives none), may add, drop or score candidates by setting
+named signals (``semantic``, ``graph``, ``temporal`` ...), and passes them on; the scorer
+(`domain.ranking.signals.WeightedScorer` or any `Scorer`) then turns each candidate's
+signals into its final score. Every run reports each stage's duration and candidate counts.
+A stage's error reaches the caller wrapped in a `PipelineError` naming the stage
+(`StageConnectionError`, `RateLimitedError`, `StageTimeoutError`), and a run that leaves no
+candidate raises `NoCandidatesError`. Source: seed 002 (PIPELINE.md) and issue #22.
+
+This module is the machinery; the stages themselves and the presets build on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from unified_kg_rag.domain.models import MetadataValue
+from unified_kg_rag.domain.ranking.signals import Scorer
+from unified_kg_rag.util.errors import ModelError, StoreConnectionError, UkrError
+
+__all__ = [
+    "Candidate",
+    "NoCandidatesError",
+    "Pipeline",
+    "PipelineBuilder",
+    "PipelineError",
+    "PipelineResult",
+    "PipelineRun",
+    "RateLimitedError",
+    "Stage",
+    "StageConnectionError",
+    "StageInput",
+    "StageOutput",
+    "StageTimeoutError",
+    "StageTiming",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Candidate:
+    """One candidate of a pipeline run.
+
+    Attributes:
+        id: the item's id (a text unit, entity, report ... id).
+        kind: what the id names (``text_unit``, ``entity``, ``report`` ...).
+        text: the item's text once a stage loaded it (None: not hydrated yet).
+        metadata: the item's metadata (document path, timestamps, access counts ...).
+        signals: named scores in 0..1 set by the stages.
+    """
+
+    id: str
+    kind: str = "text_unit"
+    text: str | None = None
+    metadata: dict[str, MetadataValue] = field(default_factory=dict)
+    signals: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StageInput:
+    """What a stage receives.
+
+    Attributes:
+        query: the question.
+        candidates: the previous stage's candidates (none for the first stage).
+        k: the number of results the run asks for.
+        filters: metadata filters of the run (field → value).
+        context: values stages pass on to later stages (the query vector ...).
+    """
+
+    query: str
+    candidates: list[Candidate]
+    k: int
+    filters: Mapping[str, MetadataValue] = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StageOutput:
+    """What a stage returns: the candidates it passes on, and the context for later stages."""
+
+    candidates: list[Candidate]
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+class Stage(Protocol):
+    """A pipeline stage (seed 002, "Stage Interface")."""
+
+    @property
+    def name(self) -> str:
+        """The stage's name in logs, metrics and errors (``semantic``, ``hydrate`` ...)."""
+        ...
+
+    async def execute(self, stage_input: StageInput) -> StageOutput:
+        """Return the candidates after this stage (may add, drop or score them)."""
+        ...
+
+
+class PipelineError(UkrError):
+    """A stage failed; ``stage`` names it. The original error is the ``__cause__``.
+
+    Attributes:
+        stage: the failing stage's name.
+    """
+
+    def __init__(self, stage: str, message: str) -> None:
+        super().__init__(f"stage {stage}: {message}")
+        self.stage = stage
+
+
+class StageConnectionError(PipelineError):
+    """A store or model a stage reads could not be reached."""
+
+
+class RateLimitedError(PipelineError):
+    """A provider a stage calls refused for rate limiting (HTTP 429)."""
+
+
+class StageTimeoutError(PipelineError):
+    """A stage ran past the pipeline's stage timeout."""
+
+
+class NoCandidatesError(PipelineError):
+    """The run left no candidate (``stage``: the last stage)."""
+
+
+@dataclass(frozen=True)
+class StageTiming:
+    """One stage of a run: its duration (seconds) and candidate counts in and out."""
+
+    name: str
+    duration_s: float
+    candidates_in: int
+    candidates_out: int
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    """A ranked result: the candidate, its final score and every signal it carried."""
+
+    candidate: Candidate
+    score: float
+    signals: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class PipelineRun:
+    """A run's results (best first) and the figures of each stage, in order."""
+
+    results: list[PipelineResult]
+    stages: list[StageTiming]
+
+
+class Pipeline:
+    """Stages in order, then a scorer. Build one with `PipelineBuilder`.
+
+    Args:
+        stages: the stages, run in order (names must be distinct).
+        scorer: combines each candidate's signals into its final score.
+        stage_timeout_s: the longest one stage may run, seconds (None: no limit).
+
+    Raises:
+        ValueError: no stage, or two stages share a name.
+    """
+
+    def __init__(
+        self, stages: Sequence[Stage], scorer: Scorer, *, stage_timeout_s: float | None = None
+    ) -> None:
+        if not stages:
+            raise ValueError("a pipeline needs at least one stage")
+        names = [s.name for s in stages]
+        if len(set(names)) != len(names):
+            raise ValueError(f"stage names must be distinct, got {names}")
+        self.stages = list(stages)
+        self.scorer = scorer
+        self.stage_timeout_s = stage_timeout_s
+
+    async def execute(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        min_score: float = 0.0,
+        filters: Mapping[str, MetadataValue] | None = None,
+    ) -> PipelineRun:
+        """Run the stages over ``query`` and return the ``k`` best candidates.
+
+        Args:
+            query: the question.
+            k: results wanted (≥ 1).
+            min_score: results scoring below this are left out.
+            filters: metadata filters passed to every stage.
+
+        Raises:
+            ValueError: ``k`` < 1.
+            PipelineError: a stage failed (a subclass for connection failures, rate limits
+                and timeouts), or `NoCandidatesError` when no candidate is left.
+        """
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        candidates: list[Candidate] = []
+        context: dict[str, Any] = {}
+        timings: list[StageTiming] = []
+        for stage in self.stages:
+            stage_input = StageInput(query, candidates, k, dict(filters or {}), context)
+            started = time.perf_counter()
+            output = await self._run(stage, stage_input)
+            duration = time.perf_counter() - started
+            timings.append(StageTiming(stage.name, duration, len(candidates),
+                                       len(output.candidates)))  # fmt: skip
+            logger.debug("stage %s: %d -> %d candidates in %.1f ms", stage.name,
+                         len(candidates), len(output.candidates), duration * 1000)  # fmt: skip
+            candidates, context = output.candidates, output.context
+        if not candidates:
+            raise NoCandidatesError(self.stages[-1].name, "no candidate is left")
+        scored = [PipelineResult(c, self.scorer.score(c.signals), dict(c.signals))
+                  for c in candidates]  # fmt: skip
+        scored.sort(key=lambda r: (-r.score, r.candidate.id))
+        return PipelineRun([r for r in scored if r.score >= min_score][:k], timings)
+
+    async def _run(self, stage: Stage, stage_input: StageInput) -> StageOutput:
+        """Run one stage under the timeout; wrap its errors with its name."""
+        try:
+            if self.stage_timeout_s is None:
+                return await stage.execute(stage_input)
+            return await asyncio.wait_for(stage.execute(stage_input), self.stage_timeout_s)
+        except PipelineError:
+            raise
+        except TimeoutError as exc:
+            raise StageTimeoutError(
+                stage.name, f"ran past {self.stage_timeout_s} s") from exc
+        except ModelError as exc:
+            if exc.status_code == 429:
+                raise RateLimitedError(stage.name, str(exc)) from exc
+            raise PipelineError(stage.name, str(exc)) from exc
+        except (StoreConnectionError, ConnectionError) as exc:
+            raise StageConnectionError(stage.name, str(exc)) from exc
+        except UkrError as exc:
+            raise PipelineError(stage.name, str(exc)) from exc
+
+
+class PipelineBuilder:
+    """Builds a `Pipeline` fluently: ``PipelineBuilder().add(s1).add(s2).scoring(w).build()``."""
+
+    def __init__(self) -> None:
+        self._stages: list[Stage] = []
+        self._scorer: Scorer | None = None
+        self._timeout: float | None = None
+
+    def add(self, stage: Stage) -> PipelineBuilder:
+        """Append ``stage``."""
+        self._stages.append(stage)
+        return self
+
+    def scoring(self, scorer: Scorer) -> PipelineBuilder:
+        """Use ``scorer`` for the final score."""
+        self._scorer = scorer
+        return self
+
+    def stage_timeout(self, seconds: float) -> PipelineBuilder:
+        """Limit each stage to ``seconds``.
+
+        Raises:
+            ValueError: ``seconds`` is not positive.
+        """
+        if not seconds > 0:
+            raise ValueError(f"stage timeout must be positive, got {seconds}")
+        self._timeout = seconds
+        return self
+
+    def build(self) -> Pipeline:
+        """Return the pipeline.
+
+        Raises:
+            ValueError: no stage, duplicate stage names, or no scorer.
+        """
+        if self._scorer is None:
+            raise ValueError("a pipeline needs a scorer (.scoring(...))")
+        return Pipeline(self._stages, self._scorer, stage_timeout_s=self._timeout)
