@@ -1,0 +1,82 @@
+"""Semantic, lexical and hydrate stages of the staged pipeline over the fake search index."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from tests.fakes import FakeEmbedder
+from tests.fakes.search_index import FakeSearchIndex
+
+from unified_kg_rag.domain.models import Collection, IndexRecord
+from unified_kg_rag.domain.ranking.signals import WeightedScorer
+from unified_kg_rag.retrieval.pipeline import Candidate, PipelineBuilder, StageInput
+from unified_kg_rag.retrieval.pipeline_stages import HydrateStage, LexicalStage, SemanticStage
+
+pytestmark = pytest.mark.unit
+
+TEXTS = {
+    "u1": "Ada Lovelace wrote Note G for the Analytical Engine.",
+    "u2": "Charles Babbage designed the Analytical Engine.",
+    "u3": "The Colossus computers were used at Bletchley Park.",
+}
+
+
+async def _index() -> tuple[FakeSearchIndex, FakeEmbedder]:
+    index, embedder = FakeSearchIndex(), FakeEmbedder()
+    ids = sorted(TEXTS)
+    vectors = await embedder.embed_documents([TEXTS[i] for i in ids])
+    await index.bind_embedding(embedder.model_id, embedder.dimension)
+    await index.upsert(Collection.TEXT_UNITS, [
+        IndexRecord(id=i, text=TEXTS[i], fields={"path": f"{i}.txt"}) for i in ids], vectors)
+    return index, embedder
+
+
+def test_semantic_then_lexical_merge_by_id_with_both_signals() -> None:
+    async def main() -> list[tuple[str, dict[str, float]]]:
+        index, embedder = await _index()
+        pipeline = (PipelineBuilder().add(SemanticStage(index, embedder, limit=3))
+                    .add(LexicalStage(index, limit=3))
+                    .scoring(WeightedScorer({"semantic": 0.5, "lexical": 0.5})).build())
+        run = await pipeline.execute("Analytical Engine Babbage", k=3)
+        return [(r.candidate.id, dict(r.signals)) for r in run.results]
+
+    got = asyncio.run(main())
+    ids = [i for i, _ in got]
+    assert ids[0] == "u2"  # both words of the engine and Babbage
+    top = dict(got)["u2"]
+    assert set(top) == {"semantic", "lexical"} and top["lexical"] == 1.0
+    assert 0 < top["semantic"] <= 1
+    assert all(0 <= v <= 1 for _, s in got for v in s.values())
+    assert len(ids) == len(set(ids))  # one candidate per id
+
+
+def test_hydrate_loads_fields_and_drops_deleted_items() -> None:
+    async def main() -> tuple[list[str], list[str], dict[str, object]]:
+        index, _ = await _index()
+        lexical = LexicalStage(index, limit=5)
+        pipeline = (PipelineBuilder().add(lexical).add(HydrateStage(index))
+                    .scoring(WeightedScorer({"lexical": 1.0})).build())
+        before = [r.candidate.id for r in (await pipeline.execute("Analytical", k=5)).results]
+        await index.delete(Collection.TEXT_UNITS, ["u1"])
+        # a candidate found earlier without its text, then deleted, is dropped by hydrate
+        out = await HydrateStage(index).execute(StageInput(
+            "q", [Candidate("u1"), Candidate("u2")], 5))
+        return before, [c.id for c in out.candidates], dict(out.candidates[0].metadata)
+
+    before, hydrated, fields = asyncio.run(main())
+    assert sorted(before) == ["u1", "u2"]
+    assert hydrated == ["u2"] and fields == {"path": "u2.txt"}
+
+
+def test_semantic_min_score_leaves_weak_hits_out() -> None:
+    async def main() -> tuple[int, int]:
+        index, embedder = await _index()
+        loose = SemanticStage(index, embedder, limit=3)
+        strict = SemanticStage(index, embedder, limit=3, min_score=0.999)
+        all_hits = (await loose.execute(StageInput("Analytical Engine", [], 3))).candidates
+        few = (await strict.execute(StageInput("Analytical Engine", [], 3))).candidates
+        return len(all_hits), len(few)
+
+    everything, few = asyncio.run(main())
+    assert everything == 3 and few == 0
