@@ -80,3 +80,39 @@ def test_semantic_min_score_leaves_weak_hits_out() -> None:
 
     everything, few = asyncio.run(main())
     assert everything == 3 and few == 0
+
+
+DAY = 86_400.0
+NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
+
+
+def test_temporal_decay_scores_candidates_by_their_timestamp() -> None:
+    from unified_kg_rag.retrieval.pipeline_stages import TemporalDecayStage
+
+    candidates = [
+        Candidate("new", metadata={"timestamp": NOW}),
+        Candidate("month", metadata={"timestamp": NOW - 30 * DAY}),
+        Candidate("iso", metadata={"timestamp": "2023-08-16T22:13:20Z"}),  # NOW - 90 days
+        Candidate("naive", metadata={"timestamp": "2023-08-16T22:13:20"}),  # read as UTC
+        Candidate("ancient", metadata={"timestamp": NOW - 3650 * DAY}),
+        Candidate("none", metadata={"timestamp": "not a date"}),
+    ]
+    stage = TemporalDecayStage(half_life_s=30 * DAY, floor=0.05, missing=0.2, now_s=NOW)
+    out = asyncio.run(stage.execute(StageInput("q", candidates, 5))).candidates
+    got = {c.id: c.signals["temporal"] for c in out}
+    assert got["new"] == 1.0 and got["month"] == pytest.approx(0.5)
+    assert got["iso"] == pytest.approx(0.125) and got["naive"] == pytest.approx(0.125)
+    assert got["ancient"] == 0.05 and got["none"] == 0.2
+    with pytest.raises(ValueError, match="half life"):
+        TemporalDecayStage(half_life_s=0)
+
+
+def test_access_scores_counts_capped_over_the_runs_highest() -> None:
+    from unified_kg_rag.retrieval.pipeline_stages import AccessStage
+
+    candidates = [Candidate("hot", metadata={"access_count": 5000}),
+                  Candidate("warm", metadata={"access_count": 250}),
+                  Candidate("cold"), Candidate("odd", metadata={"access_count": "7"})]
+    out = asyncio.run(AccessStage(cap=500).execute(StageInput("q", candidates, 5))).candidates
+    assert {c.id: c.signals["access"] for c in out} == {
+        "hot": 1.0, "warm": 0.5, "cold": 0.0, "odd": 0.0}

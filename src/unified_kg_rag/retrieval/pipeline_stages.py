@@ -1,22 +1,31 @@
-"""Stages of the staged retrieval pipeline over the search-index port: semantic, lexical, hydrate.
+"""Stages of the staged retrieval pipeline: semantic, lexical, hydrate, temporal decay, access.
 
 Each stage merges what it finds into the candidates it receives (by id: a candidate found
 again keeps its other signals and gains this stage's), so ``semantic`` then ``lexical``
-gives a hybrid set with both signals. Source: seed 002 ("Pre-built Stages" 1-2) and
-issue #22.
+gives a hybrid set with both signals. ``temporal`` and ``access`` score the candidates they
+receive from their metadata. Source: seed 002 ("Pre-built Stages") and issue #22.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from unified_kg_rag.domain.models import Collection, SearchHit, SearchMode
-from unified_kg_rag.domain.ranking.signals import max_normalized
+from unified_kg_rag.domain.ranking.signals import access_signal, max_normalized, temporal_decay
 from unified_kg_rag.ports import Embedder, SearchIndex
 
 from .pipeline import Candidate, StageInput, StageOutput
 
-__all__ = ["HydrateStage", "LexicalStage", "SemanticStage", "merge_hits"]
+__all__ = [
+    "AccessStage",
+    "HydrateStage",
+    "LexicalStage",
+    "SemanticStage",
+    "TemporalDecayStage",
+    "merge_hits",
+]
 
 _KINDS = {
     Collection.TEXT_UNITS: "text_unit", Collection.ENTITIES: "entity",
@@ -139,3 +148,89 @@ class HydrateStage:
                 candidate.metadata = {**record.fields, **candidate.metadata}
             kept.append(candidate)
         return StageOutput(kept, stage_input.context)
+
+
+def _epoch_s(value: object) -> float | None:
+    """Seconds since the epoch of a timestamp field (epoch seconds, or ISO-8601 text)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str) and value.strip():
+        try:
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.timestamp()
+    return None
+
+
+@dataclass
+class TemporalDecayStage:
+    """Sets signal ``temporal`` = ``max(floor, 0.5 ** (age / half_life))`` from a timestamp.
+
+    Attributes:
+        half_life_s: the age at which the signal halves, seconds.
+        floor: the least value an old candidate keeps (0..1).
+        timestamp_field: the metadata field holding the candidate's time (epoch seconds or
+            ISO-8601; a naive time is read as UTC).
+        missing: the signal of a candidate without a readable timestamp.
+        now_s: the reference time, epoch seconds (None: the clock at each run).
+        name: the stage's name.
+
+    Source: seed 002, "Temporal Decay"; `domain.ranking.signals.temporal_decay`.
+    """
+
+    half_life_s: float
+    floor: float = 0.0
+    timestamp_field: str = "timestamp"
+    missing: float = 0.0
+    now_s: float | None = None
+    name: str = "temporal"
+
+    def __post_init__(self) -> None:
+        temporal_decay(0.0, self.half_life_s, self.floor)  # checks the settings
+        if not 0.0 <= self.missing <= 1.0:
+            raise ValueError(f"missing must be within 0..1, got {self.missing}")
+
+    async def execute(self, stage_input: StageInput) -> StageOutput:
+        """Score every candidate's recency; none is added or dropped."""
+        now = time.time() if self.now_s is None else self.now_s
+        for candidate in stage_input.candidates:
+            stamp = _epoch_s(candidate.metadata.get(self.timestamp_field))
+            candidate.signals["temporal"] = (
+                self.missing if stamp is None
+                else temporal_decay(now - stamp, self.half_life_s, self.floor)
+            )  # fmt: skip
+        return StageOutput(stage_input.candidates, stage_input.context)
+
+
+@dataclass
+class AccessStage:
+    """Sets signal ``access`` from recorded retrieval counts, capped and normalised per run.
+
+    Attributes:
+        count_field: the metadata field holding a candidate's access count.
+        cap: the normalisation cap (`domain.ranking.signals.access_signal`).
+        name: the stage's name.
+
+    Source: seed 002, "Access Count".
+    """
+
+    count_field: str = "access_count"
+    cap: int = 1000
+    name: str = "access"
+
+    async def execute(self, stage_input: StageInput) -> StageOutput:
+        """Score every candidate by its count over the run's highest; none is dropped."""
+        counts = []
+        for candidate in stage_input.candidates:
+            value = candidate.metadata.get(self.count_field)
+            counts.append(int(value) if isinstance(value, int | float)
+                          and not isinstance(value, bool) else 0)  # fmt: skip
+        for candidate, value in zip(stage_input.candidates, access_signal(counts, self.cap),
+                                    strict=True):  # fmt: skip
+            candidate.signals["access"] = value
+        return StageOutput(stage_input.candidates, stage_input.context)
