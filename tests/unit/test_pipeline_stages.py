@@ -116,3 +116,35 @@ def test_access_scores_counts_capped_over_the_runs_highest() -> None:
     out = asyncio.run(AccessStage(cap=500).execute(StageInput("q", candidates, 5))).candidates
     assert {c.id: c.signals["access"] for c in out} == {
         "hot": 1.0, "warm": 0.5, "cold": 0.0, "odd": 0.0}
+
+
+class _Reranker:
+    """Scores a text by its length (a cross-encoder's unbounded logit stands in)."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    async def rerank(self, query: str, texts: list[str]) -> list[float]:
+        self.calls.append(list(texts))
+        return [float(len(t)) for t in texts]
+
+
+def test_rerank_scores_the_best_top_k_with_a_text_min_max_normalised() -> None:
+    from unified_kg_rag.retrieval.pipeline_stages import RerankStage
+
+    candidates = [
+        Candidate("a", text="x" * 10, signals={"semantic": 0.9}),
+        Candidate("b", text="x" * 30, signals={"semantic": 0.8}),
+        Candidate("c", text="x" * 20, signals={"semantic": 0.7}),
+        Candidate("d", text="x" * 99, signals={"semantic": 0.1}),  # past top_k
+        Candidate("e", signals={"semantic": 0.95}),  # not hydrated: not sent
+    ]
+    reranker = _Reranker()
+    out = asyncio.run(RerankStage(reranker, top_k=3).execute(StageInput("q", candidates, 5)))
+    got = {c.id: c.signals["rerank"] for c in out.candidates}
+    # a 10, b 30, c 20 → (len − 10) / 20
+    assert got == {"a": 0.0, "b": 1.0, "c": 0.5, "d": 0.0, "e": 0.0}
+    assert reranker.calls == [["x" * 10, "x" * 30, "x" * 20]]
+    one = asyncio.run(RerankStage(reranker, top_k=1).execute(
+        StageInput("q", [Candidate("z", text="t")], 5)))
+    assert one.candidates[0].signals["rerank"] == 1.0

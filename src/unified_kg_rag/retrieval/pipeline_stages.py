@@ -1,4 +1,4 @@
-"""Stages of the staged retrieval pipeline: semantic, lexical, hydrate, temporal decay, access.
+"""The staged retrieval pipeline's stages: semantic, lexical, hydrate, temporal, access, rerank.
 
 Each stage merges what it finds into the candidates it receives (by id: a candidate found
 again keeps its other signals and gains this stage's), so ``semantic`` then ``lexical``
@@ -13,8 +13,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from unified_kg_rag.domain.models import Collection, SearchHit, SearchMode
-from unified_kg_rag.domain.ranking.signals import access_signal, max_normalized, temporal_decay
-from unified_kg_rag.ports import Embedder, SearchIndex
+from unified_kg_rag.domain.ranking.signals import (
+    Scorer,
+    access_signal,
+    max_normalized,
+    temporal_decay,
+)
+from unified_kg_rag.ports import Embedder, Reranker, SearchIndex
 
 from .pipeline import Candidate, StageInput, StageOutput
 
@@ -22,6 +27,7 @@ __all__ = [
     "AccessStage",
     "HydrateStage",
     "LexicalStage",
+    "RerankStage",
     "SemanticStage",
     "TemporalDecayStage",
     "merge_hits",
@@ -233,4 +239,45 @@ class AccessStage:
         for candidate, value in zip(stage_input.candidates, access_signal(counts, self.cap),
                                     strict=True):  # fmt: skip
             candidate.signals["access"] = value
+        return StageOutput(stage_input.candidates, stage_input.context)
+
+
+@dataclass
+class RerankStage:
+    """Reranks the ``top_k`` best candidates so far; sets signal ``rerank`` in 0..1.
+
+    The candidates are ordered by ``order_by`` (default: the sum of their signals so far),
+    the first ``top_k`` with a text are sent to the reranker in one call, and its scores are
+    min-max normalised over them (best 1, worst 0; one alone scores 1), since cross-encoders
+    return unbounded logits. Candidates past ``top_k`` or without a text (add `HydrateStage`
+    before) get 0. None is dropped.
+
+    Attributes:
+        reranker: the reranker port.
+        top_k: candidates reranked at most.
+        order_by: the scorer that picks the ``top_k`` (None: the sum of the signals).
+        name: the stage's name.
+
+    Source: seed 002, "Rerank".
+    """
+
+    reranker: Reranker
+    top_k: int = 20
+    order_by: Scorer | None = None
+    name: str = "rerank"
+
+    async def execute(self, stage_input: StageInput) -> StageOutput:
+        """Rerank the best ``top_k`` candidates with a text in one reranker call."""
+        def current(c: Candidate) -> float:
+            return self.order_by.score(c.signals) if self.order_by else sum(c.signals.values())
+
+        ranked = sorted(stage_input.candidates, key=lambda c: (-current(c), c.id))
+        chosen = [c for c in ranked if c.text is not None][: self.top_k]
+        for candidate in stage_input.candidates:
+            candidate.signals["rerank"] = 0.0
+        if chosen:
+            scores = await self.reranker.rerank(stage_input.query, [c.text or "" for c in chosen])
+            low, high = min(scores), max(scores)
+            for candidate, score in zip(chosen, scores, strict=True):
+                candidate.signals["rerank"] = 1.0 if high == low else (score - low) / (high - low)
         return StageOutput(stage_input.candidates, stage_input.context)
