@@ -148,3 +148,36 @@ def test_rerank_scores_the_best_top_k_with_a_text_min_max_normalised() -> None:
     one = asyncio.run(RerankStage(reranker, top_k=1).execute(
         StageInput("q", [Candidate("z", text="t")], 5)))
     assert one.candidates[0].signals["rerank"] == 1.0
+
+
+def test_graph_expansion_scores_by_distance_and_adds_the_nearest_units() -> None:
+    from tests.fakes import FakeGraphStore
+
+    from unified_kg_rag.domain.models import Entity, Relationship
+    from unified_kg_rag.retrieval.pipeline_stages import GraphExpansionStage, hop_distances
+
+    # A(u1) - B(u2) - C(u3, u4) - D(u5); E(u6) unconnected
+    def ent(name: str, *units: str) -> Entity:
+        return Entity(id=name, name=name, text_unit_ids=units)
+
+    def rel(a: str, b: str) -> Relationship:
+        return Relationship(id=a + b, source_id=a, target_id=b, weight=1.0)
+
+    async def main() -> tuple[dict[str, float], list[str]]:
+        graph = FakeGraphStore()
+        await graph.upsert_entities([ent("A", "u1"), ent("B", "u2"), ent("C", "u3", "u4"),
+                                     ent("D", "u5"), ent("E", "u6")])  # fmt: skip
+        await graph.upsert_relationships([rel("A", "B"), rel("B", "C"), rel("C", "D")])
+        stage = GraphExpansionStage(graph, depth=2, max_expansion=2)
+        out = await stage.execute(StageInput("q", [
+            Candidate("u1", signals={"semantic": 0.9}), Candidate("e1", kind="entity")], 5))
+        return ({c.id: c.signals.get("graph", -1.0) for c in out.candidates},
+                [c.id for c in out.candidates])
+
+    got, order = asyncio.run(main())
+    # u1 is cited by the seed A (1.0); B is 1 hop (u2: 0.5); C 2 hops (u3, u4: 1/3); D too far
+    assert got["u1"] == 1.0 and got["e1"] == -1.0
+    assert got["u2"] == 0.5 and got["u3"] == pytest.approx(1 / 3)
+    assert order == ["u1", "e1", "u2", "u3"]  # max_expansion 2: nearest first, then by id
+    assert "u5" not in got and "u6" not in got
+    assert hop_distances(["A"], [("A", "B"), ("B", "C"), ("X", "Y")]) == {"A": 0, "B": 1, "C": 2}

@@ -1,4 +1,4 @@
-"""The staged retrieval pipeline's stages: semantic, lexical, hydrate, temporal, access, rerank.
+"""The staged retrieval pipeline's stages (semantic, lexical, hydrate, graph, temporal, rerank).
 
 Each stage merges what it finds into the candidates it receives (by id: a candidate found
 again keeps its other signals and gains this stage's), so ``semantic`` then ``lexical``
@@ -9,6 +9,7 @@ receive from their metadata. Source: seed 002 ("Pre-built Stages") and issue #22
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -16,20 +17,23 @@ from unified_kg_rag.domain.models import Collection, SearchHit, SearchMode
 from unified_kg_rag.domain.ranking.signals import (
     Scorer,
     access_signal,
+    distance_signal,
     max_normalized,
     temporal_decay,
 )
-from unified_kg_rag.ports import Embedder, Reranker, SearchIndex
+from unified_kg_rag.ports import Embedder, GraphStore, Reranker, SearchIndex
 
 from .pipeline import Candidate, StageInput, StageOutput
 
 __all__ = [
     "AccessStage",
+    "GraphExpansionStage",
     "HydrateStage",
     "LexicalStage",
     "RerankStage",
     "SemanticStage",
     "TemporalDecayStage",
+    "hop_distances",
     "merge_hits",
 ]
 
@@ -281,3 +285,73 @@ class RerankStage:
             for candidate, score in zip(chosen, scores, strict=True):
                 candidate.signals["rerank"] = 1.0 if high == low else (score - low) / (high - low)
         return StageOutput(stage_input.candidates, stage_input.context)
+
+
+def hop_distances(seeds: Sequence[str], edges: Sequence[tuple[str, str]]) -> dict[str, int]:
+    """Return each node's edge distance from the nearest seed (breadth-first, undirected)."""
+    neighbours: dict[str, set[str]] = {}
+    for a, b in edges:
+        neighbours.setdefault(a, set()).add(b)
+        neighbours.setdefault(b, set()).add(a)
+    distance = dict.fromkeys(seeds, 0)
+    frontier = list(dict.fromkeys(seeds))
+    while frontier:
+        nxt = []
+        for node in frontier:
+            for other in sorted(neighbours.get(node, ())):
+                if other not in distance:
+                    distance[other] = distance[node] + 1
+                    nxt.append(other)
+        frontier = nxt
+    return distance
+
+
+@dataclass
+class GraphExpansionStage:
+    """Adds the text units of entities near the candidates' entities; sets signal ``graph``.
+
+    The entities citing the candidate text units are the seeds (distance 0); the entity
+    graph is walked ``depth`` hops (`GraphStore.neighbourhood`, at most ``max_entities``).
+    A text unit's ``graph`` signal is `distance_signal` of the nearest entity citing it, so
+    a candidate whose own entities are seeds scores 1, one reached through a neighbour 0.5.
+    At most ``max_expansion`` new text units are added (nearest first; not hydrated: add
+    `HydrateStage` after). Candidates that are not text units pass through unscored.
+
+    Attributes:
+        graph: the index's graph store (an entity graph: ``graphrag``, ``lightrag`` or
+            ``hipporag``; an index without one adds nothing).
+        depth: hops walked (≥ 0).
+        max_expansion: new candidates added at most.
+        max_entities: entities the walk visits at most.
+        name: the stage's name.
+
+    Source: seed 002, "Graph Expansion".
+    """
+
+    graph: GraphStore
+    depth: int = 2
+    max_expansion: int = 100
+    max_entities: int = 200
+    name: str = "graph"
+
+    async def execute(self, stage_input: StageInput) -> StageOutput:
+        """Walk the entity graph from the candidates' entities; score and add text units."""
+        units = [c for c in stage_input.candidates if c.kind == "text_unit"]
+        seeds, _ = await self.graph.citing([c.id for c in units]) if units else ([], [])
+        if not seeds:
+            return StageOutput(stage_input.candidates, stage_input.context)
+        sub = await self.graph.neighbourhood(seeds, hops=self.depth,
+                                             max_entities=self.max_entities)  # fmt: skip
+        hops = hop_distances(seeds, [(r.source_id, r.target_id) for r in sub.relationships])
+        nearest: dict[str, int] = {}
+        for entity in sorted(sub.entities, key=lambda e: (hops.get(e.id, self.depth), e.id)):
+            for unit_id in entity.text_unit_ids:
+                nearest.setdefault(unit_id, hops.get(entity.id, self.depth))
+        known = {c.id for c in stage_input.candidates}
+        for candidate in units:
+            if candidate.id in nearest:
+                candidate.signals["graph"] = distance_signal(nearest[candidate.id])
+        fresh = sorted((d, u) for u, d in nearest.items() if u not in known)
+        added = [Candidate(u, "text_unit", signals={"graph": distance_signal(d)})
+                 for d, u in fresh[: self.max_expansion]]  # fmt: skip
+        return StageOutput([*stage_input.candidates, *added], stage_input.context)
