@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import numpy as np
+
 from unified_kg_rag.domain.models import Collection, SearchHit, SearchMode
 from unified_kg_rag.domain.ranking.signals import (
     Scorer,
@@ -288,22 +290,22 @@ class RerankStage:
 
 
 def hop_distances(seeds: Sequence[str], edges: Sequence[tuple[str, str]]) -> dict[str, int]:
-    """Return each node's edge distance from the nearest seed (breadth-first, undirected)."""
-    neighbours: dict[str, set[str]] = {}
-    for a, b in edges:
-        neighbours.setdefault(a, set()).add(b)
-        neighbours.setdefault(b, set()).add(a)
-    distance = dict.fromkeys(seeds, 0)
-    frontier = list(dict.fromkeys(seeds))
-    while frontier:
-        nxt = []
-        for node in frontier:
-            for other in sorted(neighbours.get(node, ())):
-                if other not in distance:
-                    distance[other] = distance[node] + 1
-                    nxt.append(other)
-        frontier = nxt
-    return distance
+    """Return each node's edge distance from the nearest seed (unweighted, undirected).
+
+    Nodes no seed reaches are left out. Breadth-first search by scipy's ``shortest_path``.
+    """
+    from scipy.sparse import csr_matrix  # type: ignore[import-untyped]
+    from scipy.sparse.csgraph import shortest_path  # type: ignore[import-untyped]
+
+    nodes = list(dict.fromkeys([*seeds, *(n for edge in edges for n in edge)]))
+    if not seeds:
+        return {}
+    at = {n: i for i, n in enumerate(nodes)}
+    rows, cols = [at[a] for a, _ in edges], [at[b] for _, b in edges]
+    adjacency = csr_matrix((np.ones(len(edges)), (rows, cols)), shape=(len(nodes), len(nodes)))
+    hops = shortest_path(adjacency, directed=False, unweighted=True,
+                         indices=[at[s] for s in dict.fromkeys(seeds)]).min(axis=0)  # fmt: skip
+    return {n: int(h) for n, h in zip(nodes, hops, strict=True) if np.isfinite(h)}
 
 
 @dataclass

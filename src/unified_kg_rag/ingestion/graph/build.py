@@ -178,9 +178,13 @@ class GraphIndexer:
         """
         paths = await processed_unit_paths(self._stores)
         digest = self.digest(list(paths), await self.ledger.quarantined())
+        return not _is_current(await self._last_build(), digest)
+
+    async def _last_build(self) -> dict[str, object]:
+        """The last build's record (digest, completeness, records left); {} before any."""
         raw = await self._stores.records.get(INDEX_NAMESPACE, BUILD_KEY)
-        last = json.loads(raw) if raw else {}
-        return not (last.get("digest") == digest and last.get("complete"))
+        value: dict[str, object] = json.loads(raw) if raw else {}
+        return value
 
     async def run(
         self, *, force: bool = False, rebuild: bool = False, retry_quarantined: bool = False
@@ -205,9 +209,8 @@ class GraphIndexer:
         report.text_units = len(paths)
         held = {} if retry_quarantined else await self.ledger.quarantined()
         digest = self.digest(list(paths), held)
-        raw = await self._stores.records.get(INDEX_NAMESPACE, BUILD_KEY)
-        last = json.loads(raw) if raw else {}
-        if not (force or rebuild) and last.get("digest") == digest and last.get("complete"):
+        last = await self._last_build()
+        if not (force or rebuild) and _is_current(last, digest):
             await self._skip(report, paths, held, last)
             return report
         units = await load_units(self._stores, paths)
@@ -470,6 +473,11 @@ class GraphIndexer:
                 stage.seconds = round(time.perf_counter() - started, 3)
                 stage.usage = usage
                 report.stages[name] = stage
+
+
+def _is_current(last: dict[str, object], digest: str) -> bool:
+    """True when the last build had these inputs and completed (the next run skips)."""
+    return last.get("digest") == digest and bool(last.get("complete"))
 
 
 def _counted(outcome: ExtractionOutcome) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from unified_kg_rag.config.graph import ExtractionConfig
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.config.prompts import load_prompt_library
 from unified_kg_rag.domain.extraction.schema import ExtractionSchema
@@ -87,15 +88,19 @@ _SHAPING_FIELDS = (
 """``graph.extraction`` settings newer than the build digest: they enter it only when set."""
 
 
+def _shaping_fields_set(extraction: ExtractionConfig) -> set[str]:
+    """Those of `_SHAPING_FIELDS` set away from their defaults."""
+    defaults = ExtractionConfig()
+    return {f for f in _SHAPING_FIELDS if getattr(extraction, f) != getattr(defaults, f)}
+
+
 def graph_settings(config: UkrConfig, *, claims: bool) -> dict[str, object]:
     """The ``graph`` settings in a build's digest, as an index built before they existed had.
 
     ``graph.claims`` enters only with claims on, and each of `_SHAPING_FIELDS` only away from
     its default, so upgrading changes no digest and rebuilds no graph.
     """
-    extraction = config.graph.extraction
-    defaults = type(extraction)()
-    kept = {f for f in _SHAPING_FIELDS if getattr(extraction, f) != getattr(defaults, f)}
+    kept = _shaping_fields_set(config.graph.extraction)
     return config.graph.model_dump(mode="json", exclude={
         **({} if claims else {"claims": True}),
         "extraction": set(_SHAPING_FIELDS) - kept,
@@ -110,9 +115,7 @@ def shaping_key(config: UkrConfig, schema_fingerprint: str | None) -> str:
     "" when none is set, as for an index built before these settings existed.
     """
     extraction = config.graph.extraction
-    defaults = type(extraction)()
-    changed = {f for f in _SHAPING_FIELDS if getattr(extraction, f) != getattr(defaults, f)}
-    shaped = extraction.model_dump(mode="json", include=changed)
+    shaped = extraction.model_dump(mode="json", include=_shaping_fields_set(extraction))
     if not shaped and schema_fingerprint is None:
         return ""
     return sha256_json({"settings": shaped, "schema": schema_fingerprint})
