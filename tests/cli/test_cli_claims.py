@@ -7,13 +7,13 @@ A real OpenAI-compatible server on 127.0.0.1 answers with the replies of
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from tests.cli.conftest import openai_env_server
 from tests.stages.test_claims import CLAIM_MARKER, reply
 from tests.stages.test_graph_build import write_docs
 from tests.support.openai_server import FakeOpenAIServer
@@ -24,16 +24,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
-    for key in list(os.environ):
-        if key.upper().startswith("UKR_"):
-            monkeypatch.delenv(key)
-    srv = FakeOpenAIServer(reply=reply).start()
-    monkeypatch.setenv("UKR_LLM__KIND", "openai")
-    monkeypatch.setenv("UKR_LLM__OPENAI__BASE_URL", srv.base_url)
-    monkeypatch.setenv("UKR_LLM__OPENAI__API_KEY", "k")
-    monkeypatch.setenv("UKR_GRAPH__COMMUNITIES__MIN_COMMUNITY_SIZE", "2")
-    yield srv
-    srv.stop()
+    yield from openai_env_server(monkeypatch, reply, {"UKR_GRAPH__COMMUNITIES__MIN_COMMUNITY_SIZE": "2"})
 
 
 def _estimate(runner: CliRunner, corpus: Path, project: Path) -> dict[str, object]:

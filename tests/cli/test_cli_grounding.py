@@ -7,13 +7,13 @@ states an entity and two relationships its text does not hold and a low-confiden
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from tests.cli.conftest import openai_env_server
 from tests.stages.test_grounding_build import DOCS, reply
 from tests.support.openai_server import FakeOpenAIServer
 from unified_kg_rag.cli.app import app
@@ -23,16 +23,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
-    for key in list(os.environ):
-        if key.upper().startswith("UKR_"):
-            monkeypatch.delenv(key)
-    srv = FakeOpenAIServer(reply=reply).start()
-    monkeypatch.setenv("UKR_LLM__KIND", "openai")
-    monkeypatch.setenv("UKR_LLM__OPENAI__BASE_URL", srv.base_url)
-    monkeypatch.setenv("UKR_LLM__OPENAI__API_KEY", "k")
-    monkeypatch.setenv("UKR_INDEXING__METHODOLOGIES", '["lightrag"]')
-    yield srv
-    srv.stop()
+    yield from openai_env_server(monkeypatch, reply, {"UKR_INDEXING__METHODOLOGIES": '["lightrag"]'})
 
 
 def _flat(text: str) -> str:

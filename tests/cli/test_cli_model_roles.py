@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from tests.cli.conftest import openai_env_server
 from tests.stages.test_graph_build import reply, write_docs
 from tests.support.openai_server import FakeOpenAIServer
 from unified_kg_rag.cli.app import app
@@ -26,15 +28,8 @@ DEFAULT_IN, DEFAULT_OUT = 0.5, 1.5
 
 
 @pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> FakeOpenAIServer:
-    for key in list(os.environ):
-        if key.upper().startswith("UKR_"):
-            monkeypatch.delenv(key)
-    srv = FakeOpenAIServer(reply=reply).start()
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
     env = {
-        "UKR_LLM__KIND": "openai",
-        "UKR_LLM__OPENAI__BASE_URL": srv.base_url,
-        "UKR_LLM__OPENAI__API_KEY": "k",
         "UKR_LLM__OPENAI__MODEL": "default-m",
         "UKR_LLM__INPUT_PRICE_PER_1M": str(DEFAULT_IN),
         "UKR_LLM__OUTPUT_PRICE_PER_1M": str(DEFAULT_OUT),
@@ -44,16 +39,11 @@ def server(monkeypatch: pytest.MonkeyPatch) -> FakeOpenAIServer:
                                              ("STRONG", "strong-m", STRONG_IN, STRONG_OUT)):
         env |= {
             f"UKR_LLM__TIERS__{tier}__KIND": "openai",
-            f"UKR_LLM__TIERS__{tier}__OPENAI__BASE_URL": srv.base_url,
-            f"UKR_LLM__TIERS__{tier}__OPENAI__API_KEY": "k",
             f"UKR_LLM__TIERS__{tier}__OPENAI__MODEL": model,
             f"UKR_LLM__TIERS__{tier}__INPUT_PRICE_PER_1M": str(price_in),
             f"UKR_LLM__TIERS__{tier}__OUTPUT_PRICE_PER_1M": str(price_out),
-        }
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    yield srv  # type: ignore[misc]
-    srv.stop()
+        }  # the tiers ask the top-level server with its key (they inherit both)
+    yield from openai_env_server(monkeypatch, reply, env)
 
 
 def _estimate(tmp_path: Path, *extra: str) -> tuple[int, str]:

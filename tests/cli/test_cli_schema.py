@@ -7,11 +7,13 @@ A real OpenAI-compatible server on 127.0.0.1 answers with the off-schema replies
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from tests.cli.conftest import openai_env_server
 from tests.stages.test_schema_build import SCHEMA, _extraction_calls, _project, reply
 from tests.support.openai_server import FakeOpenAIServer
 from unified_kg_rag.cli.app import app
@@ -20,18 +22,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> FakeOpenAIServer:
-    import os
-
-    for key in list(os.environ):
-        if key.upper().startswith("UKR_"):
-            monkeypatch.delenv(key)
-    srv = FakeOpenAIServer(reply=reply).start()
-    monkeypatch.setenv("UKR_LLM__KIND", "openai")
-    monkeypatch.setenv("UKR_LLM__OPENAI__BASE_URL", srv.base_url)
-    monkeypatch.setenv("UKR_LLM__OPENAI__API_KEY", "k")
-    yield srv  # type: ignore[misc]
-    srv.stop()
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
+    yield from openai_env_server(monkeypatch, reply)
 
 
 def _ukr_yaml(project: Path) -> None:

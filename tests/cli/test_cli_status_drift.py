@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from tests.cli.conftest import openai_env_server
 from tests.stages.test_graph_build import reply, write_docs
 from tests.support.openai_server import FakeOpenAIServer
 from unified_kg_rag.cli.app import app
@@ -23,19 +25,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> FakeOpenAIServer:
-    import os
-
-    for key in list(os.environ):
-        if key.upper().startswith("UKR_"):
-            monkeypatch.delenv(key)
-    srv = FakeOpenAIServer(reply=reply).start()
-    monkeypatch.setenv("UKR_LLM__KIND", "openai")
-    monkeypatch.setenv("UKR_LLM__OPENAI__BASE_URL", srv.base_url)
-    monkeypatch.setenv("UKR_LLM__OPENAI__API_KEY", "k")
-    monkeypatch.setenv("UKR_GRAPH__COMMUNITIES__MIN_COMMUNITY_SIZE", "2")
-    yield srv  # type: ignore[misc]
-    srv.stop()
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
+    yield from openai_env_server(monkeypatch, reply, {"UKR_GRAPH__COMMUNITIES__MIN_COMMUNITY_SIZE": "2"})
 
 
 def _status(runner: CliRunner, project: Path) -> dict[str, Any]:
