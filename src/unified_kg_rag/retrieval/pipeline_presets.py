@@ -143,29 +143,25 @@ def _built(make: Callable[[], Any], field: str) -> Any:
         raise ConfigurationError(str(exc), field=field) from None
 
 
+_WITHOUT_RERANK: list[dict[str, Any]] = [
+    {"stage": "semantic", "limit": 50}, {"stage": "lexical", "limit": 50},
+    {"stage": "hydrate"}, {"stage": "graph", "depth": 2, "max_expansion": 100},
+    {"stage": "hydrate", "name": "hydrate_expanded"},
+    {"stage": "temporal_decay", "half_life_s": 90 * DAY_S, "floor": 0.1},
+]  # fmt: skip
+
 PRESETS: dict[str, dict[str, Any]] = {
     "minimal": {
         "stages": [{"stage": "semantic", "limit": 50}, {"stage": "hydrate"}],
         "scorer": {"kind": "weighted", "weights": {"semantic": 1.0}},
     },
     "no_rerank": {
-        "stages": [
-            {"stage": "semantic", "limit": 50}, {"stage": "lexical", "limit": 50},
-            {"stage": "hydrate"}, {"stage": "graph", "depth": 2, "max_expansion": 100},
-            {"stage": "hydrate", "name": "hydrate_expanded"},
-            {"stage": "temporal_decay", "half_life_s": 90 * DAY_S, "floor": 0.1},
-        ],
+        "stages": _WITHOUT_RERANK,
         "scorer": {"kind": "weighted", "weights": {
             "semantic": 0.40, "lexical": 0.20, "graph": 0.25, "temporal": 0.15}},
     },
     "standard": {
-        "stages": [
-            {"stage": "semantic", "limit": 50}, {"stage": "lexical", "limit": 50},
-            {"stage": "hydrate"}, {"stage": "graph", "depth": 2, "max_expansion": 100},
-            {"stage": "hydrate", "name": "hydrate_expanded"},
-            {"stage": "temporal_decay", "half_life_s": 90 * DAY_S, "floor": 0.1},
-            {"stage": "rerank", "top_k": 20},
-        ],
+        "stages": [*_WITHOUT_RERANK, {"stage": "rerank", "top_k": 20}],
         "scorer": {"kind": "weighted", "weights": {
             "semantic": 0.30, "lexical": 0.10, "graph": 0.25, "temporal": 0.15,
             "rerank": 0.20}},
