@@ -258,42 +258,48 @@ class _Packer:
         return True
 
 
-def _sub_report_section(
-    reports: Sequence[CommunityReport], max_tokens: int, count: Callable[[str], int]
+def _table(
+    header: str, rows: Sequence[tuple[str, Sequence[str]]], budget: int,
+    count: Callable[[str], int],
 ) -> tuple[str, list[str]]:
-    """Return the sub-community section within ``max_tokens`` ("" if none fits) and its ids."""
-    left = max_tokens - _lines_cost(SUB_REPORT_HEADER, count)
-    rows: list[str] = []
+    """Return ``header`` and the rows that fit in ``budget`` tokens, numbered ("" if none).
+
+    ``rows`` are ``(id, fields)`` in order; a row that does not fit is skipped and a later,
+    shorter one may still fit. Also returns the ids of the rows shown.
+    """
+    left = budget - _lines_cost(header, count)
+    shown: list[str] = []
     ids: list[str] = []
-    for report in reports:
-        row = _csv_row(str(len(rows) + 1), report.title, f"{report.rating:g}", report.summary)
+    for item_id, fields in rows:
+        row = _csv_row(str(len(shown) + 1), *fields)
         cost = count(row)
         if cost > left:
             continue
         left -= cost
-        rows.append(row)
-        ids.append(report.community_id)
-    return ("\n".join([SUB_REPORT_HEADER, *rows]) if rows else ""), ids
+        shown.append(row)
+        ids.append(item_id)
+    return ("\n".join([header, *shown]) if shown else ""), ids
+
+
+def _sub_report_section(
+    reports: Sequence[CommunityReport], max_tokens: int, count: Callable[[str], int]
+) -> tuple[str, list[str]]:
+    """Return the sub-community section within ``max_tokens`` ("" if none fits) and its ids."""
+    return _table(SUB_REPORT_HEADER, [
+        (r.community_id, (r.title, f"{r.rating:g}", r.summary)) for r in reports
+    ], max_tokens, count)  # fmt: skip
 
 
 def _claim_section(
     claims: Sequence[Claim], budget: int, count: Callable[[str], int]
 ) -> tuple[str, list[str]]:
     """Return the claims table within ``budget`` ("" when no row fits) and the ids shown."""
-    left = budget - _lines_cost(CLAIM_HEADER, count)
-    rows: list[str] = []
-    ids: list[str] = []
-    for claim in claims:
+    def fields(claim: Claim) -> tuple[str, ...]:
         period = " to ".join(dict.fromkeys(d for d in (claim.start_date, claim.end_date) if d))
-        row = _csv_row(str(len(rows) + 1), claim.subject, claim.object, claim.type,
-                       claim.status, period, claim.description)  # fmt: skip
-        cost = count(row)
-        if cost > left:
-            continue
-        left -= cost
-        rows.append(row)
-        ids.append(claim.id)
-    return ("\n".join([CLAIM_HEADER, *rows]) if rows else ""), ids
+        return (claim.subject, claim.object, claim.type, claim.status, period,
+                claim.description)  # fmt: skip
+
+    return _table(CLAIM_HEADER, [(c.id, fields(c)) for c in claims], budget, count)
 
 
 def _fit_row(
