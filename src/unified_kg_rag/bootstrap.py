@@ -62,6 +62,8 @@ if TYPE_CHECKING:  # the application layer loads on first use: `import unified_k
     from unified_kg_rag.ports import ProgressReporter
     from unified_kg_rag.retrieval.chain import RAGChain
     from unified_kg_rag.retrieval.graph_view import GraphReader, GraphView
+    from unified_kg_rag.retrieval.pipeline_presets import PipelineComponents
+    from unified_kg_rag.retrieval.pipeline_strategy import PipelineStrategy
     from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph
     from unified_kg_rag.retrieval.strategies.tree import LoadedTree
 
@@ -234,12 +236,17 @@ class App:
             extraction_schema=self.extraction_schema(),
         )
 
-    def chain(self, index: str | None = None, *, query: QueryConfig | None = None) -> RAGChain:
+    def chain(
+        self, index: str | None = None, *, query: QueryConfig | None = None,
+        pipeline: PipelineStrategy | None = None,
+    ) -> RAGChain:
         """Return the query chain over ``index`` with this app's models and reranker.
 
         Args:
             index: the index name (default: ``query.index``).
             query: query settings to use instead of the configuration's ``query``.
+            pipeline: a staged pipeline as the retrieval step in place of a strategy
+                (`retrieval.pipeline_strategy.choose_pipeline` over `pipeline_components`).
 
         Raises:
             UsageError: the name is not a valid index name.
@@ -257,7 +264,34 @@ class App:
             concept_graphs=self.concept_graphs,
             summary_trees=self.summary_trees,
             prompts=self.prompts,
+            pipeline=pipeline,
         )
+
+    async def pipeline_components(self, index: str | None = None) -> PipelineComponents:
+        """Return what staged-pipeline stages over ``index`` are built from (one place).
+
+        The graph store is given only when the index holds an entity graph (a ``graph``
+        stage on another index is refused, saying what to build); the reranker only when
+        ``query.rerank.kind`` is configured.
+
+        Raises:
+            UsageError: the name is not a valid index name.
+            StoreError: the index's records could not be read.
+        """
+        from unified_kg_rag.domain.index.meta import (
+            INDEX_NAMESPACE,
+            METHODOLOGIES_KEY,
+            parse_methodologies,
+        )
+        from unified_kg_rag.domain.index.methodologies import builds_artifact
+        from unified_kg_rag.retrieval.pipeline_presets import PipelineComponents
+
+        stores = self.index(index)
+        held = parse_methodologies(await stores.records.get(INDEX_NAMESPACE, METHODOLOGIES_KEY))
+        return PipelineComponents(
+            index=stores.search, embedder=self.embedder, reranker=self.reranker,
+            graph=stores.graph if builds_artifact(held, "entity_graph") else None,
+        )  # fmt: skip
 
     def graph_reader(self, index: str | None = None) -> GraphReader:
         """Return the graph browser of ``index`` over this app's loaded-graph caches.

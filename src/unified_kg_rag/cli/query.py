@@ -21,9 +21,12 @@ from unified_kg_rag.cli.common import (
 )
 from unified_kg_rag.cli.query_steps import query_steps
 from unified_kg_rag.domain.models import MessageRef, MetadataValue, RAGOutput, Source
+from unified_kg_rag.domain.ranking.trace import PipelineTrace
+from unified_kg_rag.util.errors import UsageError
 
 __all__ = [
     "parse_filters",
+    "pipeline_line",
     "query_command",
     "render_answer",
     "render_context",
@@ -125,7 +128,16 @@ def _strategy_line(name: str) -> str:
     """The strategy's one line from the registry (a strategy not registered here: a pointer)."""
     from unified_kg_rag.retrieval.strategies import STRATEGIES
 
+    if name.startswith("pipeline:"):
+        return "a staged retrieval pipeline; --json and -v show its stages"
     return STRATEGIES.get(name).description if name in STRATEGIES else "see the strategies guide"
+
+
+def pipeline_line(trace: PipelineTrace) -> str:
+    """One line of a pipeline run: each stage's candidates out and time (``-v``)."""
+    stages = " → ".join(f"{s.name} {s.candidates_out} ({s.duration_ms:.1f} ms)"
+                        for s in trace.stages)  # fmt: skip
+    return f"{trace.name}: {stages}; {len(trace.results)} result(s)"
 
 
 def strategies_epilog() -> str:
@@ -189,6 +201,12 @@ def query_command(
         typer.Option("--strategy", "-s", help="Retrieval strategy, listed below. --strategy "
                      "hybrid is LightRAG's graph strategy, not the search mode (--mode). "
                      "[default: query.strategy]"),
+    ] = None,
+    pipeline: Annotated[
+        str | None,
+        typer.Option("--pipeline", help="Retrieve with a staged pipeline instead of a "
+                     "strategy: a preset (standard, minimal, no_rerank) or a FILE.yaml "
+                     "definition (see the pipeline guide). Not with --strategy."),
     ] = None,
     top_k: Annotated[
         int | None,
@@ -254,9 +272,18 @@ def query_command(
         from unified_kg_rag.retrieval.chain import RAGInput
 
         parsed = parse_filters(filters)
+        if pipeline is not None and strategy is not None:
+            raise UsageError("give either --strategy or --pipeline, not both: the pipeline "
+                             "is the whole retrieval step", field="--pipeline")  # fmt: skip
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         async with build_app(config, project_dir) as app:
-            chain = app.chain(index)
+            step = None
+            if pipeline is not None:
+                from unified_kg_rag.retrieval.pipeline_strategy import choose_pipeline
+
+                components = await app.pipeline_components(index)
+                step = choose_pipeline(pipeline, components, field="--pipeline", files=True)
+            chain = app.chain(index, pipeline=step)
             request = RAGInput(
                 question=question, strategy=strategy, filters=dict(parsed),
                 conversation_id=conversation, user_id=user,
@@ -281,6 +308,8 @@ def query_command(
     if json_out:
         typer.echo(output.model_dump_json(indent=2))
         return
+    if verbose and output.pipeline is not None:
+        err_console.print(escape(pipeline_line(output.pipeline)), soft_wrap=True)
     if show_context:
         render_context(output)
     if streaming:

@@ -25,7 +25,7 @@ from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.domain.text.decoding import has_surrogates
 from unified_kg_rag.util.errors import ConfigurationError
 
-__all__ = ["CONFIG_FILE_NAME", "load_config", "state_dir"]
+__all__ = ["CONFIG_FILE_NAME", "load_config", "read_yaml_file", "state_dir"]
 
 CONFIG_FILE_NAME = "ukr.yaml"
 STATE_DIR_NAME = ".ukr"
@@ -36,7 +36,24 @@ def state_dir(project_dir: Path) -> Path:
     return project_dir / STATE_DIR_NAME
 
 
-def _read_yaml(path: Path) -> dict[str, object]:
+def read_yaml_file(path: Path, *, what: str = "a mapping of sections") -> dict[str, object]:
+    """Read a YAML file whose top level is a mapping (``ukr.yaml``, a pipeline definition).
+
+    Args:
+        path: the file.
+        what: what the top level must be, for the message.
+
+    Returns:
+        The mapping (empty for an empty file).
+
+    Raises:
+        ConfigurationError: naming the file: unreadable, not UTF-8, invalid YAML (with its
+            line), or not a mapping.
+    """
+    return _read_yaml(path, what)
+
+
+def _read_yaml(path: Path, what: str = "a mapping of sections") -> dict[str, object]:
     try:
         raw = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -53,7 +70,7 @@ def _read_yaml(path: Path) -> dict[str, object]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigurationError("the top level must be a mapping of sections", source=str(path))
+        raise ConfigurationError(f"the top level must be {what}", source=str(path))
     return {str(k): v for k, v in data.items()}
 
 

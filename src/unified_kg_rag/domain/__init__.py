@@ -30,7 +30,8 @@ Module map (new code goes in the room of its concept):
   `cooccurrence` (co-occurrence edges).
 - `ranking/` — `fusion` (weighted RRF), `mmr`, `ppr` (personalized PageRank), `budget`
   (token-budget packing), `bridge` (`iterative`'s bridge terms from retrieved passages),
-  `signals` (the staged pipeline's named signals and `WeightedScorer`).
+  `signals` (the staged pipeline's named signals and `WeightedScorer`), `trace` (a pipeline
+  run's figures and ranking as an answer reports them).
 - `answers/` — `extractive`, `match` (the weak-match verdict), `citations`, `abstention`,
   `global_map` (global search's steps).
 - `messages/` — `transcripts` (normalized messages, thread-day transcripts), `manifest`

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from unified_kg_rag.domain.llm.exchange import Completion, Message, TokenUsage
 from unified_kg_rag.domain.messages.ref import MessageRef
+from unified_kg_rag.domain.ranking.trace import PipelineTrace
 
 __all__ = [
     "Collection",
@@ -440,6 +441,8 @@ class RAGOutput(_Model):
         evidence: over a message archive, the messages the answer rests on: those it cites as
             ``[n.m]``, and for a plain ``[n]`` the messages of source ``n`` whose words the
             citing sentence shares (not the whole passage).
+        pipeline: when a staged pipeline retrieved the context (``--pipeline``), its stages'
+            figures and its ranking (`domain.ranking.trace.PipelineTrace`); else None.
     """
 
     question: str
@@ -453,3 +456,4 @@ class RAGOutput(_Model):
     timings_ms: dict[str, float] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
     evidence: tuple[MessageRef, ...] = ()
+    pipeline: PipelineTrace | None = None

@@ -36,6 +36,7 @@ from unified_kg_rag.domain.models import (
     RAGOutput,
 )
 from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
+from unified_kg_rag.domain.ranking.trace import PipelineTrace
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, Reranker, TokenCounter
 from unified_kg_rag.retrieval.answer import (
     AnswerText,
@@ -74,6 +75,10 @@ from unified_kg_rag.retrieval.models import (
     RAGInput,
     RetrievalOutput,
     SearchOutput,
+)
+from unified_kg_rag.retrieval.pipeline_strategy import (
+    PipelineStrategy,
+    refuse_strategy_with_pipeline,
 )
 from unified_kg_rag.retrieval.request import build_input, check_index, check_request
 from unified_kg_rag.retrieval.strategies import (
@@ -116,11 +121,12 @@ class _Prepared:
     groups: dict[str, list[Candidate]]
     timings: dict[str, float]
     memory: ConversationMemory | None
+    trace: PipelineTrace | None = None
 
     @property
     def map_reduce(self) -> bool:
         """True when the strategy's answer is map-reduced over its sources (`lazy`)."""
-        return STRATEGIES.get(self.strategy).answer == "map_reduce"
+        return self.trace is None and STRATEGIES.get(self.strategy).answer == "map_reduce"
 
 
 class RAGChain:
@@ -140,6 +146,8 @@ class RAGChain:
             `App`'s); None: this chain keeps its own.
         summary_trees: loaded `raptor` summary trees to share likewise; None: its own.
         prompts: the prompt templates in effect (default: the packaged ones).
+        pipeline: a staged pipeline as the retrieval step in place of any strategy
+            (`retrieval.pipeline_strategy`); a call naming a strategy is then refused.
     """
 
     def __init__(
@@ -155,8 +163,10 @@ class RAGChain:
         concept_graphs: BuildCache[LoadedConceptGraph] | None = None,
         summary_trees: BuildCache[LoadedTree] | None = None,
         prompts: PromptLibrary = PACKAGED,
+        pipeline: PipelineStrategy | None = None,
     ) -> None:
         self._prompts = prompts
+        self._pipeline = pipeline
         self._concept_graphs = concept_graphs if concept_graphs is not None else BuildCache()
         self._summary_trees = summary_trees if summary_trees is not None else BuildCache()
         self._stores = stores
@@ -203,6 +213,7 @@ class RAGChain:
             metadata=dict(prep.ctx.metadata),
             timings_ms=prep.timings,
             usage=usage,
+            pipeline=prep.trace,
         )
 
     async def retrieve(
@@ -327,7 +338,9 @@ class RAGChain:
         timings: dict[str, float] = {}
         held = await check_index(self._stores, self._embedder)
         filters = await resolve_filters(self._stores, inp.filters)
-        if cfg.strategy != "auto":  # refused before any model call, the rewrite's included
+        if self._pipeline is not None:
+            refuse_strategy_with_pipeline(inp)
+        elif cfg.strategy != "auto":  # refused before any model call, the rewrite's included
             explicit = STRATEGIES.get(cfg.strategy)
             explicit.require(held, self._stores.name, cfg)
         metadata: dict[str, object] = {}
@@ -357,6 +370,14 @@ class RAGChain:
             metadata=metadata, deadline=deadline, concept_graphs=self._concept_graphs,
             summary_trees=self._summary_trees, prompts=self._prompts,
         )  # fmt: skip
+        if (step := self._pipeline) is not None:  # its order is kept: no rerank, no MMR
+            t0 = time.perf_counter()
+            result, trace = await step.run(ctx)
+            timings["retrieve"] = _ms(t0)
+            units = result.buckets[0].candidates
+            metadata["buckets"] = {step.name: len(units)}
+            return _Prepared(inp, ctx, step.name, result, {"text_unit": units} if units else {},
+                             timings, memory, trace)  # fmt: skip
         t0 = time.perf_counter()
         chosen = await route(ctx) if cfg.strategy == "auto" else None  # the one router
         timings["route"] = _ms(t0)
@@ -404,6 +425,7 @@ class RAGChain:
             context_tokens=tokens,
             metadata=metadata,
             timings_ms=timings,
+            pipeline=prep.trace,
         )
 
     def _style(self, prep: _Prepared) -> str:

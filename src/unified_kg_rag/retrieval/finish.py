@@ -89,6 +89,7 @@ async def finish_output(
         usage=usage,
         timings_ms=spent,
         metadata=metadata,
+        pipeline=retrieval.pipeline,
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from unified_kg_rag.domain.models import MetadataValue, Source, TokenUsage
+from unified_kg_rag.domain.ranking.trace import PipelineTrace
 
 __all__ = [
     "CANNOT_ANSWER",
@@ -134,6 +135,7 @@ class SearchOutput(BaseModel):
             ``buckets``, ``rerank`` ...).
         timings_ms: wall time per step, milliseconds.
         usage: model usage of the search.
+        pipeline: the staged pipeline's figures and ranking, when one retrieved.
     """
 
     question: str
@@ -145,6 +147,7 @@ class SearchOutput(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    pipeline: PipelineTrace | None = None
 
 
 class RetrievalOutput(BaseModel):
@@ -162,6 +165,7 @@ class RetrievalOutput(BaseModel):
         timings_ms: wall time per step (``rewrite``, ``route``, ``retrieve``, ``fuse``,
             ``pack``), milliseconds.
         usage: model usage of the retrieval (query embedding, and LLM calls of richer strategies).
+        pipeline: the staged pipeline's figures and ranking, when one retrieved.
     """
 
     question: str
@@ -174,3 +178,4 @@ class RetrievalOutput(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    pipeline: PipelineTrace | None = None

@@ -72,14 +72,14 @@ class StageInput:
         query: the question.
         candidates: the previous stage's candidates (none for the first stage).
         k: the number of results the run asks for.
-        filters: metadata filters of the run (field → value).
+        filters: metadata filters of the run (field → value; a list: any of them).
         context: values stages pass on to later stages (the query vector ...).
     """
 
     query: str
     candidates: list[Candidate]
     k: int
-    filters: Mapping[str, MetadataValue] = field(default_factory=dict)
+    filters: Mapping[str, MetadataValue | Sequence[MetadataValue]] = field(default_factory=dict)
     context: dict[str, Any] = field(default_factory=dict)
 
 
@@ -189,7 +189,7 @@ class Pipeline:
         k: int = 10,
         *,
         min_score: float = 0.0,
-        filters: Mapping[str, MetadataValue] | None = None,
+        filters: Mapping[str, MetadataValue | Sequence[MetadataValue]] | None = None,
     ) -> PipelineRun:
         """Run the stages over ``query`` and return the ``k`` best candidates.
 
@@ -197,7 +197,7 @@ class Pipeline:
             query: the question.
             k: results wanted (≥ 1).
             min_score: results scoring below this are left out.
-            filters: metadata filters passed to every stage.
+            filters: metadata filters passed to every stage (a list value: any of them).
 
         Raises:
             ValueError: ``k`` < 1.

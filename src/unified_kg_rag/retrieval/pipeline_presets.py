@@ -18,6 +18,7 @@ issue #22.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -76,24 +77,31 @@ PIPELINE_STAGES: Registry[StageFactory] = Registry("pipeline stage", field="stag
 PIPELINE_SCORERS: Registry[ScorerFactory] = Registry("pipeline scorer", field="scorer.kind")
 
 
-def _need(value: Any, what: str) -> Any:
+def _need(value: Any, stage: str, what: str) -> Any:
     if value is None:
-        raise ConfigurationError(f"the {what} is not available to this pipeline")
+        raise ConfigurationError(f"stage {stage!r} needs {what}")
     return value
+
+
+_NO_GRAPH = ("an entity graph, which this index does not hold: build one with the graphrag, "
+             "lightrag or hipporag methodology (`indexing.methodologies` and an LLM, then "
+             "`ukr index PATH`)")  # fmt: skip
+_NO_RERANKER = ("a reranker, and none is configured: set `query.rerank.kind` (cross_encoder "
+                "with `model_path`, or http with `url`) in ukr.yaml")  # fmt: skip
 
 
 PIPELINE_STAGES.register("semantic", lambda c, p: SemanticStage(c.index, c.embedder, **p))
 PIPELINE_STAGES.register("lexical", lambda c, p: LexicalStage(c.index, **p))
 PIPELINE_STAGES.register("hydrate", lambda c, p: HydrateStage(c.index, **p))
 PIPELINE_STAGES.register(
-    "graph", lambda c, p: GraphExpansionStage(_need(c.graph, "graph store"), **p)
+    "graph", lambda c, p: GraphExpansionStage(_need(c.graph, "graph", _NO_GRAPH), **p)
 )
 PIPELINE_STAGES.register(
     "temporal_decay", lambda c, p: TemporalDecayStage(**{"half_life_s": 90 * DAY_S, **p})
 )
 PIPELINE_STAGES.register("access", lambda c, p: AccessStage(**p))
 PIPELINE_STAGES.register(
-    "rerank", lambda c, p: RerankStage(_need(c.reranker, "reranker (query.rerank.kind)"), **p)
+    "rerank", lambda c, p: RerankStage(_need(c.reranker, "rerank", _NO_RERANKER), **p)
 )
 PIPELINE_SCORERS.register("weighted", lambda p: WeightedScorer(**p))
 
@@ -119,6 +127,10 @@ def pipeline_from_spec(spec: Mapping[str, Any], components: PipelineComponents) 
             raise ConfigurationError("each stage is a mapping with a `stage` name",
                                      field=f"stages.{i}")  # fmt: skip
         params = {k: v for k, v in entry.items() if k != "stage"}
+        if entry["stage"] not in PIPELINE_STAGES:
+            raise ConfigurationError(
+                f"unknown pipeline stage {entry['stage']!r}; registered: "
+                f"{', '.join(PIPELINE_STAGES.names())}", field=f"stages.{i}.stage")
         factory = PIPELINE_STAGES.get(entry["stage"])
         stages.append(_built(partial(factory, components, params), f"stages.{i}"))
     scorer_spec = spec.get("scorer", {"kind": "weighted", "weights": {"semantic": 1.0}})
@@ -140,6 +152,10 @@ def _built(make: Callable[[], Any], field: str) -> Any:
     except ConfigurationError as exc:
         raise ConfigurationError(exc.message, field=field) from None
     except (TypeError, ValueError) as exc:
+        unknown = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+        if unknown is not None:  # a parameter the stage or scorer does not take
+            raise ConfigurationError(f"unknown parameter {unknown[1]!r}",
+                                     field=f"{field}.{unknown[1]}") from None  # fmt: skip
         raise ConfigurationError(str(exc), field=field) from None
 
 
