@@ -24,7 +24,12 @@ from typing import Any
 from unified_kg_rag.domain.models import Collection, SearchHit
 from unified_kg_rag.domain.ranking.trace import PipelineTrace, StageFigures, TracedResult
 from unified_kg_rag.retrieval.models import RAGInput
-from unified_kg_rag.retrieval.pipeline import Pipeline, PipelineResult, PipelineRun
+from unified_kg_rag.retrieval.pipeline import (
+    NoCandidatesError,
+    Pipeline,
+    PipelineResult,
+    PipelineRun,
+)
 from unified_kg_rag.retrieval.pipeline_presets import (
     PRESETS,
     PipelineComponents,
@@ -81,14 +86,20 @@ class PipelineStrategy:
         ``max(top_k, candidate_k)``: a stage such as ``graph`` may add passages outside
         them, which are then left out). Results that are not text units are left out; one
         a stage did not load is read from the index, and one no longer stored is left out.
+        A run that leaves no candidate returns none (the chain answers "cannot answer"; the
+        trace then has no stage figures, ``metadata.pipeline_no_candidates``).
 
         Raises:
-            PipelineError: a stage failed (named), or no candidate was left.
+            PipelineError: a stage failed (named: connection, rate limit, timeout).
             StoreError: reading missing passages failed.
         """
         cfg = ctx.config
         k = max(cfg.top_k, cfg.candidate_k) if ctx.filters else cfg.top_k
-        run = await self.pipeline.execute(ctx.question, k, filters=ctx.filters or None)
+        try:
+            run = await self.pipeline.execute(ctx.question, k, filters=ctx.filters or None)
+        except NoCandidatesError:  # nothing found: the chain answers "cannot answer"
+            ctx.metadata["pipeline_no_candidates"] = True
+            return StrategyResult(buckets=[Bucket(self.name, [])]), PipelineTrace(name=self.name)
         units = [r for r in run.results if r.candidate.kind == "text_unit"]
         missing = [r.candidate.id for r in units if r.candidate.text is None]
         stored = {rec.id: rec for rec in await ctx.stores.search.get(

@@ -12,23 +12,42 @@ from typing import Any, Literal, TypeVar
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response, StreamingResponse
 from fastapi.sse import format_sse_event
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from unified_kg_rag.domain.models import MetadataValue, RAGOutput, SearchMode
 from unified_kg_rag.retrieval.chain import PriorTurn, RAGInput
+from unified_kg_rag.retrieval.pipeline_strategy import PipelineStrategy, choose_pipeline
 from unified_kg_rag.service.access import note_question
 from unified_kg_rag.service.auth import requires
 from unified_kg_rag.service.deps import app_of
+from unified_kg_rag.service.errors import ServiceError
 from unified_kg_rag.service.limits import check_question
 from unified_kg_rag.service.metrics import metrics_of
-from unified_kg_rag.util.errors import UkrError
+from unified_kg_rag.util.errors import ConfigurationError, UkrError
 
-__all__ = ["CLIENT_CLOSED", "ClientGoneError", "Pieces", "QueryRequest", "relay", "router",
-           "stream_events", "until_answered"]
+__all__ = ["CLIENT_CLOSED", "ClientGoneError", "Pieces", "PipelineDefinition", "QueryRequest",
+           "relay", "router", "stream_events", "until_answered"]
 
 logger = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1")
+
+
+class PipelineDefinition(BaseModel):
+    """An inline staged-pipeline definition: the shape of a ``--pipeline FILE.yaml``.
+
+    Attributes:
+        stages: the stages in order, each ``{"stage": NAME, PARAMETER: VALUE ...}``.
+        scorer: ``{"kind": "weighted", "weights": {SIGNAL: WEIGHT ...}}`` (default: the
+            semantic signal alone).
+        stage_timeout_s: the longest one stage may run, seconds.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    stages: list[dict[str, Any]] = Field(min_length=1)
+    scorer: dict[str, Any] | None = None
+    stage_timeout_s: float | None = Field(default=None, gt=0)
 
 
 class QueryRequest(BaseModel):
@@ -39,6 +58,9 @@ class QueryRequest(BaseModel):
             ``QuestionTooLong``).
         index: the index to ask (default: ``query.index``).
         strategy: the strategy (default: ``query.strategy``).
+        pipeline: retrieve with a staged pipeline instead of a strategy (not with
+            ``strategy``): a preset name (``standard``, ``minimal``, ``no_rerank``) or an
+            inline definition. Never a file path: the server reads no file a client names.
         filters: equality filters on text-unit fields; a list means "any of these".
         top_k: sources per type (``query.top_k``).
         mode: ``hybrid``, ``lexical`` or ``vector`` (``query.search_mode``).
@@ -57,6 +79,7 @@ class QueryRequest(BaseModel):
     question: str
     index: str | None = None
     strategy: str | None = None
+    pipeline: str | PipelineDefinition | None = None
     filters: dict[str, MetadataValue | list[MetadataValue]] = Field(default_factory=dict)
     top_k: int | None = Field(default=None, ge=1)
     mode: SearchMode | None = None
@@ -78,7 +101,9 @@ async def query(body: QueryRequest, request: Request) -> RAGOutput | Response:
 
     \f
     Raises:
-        ServiceError: 422 ``QuestionTooLong`` (``service.max_question_chars``).
+        ServiceError: 422 ``QuestionTooLong`` (``service.max_question_chars``), 422
+            ``InvalidPipeline`` (``pipeline``: with ``strategy``, an unknown preset, stage,
+            scorer or parameter, or a stage needing what the index lacks; field named).
     """  # noqa: D301 (\f ends the OpenAPI description)
     check_question(request, body.question)
     note_question(request, body.question)
@@ -91,7 +116,7 @@ async def query(body: QueryRequest, request: Request) -> RAGOutput | Response:
         conversation_id=body.conversation_id, user_id=body.user_id, history=body.history,
         overrides={k: v for k, v in overrides.items() if v is not None},
     )  # fmt: skip
-    chain = app_of(request).chain(body.index)
+    chain = app_of(request).chain(body.index, pipeline=await _pipeline_step(request, body))
     observe = metrics_of(request).observe_query
     if not body.stream:
         try:
@@ -107,6 +132,28 @@ async def query(body: QueryRequest, request: Request) -> RAGOutput | Response:
         return Response(status_code=CLIENT_CLOSED)
     return StreamingResponse(stream_events(first, pieces, on_result=observe),
                              media_type="text/event-stream")  # fmt: skip
+
+
+async def _pipeline_step(request: Request, body: QueryRequest) -> PipelineStrategy | None:
+    """The pipeline ``body`` asks for, or None; every bad definition is a 422 naming its field.
+
+    Raises:
+        ServiceError: 422 ``InvalidPipeline``.
+    """
+    if body.pipeline is None:
+        return None
+    if body.strategy is not None:
+        raise ServiceError(422, "InvalidPipeline", "give either strategy or pipeline, not "
+                           "both: the pipeline is the whole retrieval step", field="pipeline")
+    app = app_of(request)
+    choice = body.pipeline if isinstance(body.pipeline, str) else (
+        body.pipeline.model_dump(exclude_none=True))  # fmt: skip
+    try:
+        return choose_pipeline(choice, await app.pipeline_components(body.index),
+                               field="pipeline", files=False)  # fmt: skip
+    except ConfigurationError as exc:
+        raise ServiceError(422, "InvalidPipeline", str(exc),
+                           field=exc.field or "pipeline") from None  # fmt: skip
 
 
 T = TypeVar("T")
