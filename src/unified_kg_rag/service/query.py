@@ -151,9 +151,10 @@ async def _pipeline_step(request: Request, body: QueryRequest) -> PipelineStrate
     try:
         return choose_pipeline(choice, await app.pipeline_components(body.index),
                                field="pipeline", files=False)  # fmt: skip
-    except ConfigurationError as exc:
+    except ConfigurationError as exc:  # a preset's own fields are not the request's
+        inline = not isinstance(body.pipeline, str) and exc.field
         raise ServiceError(422, "InvalidPipeline", str(exc),
-                           field=exc.field or "pipeline") from None  # fmt: skip
+                           field=exc.field if inline else "pipeline") from None  # fmt: skip
 
 
 T = TypeVar("T")
