@@ -125,3 +125,19 @@ def test_a_pipeline_chain_streams_the_model_answer(
     assert final.answer_kind == "generative" and final.cited == (1,)
     assert final.pipeline is not None and len(final.pipeline.results) == 3
     assert [s.id for s in final.sources] == [r.id for r in final.pipeline.results]
+
+
+def test_retrieve_and_search_carry_the_trace_too(example: dict[str, Any], project: Path) -> None:
+    async def both() -> tuple[Any, Any]:
+        async with build_app(load_project_config(project), project) as app:
+            step = choose_pipeline("minimal", await app.pipeline_components(),
+                                   field="pipeline", files=False)  # fmt: skip
+            chain = app.chain(pipeline=step)
+            return await chain.retrieve(QUESTION, top_k=2), await chain.search(QUESTION)
+
+    packed, found = asyncio.run(both())
+    assert packed.strategy == found.strategy == "pipeline:minimal"
+    assert [s.id for s in packed.sources] == [r.id for r in packed.pipeline.results][:2]
+    assert packed.timings_ms["retrieve"] > 0 and packed.context_tokens > 0
+    ranked = [r.id for r in found.pipeline.results]
+    assert [s.id for s in found.results["text_unit"]] == ranked and len(ranked) == len(DOCS)

@@ -106,3 +106,27 @@ def test_the_openapi_document_describes_the_field(base_url: str) -> None:
     assert json.dumps({"$ref": "#/components/schemas/PipelineDefinition"}) in kinds
     output = schema["components"]["schemas"]["RAGOutput"]["properties"]
     assert "pipeline" in output
+
+
+def _caused(error: Exception, cause: Exception) -> Exception:
+    try:
+        raise error from cause
+    except Exception as raised:
+        return raised
+
+
+def test_stage_errors_have_the_status_of_what_they_wrap() -> None:
+    from unified_kg_rag.retrieval.pipeline import (
+        PipelineError,
+        RateLimitedError,
+        StageConnectionError,
+        StageTimeoutError,
+    )
+    from unified_kg_rag.service.errors import error_status
+    from unified_kg_rag.util.errors import ModelError, StoreConnectionError
+
+    store = _caused(StageConnectionError("semantic", "down"), StoreConnectionError("down"))
+    limited = _caused(RateLimitedError("rerank", "429"), ModelError("429", status_code=429))
+    timeout = _caused(StageTimeoutError("graph", "ran past 1 s"), TimeoutError())
+    assert [error_status(e) for e in (store, limited, timeout)] == [503, 502, 504]
+    assert error_status(PipelineError("custom", "bug")) == 500  # nothing it wraps says more

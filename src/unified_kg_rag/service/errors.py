@@ -3,8 +3,8 @@
 An error is ``{"error": {"type", "message", "field"}}``. The status follows the CLI's exit
 code classes: a usage or configuration error 400, an unknown job, document, entity or
 community 404, an upload over a limit 413, a strategy or graph the index does not serve or a
-build or job holding the index 409, a model failure 502, a store failure 503, anything else
-500.
+build or job holding the index 409, a model failure 502, a store failure 503 (also when a
+pipeline stage meets them), a pipeline stage past its timeout 504, anything else 500.
 Nothing in an error names a key or a secret: the messages are the CLI's one-line messages.
 
 The service's own refusals are `ServiceError` (a key missing or unknown 401, a scope lacking
@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Receive, Scope, Send
 
+from unified_kg_rag.retrieval.pipeline import PipelineError, StageTimeoutError
 from unified_kg_rag.util.errors import (
     BuildInProgress,
     JobConflictError,
@@ -74,6 +75,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (422, "a malformed request: not JSON, a field of the wrong type or out of range"),
         (502, "the model failed"),
         (503, "the store failed"),
+        (504, "a staged pipeline's stage ran past its timeout"),
     )
 }
 """The error replies every route may give, for the OpenAPI document (typed, not FastAPI's)."""
@@ -103,7 +105,15 @@ class ServiceError(Exception):
 
 
 def error_status(error: UkrError) -> int:
-    """Return the HTTP status of an error kind (module docstring)."""
+    """Return the HTTP status of an error kind (module docstring).
+
+    A staged pipeline's stage error has the status of what it wraps (a store 503, a model
+    502), a stage past its timeout 504.
+    """
+    if isinstance(error, StageTimeoutError):
+        return 504
+    if isinstance(error, PipelineError) and isinstance(error.__cause__, UkrError):
+        return error_status(error.__cause__)
     if isinstance(error, MethodologyNotIndexedError | BuildInProgress | JobConflictError):
         return 409
     if isinstance(error, NotFoundError):
