@@ -16,6 +16,8 @@ is one `ConfigurationError` line naming the file or field. Source: seed 002 and 
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,10 +228,45 @@ def _built(
             prefixed by ``field`` (``pipeline.stages.2``) or preceded by ``source``.
     """
     try:
-        return pipeline_from_spec(spec, components)
+        pipeline = pipeline_from_spec(spec, components)
+        _check_values(pipeline)
+        return pipeline
     except ConfigurationError as exc:
         inner = exc.field if exc.field != "pipeline" else None  # the definition's top level
         raw = exc.message.removeprefix(f"{exc.field}: ") if exc.field else exc.message
         if field is not None:
             raise ConfigurationError(raw, field=f"{field}.{inner}" if inner else field) from None
         raise ConfigurationError(raw, source=source, field=inner) from None
+
+
+_SCALARS: dict[object, tuple[type, ...]] = {
+    int: (int,), float: (int, float), str: (str,), bool: (bool,),
+    int | None: (int, type(None)), float | None: (int, float, type(None)),
+}  # fmt: skip
+"""The scalar parameter types checked, and the values each accepts (YAML reads 5 as int)."""
+
+
+def _check_values(pipeline: Pipeline) -> None:
+    """Refuse a stage parameter of the wrong scalar type (``limit: ten``), naming it.
+
+    Stages are dataclasses whose scalar fields are checked against their annotations;
+    a stage of another shape is left to itself.
+
+    Raises:
+        ConfigurationError: ``stages.<i>.<parameter>``: the expected type and the value.
+    """
+    for i, stage in enumerate(pipeline.stages):
+        if not dataclasses.is_dataclass(stage):
+            continue
+        try:
+            hints = typing.get_type_hints(type(stage))
+        except Exception:  # annotations it cannot resolve: nothing to check against
+            continue
+        for item in dataclasses.fields(stage):
+            accepted = _SCALARS.get(hints.get(item.name))
+            value = getattr(stage, item.name)
+            wrong_bool = isinstance(value, bool) and bool not in accepted if accepted else False
+            if accepted and (not isinstance(value, accepted) or wrong_bool):
+                wanted = " or ".join(t.__name__ for t in accepted if t is not type(None))
+                raise ConfigurationError(f"expected {wanted}, got {value!r}",
+                                         field=f"stages.{i}.{item.name}")  # fmt: skip
