@@ -171,7 +171,7 @@ def test_components_the_index_lacks_say_what_to_configure(
     ("- semantic\n", "the top level must be a pipeline definition (a mapping with `stages`)"),
     ("", "is empty; a pipeline definition lists its `stages`"),
     ("stages: [{stage: vector}]", "stages.0.stage: unknown pipeline stage 'vector'; "
-     "registered: access, graph, hydrate"),
+     "registered: access, "),
     ("stages: [{stage: semantic, limt: 5}]", "stages.0.limt: unknown parameter 'limt'"),
     ("stages: [{stage: semantic, limit: ten}]", "stages.0.limit: expected int, got 'ten'"),
     ("stages: [{stage: semantic}]\nscorer: {kind: weighted, weights: {semantic: -1}}",
