@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_graph_index import DEFAULT_DATA, OPENIE, run_index  # noqa: E402
 from benchmarks.bench_index_query import write_corpus  # noqa: E402
+
 from unified_kg_rag import build_app  # noqa: E402
 from unified_kg_rag.config.models import UkrConfig  # noqa: E402
 from unified_kg_rag.domain.index.meta import INDEX_NAMESPACE  # noqa: E402

@@ -38,9 +38,10 @@ Module map (new code goes in the room of its concept):
   (transcript units, manifest diff, stored spans), `evidence` (per-message provenance),
   `ref` (`MessageRef`).
 - `index/` — `delta` (corpus vs doc registry), `write_lease` (the single-writer rule),
-  `meta` (facts an index records about itself, the stored PageRank's layout), `attempts` (consecutive failures,
-  quarantine), `paths` (the one form of a document path, from the forms users type),
-  `methodologies` (the registered methodology profiles: what each builds, its stage).
+  `meta` (facts an index records about itself, the stored PageRank's layout), `attempts`
+  (consecutive failures, quarantine), `paths` (the one form of a document path, from the
+  forms users type), `methodologies` (the registered methodology profiles: what each
+  builds, its stage).
 - `tree/` — the RAPTOR summary tree: `nodes` (`SummaryNode`, `SummaryTree`), `clustering`
   (one level's clusters), `extractive` (LLM-free summaries, input keys), `lineage`.
 - `prompts/` — the prompt templates (Markdown files, versioned by name), `render` (the one
