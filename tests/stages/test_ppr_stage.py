@@ -19,7 +19,8 @@ from unified_kg_rag.bootstrap import App, build_app
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.ingestion.pipeline import IndexPipeline
 from unified_kg_rag.ports import IndexStores
-from unified_kg_rag.retrieval.pipeline import PipelineError, PipelineRun
+from unified_kg_rag.retrieval.pipeline import Candidate, PipelineError, PipelineRun, StageInput
+from unified_kg_rag.retrieval.pipeline_centrality import PageRankStage
 from unified_kg_rag.retrieval.pipeline_presets import PipelineComponents, pipeline_from_spec
 from unified_kg_rag.retrieval.strategies.base import QueryContext
 from unified_kg_rag.retrieval.strategies.ppr import PPRStrategy
@@ -64,7 +65,14 @@ def test_ppr_stage_adds_the_strategys_units_and_pagerank_scores_them(tmp_path: P
             ctx = QueryContext(question=QUESTION, stores=stores, embedder=EMBEDDER,
                                chat_model=None, config=config, held=("lazy",))  # fmt: skip
             strategy = await PPRStrategy().retrieve(ctx)
-            return {"run": run, "noto": noto, "strategy": [c.id for c in strategy]}
+            units = [Candidate(r.candidate.id) for r in run.results]
+            scored = {}
+            for graph in ("entities", "concepts"):  # a lazy index: no entity graph stored
+                stage = PageRankStage(stores.records, stores.name, graph=graph, default=0.3)
+                out = await stage.execute(StageInput(QUESTION, units, 5))
+                scored[graph] = [c.signals["pagerank"] for c in out.candidates]
+            return {"run": run, "noto": noto, "strategy": [c.id for c in strategy],
+                    "scored": scored}
 
     out = asyncio.run(main())
     run: PipelineRun = out["run"]
@@ -83,6 +91,8 @@ def test_ppr_stage_adds_the_strategys_units_and_pagerank_scores_them(tmp_path: P
         assert r.score == pytest.approx(expected)
     assert [t.name for t in run.stages] == ["semantic", "ppr", "pagerank"]
     assert run.stages[1].candidates_out == len(run.results)
+    assert out["scored"]["entities"] == [0.3] * len(run.results)
+    assert out["scored"]["concepts"] == [r.signals["pagerank"] for r in run.results]
     # the run's filters hold for what ppr adds
     assert {r.candidate.metadata.get("path") for r in out["noto"].results} == {"noto.txt"}
 
