@@ -31,16 +31,18 @@ Module map (new code goes in the room of its concept):
 - `ranking/` — `fusion` (weighted RRF), `mmr`, `ppr` (personalized PageRank), `budget`
   (token-budget packing), `bridge` (`iterative`'s bridge terms from retrieved passages),
   `signals` (the staged pipeline's named signals and `WeightedScorer`), `trace` (a pipeline
-  run's figures and ranking as an answer reports them).
+  run's figures and ranking as an answer reports them), `centrality` (global PageRank of a
+  graph's nodes and of the text units they cite).
 - `answers/` — `extractive`, `match` (the weak-match verdict), `citations`, `abstention`,
   `global_map` (global search's steps).
 - `messages/` — `transcripts` (normalized messages, thread-day transcripts), `manifest`
   (transcript units, manifest diff, stored spans), `evidence` (per-message provenance),
   `ref` (`MessageRef`).
 - `index/` — `delta` (corpus vs doc registry), `write_lease` (the single-writer rule),
-  `meta` (facts an index records about itself), `attempts` (consecutive failures,
-  quarantine), `paths` (the one form of a document path, from the forms users type),
-  `methodologies` (the registered methodology profiles: what each builds, its stage).
+  `meta` (facts an index records about itself, the stored PageRank's layout), `attempts`
+  (consecutive failures, quarantine), `paths` (the one form of a document path, from the
+  forms users type), `methodologies` (the registered methodology profiles: what each
+  builds, its stage).
 - `tree/` — the RAPTOR summary tree: `nodes` (`SummaryNode`, `SummaryTree`), `clustering`
   (one level's clusters), `extractive` (LLM-free summaries, input keys), `lineage`.
 - `prompts/` — the prompt templates (Markdown files, versioned by name), `render` (the one

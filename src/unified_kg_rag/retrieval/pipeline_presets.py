@@ -20,16 +20,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from unified_kg_rag.config.query import QueryConfig
 from unified_kg_rag.domain.ranking.signals import Scorer, WeightedScorer
-from unified_kg_rag.ports import Embedder, GraphStore, Reranker, SearchIndex
+from unified_kg_rag.ports import Embedder, GraphStore, IndexStores, Reranker, SearchIndex
+from unified_kg_rag.retrieval.strategies.base import BuildCache
+from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph
 from unified_kg_rag.util.errors import ConfigurationError
 from unified_kg_rag.util.registry import Registry
 
 from .pipeline import Pipeline, Stage
+from .pipeline_centrality import PageRankStage, PPRStage
 from .pipeline_stages import (
     AccessStage,
     GraphExpansionStage,
@@ -61,12 +65,21 @@ class PipelineComponents:
         embedder: the embedding model.
         graph: the graph store (None: stages over the entity graph refuse to build).
         reranker: the reranker (None: ``rerank`` refuses to build).
+        stores: the index's stores (None: ``pagerank`` and ``ppr`` refuse to build).
+        settings: the query settings (None: ``ppr`` refuses to build).
+        concept_graphs: loaded concept graphs kept between queries (None: ``ppr`` keeps its
+            own); the `App`'s.
+        warned: indexes ``pagerank`` has warned about (one warning per index).
     """
 
     index: SearchIndex
     embedder: Embedder
     graph: GraphStore | None = None
     reranker: Reranker | None = None
+    stores: IndexStores | None = None
+    settings: QueryConfig | None = None
+    concept_graphs: BuildCache[LoadedConceptGraph] | None = None
+    warned: set[str] = field(default_factory=set)
 
 
 StageFactory = Callable[[PipelineComponents, dict[str, Any]], Stage]
@@ -103,6 +116,11 @@ PIPELINE_STAGES.register("access", lambda c, p: AccessStage(**p))
 PIPELINE_STAGES.register(
     "rerank", lambda c, p: RerankStage(_need(c.reranker, "rerank", _NO_RERANKER), **p)
 )
+PIPELINE_STAGES.register("pagerank", lambda c, p: PageRankStage(
+    _need(c.stores, "index's stores").records, _need(c.stores, "").name, warned=c.warned, **p))
+PIPELINE_STAGES.register("ppr", lambda c, p: PPRStage(
+    _need(c.stores, "index's stores"), c.embedder, _need(c.settings, "query configuration"),
+    concept_graphs=c.concept_graphs or BuildCache(), **p))  # fmt: skip
 PIPELINE_SCORERS.register("weighted", lambda p: WeightedScorer(**p))
 
 

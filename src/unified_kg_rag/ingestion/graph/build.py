@@ -33,6 +33,7 @@ from unified_kg_rag.domain.index.methodologies import builds_artifact
 from unified_kg_rag.domain.llm.usage import usage_scope
 from unified_kg_rag.domain.models import CommunityReport, Entity, Relationship
 from unified_kg_rag.domain.prompts.library import PromptLibrary
+from unified_kg_rag.ingestion.centrality import store_entity_pagerank
 from unified_kg_rag.ingestion.units import UnitText, load_units, processed_unit_paths
 from unified_kg_rag.ports import (
     ChatModel,
@@ -63,7 +64,6 @@ logger = logging.getLogger(__name__)
 
 BUILD_KEY = "graph_build"
 """RecordStore ``index`` key of the last graph build's input digest and completeness."""
-
 
 
 class GraphIndexer:
@@ -276,6 +276,8 @@ class GraphIndexer:
             report.items_removed = await writer.write(items)
             stage.items = writer.embedded
             stage.embedding_s = round(writer.embedding_s, 3)
+        with self._stage(report, "pagerank") as stage:  # ingestion.centrality
+            stage.items = (await store_entity_pagerank(self._stores, items)).nodes
         if contexts is not None:
             await save_partition(
                 self._stores, self._config.graph.communities, items.communities, contexts,

@@ -115,7 +115,8 @@ class GraphBuildReport(BaseModel):
             types); None without a schema.
         stages: per-stage figures (``extract``, ``ground`` (items: units whose record the
             rules changed), ``resolve``, ``summarize``, ``communities``,
-            ``reports``, ``write``).
+            ``reports``, ``write``, ``pagerank`` (items: the entity graph's nodes; no time
+            spent when the graph is unchanged)).
     """
 
     methodologies: list[str] = Field(default_factory=list)

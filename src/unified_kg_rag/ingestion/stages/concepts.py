@@ -2,11 +2,13 @@
 
 YAKE keyphrases matched across every stored text unit, concept–unit lineage, co-occurrence
 edges and hierarchical Leiden communities; no model call. Skips itself when its inputs match
-the stored build's digest.
+the stored build's digest. Then the concept graph's global PageRank follows the stored graph
+(`ingestion.centrality.refresh_concept_pagerank`).
 """
 
 from __future__ import annotations
 
+from unified_kg_rag.ingestion.centrality import refresh_concept_pagerank
 from unified_kg_rag.ingestion.lazy import LazyIndexer
 from unified_kg_rag.ingestion.stages.base import StageContext, StageRun, register_stage
 
@@ -32,6 +34,7 @@ class ConceptsStage:
             extractor=ctx.keyphrase_extractor,
             progress=ctx.progress,
         ).run(force=ctx.force_rebuild or run.rebuild)
+        await refresh_concept_pagerank(run.stores)
         return ("lazy",)
 
 

@@ -5,7 +5,9 @@ communities and reports where `graphrag` is selected, vectors), which sweeps the
 records no text unit reads any more. Without an LLM it records why it built nothing; a model
 error (authentication, a server down after the retries) stops it with what is stored kept,
 and the next run resumes. After a ``--reset`` build the graph items the new build does not
-list are deleted (`ingestion.reset.sweep_graph_orphans`).
+list are deleted (`ingestion.reset.sweep_graph_orphans`). A build skipped as current on an
+index without a stored PageRank computes it from the stored graph
+(`ingestion.centrality.ensure_entity_pagerank`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import logging
 
 from unified_kg_rag.domain.index.methodologies import builds_artifact, needs_llm
+from unified_kg_rag.ingestion.centrality import ensure_entity_pagerank
 from unified_kg_rag.ingestion.graph.build import GraphIndexer, graph_methodologies
 from unified_kg_rag.ingestion.graph.report import GraphBuildReport
 from unified_kg_rag.ingestion.reset import sweep_graph_orphans
@@ -80,6 +83,8 @@ class GraphStage:
         if graph is None:
             return ()
         report.records_removed = graph.records_swept
+        if graph.skipped_reason and not graph.error:  # an index built before PageRank was stored
+            await ensure_entity_pagerank(run.stores)
         if run.rebuild and not graph.error and not graph.skipped_reason:
             report.graph_items_orphaned = await sweep_graph_orphans(
                 run.stores,

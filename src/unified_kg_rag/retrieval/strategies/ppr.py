@@ -170,6 +170,18 @@ class PPRStrategy:
         Raises:
             MethodologyNotIndexedError: ``query.ppr.graph`` names a graph the index lacks.
         """
+        return await _candidates(ctx, await self.ranked_units(ctx))
+
+    async def ranked_units(self, ctx: QueryContext) -> list[tuple[str, float]]:
+        """Return up to ``4 * top_k`` ``(text unit id, score)``, best first, before filters.
+
+        The order `retrieve` keeps (filters applied, cut to ``top_k``); the score is the PPR
+        mass, the fused RRF score with fusion on, or the passage hit's score when no seed
+        reached the graph. The ``ppr`` pipeline stage reads it.
+
+        Raises:
+            MethodologyNotIndexedError: ``query.ppr.graph`` names a graph the index lacks.
+        """
         cfg = ctx.config.ppr
         use_entities = self._graph(ctx)
         mode = SearchMode(ctx.config.search_mode)
@@ -200,7 +212,7 @@ class PPRStrategy:
             ranked = weighted_rrf(lists, list_weights, k=ctx.config.rrf_k)
         if not ranked:
             ranked = [(h.id, h.score) for h in seeds]
-        return await _candidates(ctx, ranked)
+        return ranked
 
     def _graph(self, ctx: QueryContext) -> bool:
         """True for the entity graph, False for the concept graph (as configured and held)."""
