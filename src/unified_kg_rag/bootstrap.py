@@ -152,6 +152,7 @@ class App:
     prompts: PromptLibrary = PACKAGED
     opened_models: list[object] = field(default_factory=list)
     _schema: tuple[ExtractionSchema | None] | None = field(default=None, init=False, repr=False)
+    _pipeline_warned: set[str] = field(default_factory=set, init=False, repr=False)
 
     def extraction_schema(self) -> ExtractionSchema | None:
         """Return the extraction schema of ``graph.extraction.schema_sources`` (read once).
@@ -291,6 +292,8 @@ class App:
         return PipelineComponents(
             index=stores.search, embedder=self.embedder, reranker=self.reranker,
             graph=stores.graph if builds_artifact(held, "entity_graph") else None,
+            stores=stores, settings=self.config.query, concept_graphs=self.concept_graphs,
+            warned=self._pipeline_warned,
         )  # fmt: skip
 
     def graph_reader(self, index: str | None = None) -> GraphReader:

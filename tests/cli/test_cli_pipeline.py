@@ -195,3 +195,26 @@ def test_a_folder_is_not_a_definition(project: Path, runner: CliRunner, tmp_path
     line = refused(runner, project, "--pipeline", str(tmp_path))
     assert line == (f"ConfigurationError: {tmp_path}: is a folder; give a pipeline definition "
                     "FILE.yaml")
+
+
+def test_pagerank_and_ppr_stages_run_from_a_definition_over_the_concept_graph(
+    project: Path, runner: CliRunner, tmp_path: Path
+) -> None:
+    spec = tmp_path / "central.yaml"
+    spec.write_text("stages:\n  - {stage: semantic, limit: 3}\n  - {stage: ppr, limit: 5}\n"
+                    "  - {stage: hydrate}\n  - {stage: pagerank}\n"
+                    "scorer: {kind: weighted, weights: {semantic: 0.5, ppr: 0.3, "
+                    "pagerank: 0.2}}\n", encoding="utf-8")  # fmt: skip
+    result = runner.invoke(app, ["query", "Who did Marie Curie marry?", "-C", str(project),
+                                 "--json", "--index", "docs", "--pipeline", str(spec)])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert_stage_chain(out["pipeline"], ["semantic", "ppr", "hydrate", "pagerank"])
+    results = out["pipeline"]["results"]
+    assert results and all(0.0 <= r["signals"]["pagerank"] <= 1.0 for r in results)
+    assert max(r["signals"].get("ppr", 0.0) for r in results) == pytest.approx(1.0)
+    for r in results:  # the final score is the weighted sum of the signals
+        s = r["signals"]
+        expected = 0.5 * s.get("semantic", 0) + 0.3 * s.get("ppr", 0) + 0.2 * s["pagerank"]
+        assert r["score"] == pytest.approx(expected)
+    assert any(r["signals"]["pagerank"] > 0 for r in results)  # stored at index time

@@ -116,10 +116,13 @@ PIPELINE_STAGES.register("access", lambda c, p: AccessStage(**p))
 PIPELINE_STAGES.register(
     "rerank", lambda c, p: RerankStage(_need(c.reranker, "rerank", _NO_RERANKER), **p)
 )
+_NO_STORES = "the index's stores (build the components with `App.pipeline_components`)"
 PIPELINE_STAGES.register("pagerank", lambda c, p: PageRankStage(
-    _need(c.stores, "index's stores").records, _need(c.stores, "").name, warned=c.warned, **p))
+    _need(c.stores, "pagerank", _NO_STORES).records, _need(c.stores, "pagerank", _NO_STORES).name,
+    warned=c.warned, **p))  # fmt: skip
 PIPELINE_STAGES.register("ppr", lambda c, p: PPRStage(
-    _need(c.stores, "index's stores"), c.embedder, _need(c.settings, "query configuration"),
+    _need(c.stores, "ppr", _NO_STORES), c.embedder,
+    _need(c.settings, "ppr", "the query settings (`query` of the configuration)"),
     concept_graphs=c.concept_graphs or BuildCache(), **p))  # fmt: skip
 PIPELINE_SCORERS.register("weighted", lambda p: WeightedScorer(**p))
 
