@@ -60,6 +60,7 @@ if TYPE_CHECKING:  # the application layer loads on first use: `import unified_k
     from unified_kg_rag.ingestion.pipeline import IndexPipeline
     from unified_kg_rag.ingestion.status import RoleModel, StatusReport
     from unified_kg_rag.ports import ProgressReporter
+    from unified_kg_rag.retrieval.access import AccessRecorder
     from unified_kg_rag.retrieval.chain import RAGChain
     from unified_kg_rag.retrieval.graph_view import GraphReader, GraphView
     from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph
@@ -130,6 +131,8 @@ class App:
             and the older ``*.prompt_file`` fields' overrides), read and checked at start.
         opened_models: the unwrapped provider models built for ``models``; `aclose` closes
             the HTTP clients of those that hold any.
+        access_recorders: the access-count recorder of each index queried with
+            ``query.access.record`` on (`access_recorder`); `aclose` writes what they queued.
     """
 
     config: UkrConfig
@@ -149,6 +152,7 @@ class App:
     summary_trees: BuildCache[LoadedTree] = field(default_factory=BuildCache)
     prompts: PromptLibrary = PACKAGED
     opened_models: list[object] = field(default_factory=list)
+    access_recorders: dict[str, AccessRecorder] = field(default_factory=dict)
     _schema: tuple[ExtractionSchema | None] | None = field(default=None, init=False, repr=False)
 
     def extraction_schema(self) -> ExtractionSchema | None:
@@ -246,18 +250,42 @@ class App:
         """
         from unified_kg_rag.retrieval.chain import RAGChain
 
+        stores = self.index(index)
+        settings = query or self.config.query
         return RAGChain(
-            self.index(index),
+            stores,
             embedder=self.embedder,
             chat_model=self.chat_model,
             models=self.role_models,
             budget_tokenizer=self.budget_tokenizer,
-            config=query or self.config.query,
+            config=settings,
             reranker=self.reranker,
             concept_graphs=self.concept_graphs,
             summary_trees=self.summary_trees,
             prompts=self.prompts,
+            access_recorder=self.access_recorder(stores.name) if settings.access.record
+            else None,
         )
+
+    def access_recorder(self, index: str | None = None) -> AccessRecorder:
+        """Return the access-count recorder of ``index`` (one per index, kept by the app).
+
+        Its queue is written in the background (`retrieval.access.AccessRecorder`) with the
+        ``query.access`` settings; `aclose` writes what is left.
+
+        Raises:
+            UsageError: the name is not a valid index name.
+        """
+        from unified_kg_rag.retrieval.access import AccessRecorder
+
+        name = self.index(index).name
+        if name not in self.access_recorders:
+            settings = self.config.query.access
+            self.access_recorders[name] = AccessRecorder(
+                self.backend.access_log(name), flush_interval_s=settings.flush_interval_s,
+                max_pending=settings.max_pending, index=name,
+            )  # fmt: skip
+        return self.access_recorders[name]
 
     def graph_reader(self, index: str | None = None) -> GraphReader:
         """Return the graph browser of ``index`` over this app's loaded-graph caches.
@@ -354,7 +382,13 @@ class App:
         return out
 
     async def aclose(self) -> None:
-        """Release the model clients' connections, then the store backend's (seed 000 §8.2)."""
+        """Write the queued access counts, then release the models' and the stores' connections.
+
+        Seed 000 §8.2.
+        """
+        for recorder in self.access_recorders.values():
+            await recorder.aclose()  # never raises: what cannot be written is logged
+        self.access_recorders.clear()
         for model in self.opened_models:
             close = getattr(model, "aclose", None)
             if close is not None:

@@ -37,6 +37,7 @@ from unified_kg_rag.domain.models import (
 )
 from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, Reranker, TokenCounter
+from unified_kg_rag.retrieval.access import AccessRecorder
 from unified_kg_rag.retrieval.answer import (
     AnswerText,
     generative_answer,
@@ -140,6 +141,9 @@ class RAGChain:
             `App`'s); None: this chain keeps its own.
         summary_trees: loaded `raptor` summary trees to share likewise; None: its own.
         prompts: the prompt templates in effect (default: the packaged ones).
+        access_recorder: counts the packed sources of each retrieval (`retrieve`,
+            `ainvoke`, `stream`; ``query.access.record``), off the query's path; None: no
+            counting.
     """
 
     def __init__(
@@ -155,8 +159,10 @@ class RAGChain:
         concept_graphs: BuildCache[LoadedConceptGraph] | None = None,
         summary_trees: BuildCache[LoadedTree] | None = None,
         prompts: PromptLibrary = PACKAGED,
+        access_recorder: AccessRecorder | None = None,
     ) -> None:
         self._prompts = prompts
+        self._access = access_recorder
         self._concept_graphs = concept_graphs if concept_graphs is not None else BuildCache()
         self._summary_trees = summary_trees if summary_trees is not None else BuildCache()
         self._stores = stores
@@ -387,6 +393,8 @@ class RAGChain:
         cfg = prep.ctx.config
         sources = pack_context(prep.result, prep.groups, cfg, self._counter)
         sources = await attach_messages(self._stores, sources)
+        if self._access is not None:  # queued only: written in the background, never raises
+            self._access.record_sources(sources)
         tokens = sum(self._counter.count(render_source(s)) for s in sources)
         timings = dict(prep.timings)
         timings["pack"] = _ms(t0)

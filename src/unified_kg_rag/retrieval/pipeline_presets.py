@@ -24,11 +24,11 @@ from functools import partial
 from typing import Any
 
 from unified_kg_rag.domain.ranking.signals import Scorer, WeightedScorer
-from unified_kg_rag.ports import Embedder, GraphStore, Reranker, SearchIndex
+from unified_kg_rag.ports import AccessLog, Embedder, GraphStore, Reranker, SearchIndex
 from unified_kg_rag.util.errors import ConfigurationError
 from unified_kg_rag.util.registry import Registry
 
-from .pipeline import Pipeline, Stage
+from .pipeline import Pipeline, RunObserver, Stage
 from .pipeline_stages import (
     AccessStage,
     GraphExpansionStage,
@@ -60,12 +60,18 @@ class PipelineComponents:
         embedder: the embedding model.
         graph: the graph store (None: stages over the entity graph refuse to build).
         reranker: the reranker (None: ``rerank`` refuses to build).
+        access_log: the index's access counts, read by ``access`` (None: it reads the
+            candidates' ``access_count`` metadata).
+        observers: told of each run of the pipelines built (the `AccessRecorder` when
+            ``query.access.record`` is on).
     """
 
     index: SearchIndex
     embedder: Embedder
     graph: GraphStore | None = None
     reranker: Reranker | None = None
+    access_log: AccessLog | None = None
+    observers: tuple[RunObserver, ...] = ()
 
 
 StageFactory = Callable[[PipelineComponents, dict[str, Any]], Stage]
@@ -91,7 +97,7 @@ PIPELINE_STAGES.register(
 PIPELINE_STAGES.register(
     "temporal_decay", lambda c, p: TemporalDecayStage(**{"half_life_s": 90 * DAY_S, **p})
 )
-PIPELINE_STAGES.register("access", lambda c, p: AccessStage(**p))
+PIPELINE_STAGES.register("access", lambda c, p: AccessStage(**{"log": c.access_log, **p}))
 PIPELINE_STAGES.register(
     "rerank", lambda c, p: RerankStage(_need(c.reranker, "reranker (query.rerank.kind)"), **p)
 )
@@ -128,8 +134,8 @@ def pipeline_from_spec(spec: Mapping[str, Any], components: PipelineComponents) 
     scorer_factory = PIPELINE_SCORERS.get(str(scorer_spec.get("kind", "weighted")))
     scorer = _built(lambda: scorer_factory(scorer_params), "scorer")
     timeout = spec.get("stage_timeout_s")
-    pipeline: Pipeline = _built(partial(Pipeline, stages, scorer, stage_timeout_s=timeout),
-                                "pipeline")  # fmt: skip
+    pipeline: Pipeline = _built(partial(Pipeline, stages, scorer, stage_timeout_s=timeout,
+                                        observers=components.observers), "pipeline")  # fmt: skip
     return pipeline
 
 
