@@ -7,8 +7,8 @@ import logging
 from collections.abc import Mapping, Sequence
 
 import pytest
-
 from tests.fakes import FakeAccessLog, FakeSearchIndex
+
 from unified_kg_rag.domain.models import Collection, Source
 from unified_kg_rag.domain.ranking.signals import WeightedScorer
 from unified_kg_rag.retrieval.access import AccessRecorder
