@@ -246,3 +246,43 @@ def test_processes_recording_on_one_file_lose_no_increment(tmp_path: Path) -> No
         proc.join(timeout=120)
         assert proc.exitcode == 0
     assert _counts(db, TU, IDS) == _expected(range(2))
+
+
+@pytest.mark.postgres
+def test_threads_recording_on_one_postgres_index_lose_no_increment(postgres_url: str) -> None:
+    """Three threads, each with its own backend and connection pool, on one index."""
+    from tests.support.postgres import fresh_catalog
+
+    from unified_kg_rag.adapters.postgres.backend import PostgresBackend
+    from unified_kg_rag.config.models import PostgresConfig
+
+    config = PostgresConfig(schema_name=fresh_catalog(), pool_min_size=0)
+
+    async def create() -> None:
+        async with PostgresBackend(postgres_url, config) as backend:
+            await backend.search_index("default").upsert(
+                TU, [IndexRecord(id=i, text=i) for i in IDS])
+
+    def worker(w: int) -> None:
+        async def body() -> None:
+            async with PostgresBackend(postgres_url, config) as backend:
+                recorder = AccessRecorder(backend.access_log("default"), flush_interval_s=0.001)
+                for _ in range(ROUNDS):
+                    recorder.record(TU, [IDS[(w + t) % 10] for t in range(TASKS)])
+                    recorder.record(TU, [IDS[(w + 2 * t) % 10] for t in range(TASKS)])
+                    await asyncio.sleep(0.005)
+                await recorder.aclose()
+
+        asyncio.run(body())
+
+    async def read() -> dict[str, int]:
+        async with PostgresBackend(postgres_url, config) as backend:
+            return await backend.access_log("default").counts(TU, IDS)
+
+    asyncio.run(create())
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert asyncio.run(read()) == _expected(range(3))
