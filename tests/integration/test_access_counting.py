@@ -180,6 +180,35 @@ def test_recording_off_writes_nothing(tmp_path: Path) -> None:
         assert conn.execute("SELECT COUNT(*) FROM access_counts").fetchone()[0] == 0
 
 
+def test_deleting_a_document_deletes_the_counts_of_its_text_units(tmp_path: Path) -> None:
+    from tests.support.corpus import write_good_docs
+
+    from unified_kg_rag.bootstrap import build_app
+
+    write_good_docs(tmp_path / "docs")
+    config = UkrConfig.model_validate({"indexing": {"methodologies": ["lazy"]},
+                                       "query": {"access": {"record": True}}})  # fmt: skip
+
+    async def body() -> None:
+        async with build_app(config, tmp_path / "p") as app:
+            assert (await app.index_pipeline().run([tmp_path / "docs"])).failed == []
+            chain = app.chain()
+            for question in ("barn owl voles", "queen bee", "clipper ship"):
+                await chain.ainvoke(question, strategy="naive")
+            recorder = app.access_recorder()
+            assert await recorder.flush()
+            units = await app.index().search.ids(TU)
+            before = await recorder.log.counts(TU, units)
+            assert len(before) == len(units) == 3 and set(before.values()) == {3}
+            owls = [u for u in units if "Owls" in (await app.index().search.get(TU, [u]))[0].text]
+            await app.index_pipeline().delete(["owls.md"])
+            after = await recorder.log.counts(TU, units)
+            assert after == {u: 3 for u in units if u not in owls}
+            assert await recorder.log.totals() == {"text_units": 6}
+
+    asyncio.run(body())
+
+
 # ----------------------------------------------------------------- concurrency
 
 IDS = [f"u{i}" for i in range(10)]
