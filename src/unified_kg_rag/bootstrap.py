@@ -349,10 +349,12 @@ class App:
             extractor = (graph_extractor(self.config, chat, index.records,
                                          schema=self.extraction_schema(), prompts=self.prompts)
                          if chat is not None else None)  # fmt: skip
-            indexes.append(await describe_index(
+            described = await describe_index(
                 index, reset_drift_share=self.config.indexing.reset_drift_share,
                 quarantine_after=self.config.indexing.quarantine_after, extractor=extractor,
-            ))  # fmt: skip
+            )  # fmt: skip
+            totals = await self.backend.access_log(name).totals()
+            indexes.append(described.model_copy(update={"access_counts": totals}))
         return StatusReport(
             project_dir=str(self.project_dir), store=self.backend.location, indexes=indexes,
             models=self.role_status(),

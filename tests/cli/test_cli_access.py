@@ -57,3 +57,12 @@ def test_ukr_query_records_its_sources_only_when_asked(tmp_path: Path, runner: C
     assert found == dict(expected)  # the unrecorded query's sources add nothing
     assert sum(found.values()) < sum(seen.values())  # it returned sources too
     assert {kind for kind, _ in found} >= {"entity", "text_unit"}  # `local` cites entities
+    status = runner.invoke(app, ["status", "-C", str(tmp_path), "--json"])
+    assert status.exit_code == 0, status.output
+    totals: Counter[str] = Counter()
+    for (kind, _), n in expected.items():
+        totals[KIND_COLLECTIONS[kind].value] += n
+    (index,) = json.loads(status.output)["indexes"]
+    assert index["access_counts"] == dict(sorted(totals.items()))
+    table = runner.invoke(app, ["status", "-C", str(tmp_path)])
+    assert f"text units {totals['text_units']}" in table.output

@@ -145,6 +145,8 @@ class IndexStatus(IndexInfo):
             methodology: the record keys cannot be computed).
         graph_shaping: what grounding and the confidence rules removed or down-weighted in
             the last LLM graph build; None when no build recorded it.
+        access_counts: retrievals recorded per collection (``query.access.record``; the
+            `AccessLog` totals); empty when none were.
     """
 
     drift: IndexDrift = IndexDrift()
@@ -153,6 +155,7 @@ class IndexStatus(IndexInfo):
     quarantined: list[QuarantinedItem] = Field(default_factory=list)
     extraction_records_orphaned: int | None = None
     graph_shaping: ShapingCounts | None = None
+    access_counts: dict[str, int] = Field(default_factory=dict)
 
 
 class RoleModel(BaseModel):
