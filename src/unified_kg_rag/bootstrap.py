@@ -38,7 +38,7 @@ from unified_kg_rag.adapters.schema_sources import load_extraction_schema
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.config.prompts import load_prompt_library
 from unified_kg_rag.domain.extraction.schema import ExtractionSchema
-from unified_kg_rag.domain.llm.roles import ROLES, ModelRole, RoleModels
+from unified_kg_rag.domain.llm.roles import ModelRole, RoleModels
 from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.domain.text.tokens import EstimateTokenCounter
 from unified_kg_rag.ports import (
@@ -60,6 +60,7 @@ if TYPE_CHECKING:  # the application layer loads on first use: `import unified_k
     from unified_kg_rag.ingestion.pipeline import IndexPipeline
     from unified_kg_rag.ingestion.status import RoleModel, StatusReport
     from unified_kg_rag.ports import ProgressReporter
+    from unified_kg_rag.retrieval.access import AccessRecorder
     from unified_kg_rag.retrieval.chain import RAGChain
     from unified_kg_rag.retrieval.graph_view import GraphReader, GraphView
     from unified_kg_rag.retrieval.pipeline_presets import PipelineComponents
@@ -132,6 +133,8 @@ class App:
             and the older ``*.prompt_file`` fields' overrides), read and checked at start.
         opened_models: the unwrapped provider models built for ``models``; `aclose` closes
             the HTTP clients of those that hold any.
+        access_recorders: the access-count recorder of each index queried with
+            ``query.access.record`` on (`access_recorder`); `aclose` writes what they queued.
     """
 
     config: UkrConfig
@@ -151,6 +154,7 @@ class App:
     summary_trees: BuildCache[LoadedTree] = field(default_factory=BuildCache)
     prompts: PromptLibrary = PACKAGED
     opened_models: list[object] = field(default_factory=list)
+    access_recorders: dict[str, AccessRecorder] = field(default_factory=dict)
     _schema: tuple[ExtractionSchema | None] | None = field(default=None, init=False, repr=False)
     _pipeline_warned: set[str] = field(default_factory=set, init=False, repr=False)
 
@@ -254,56 +258,58 @@ class App:
         """
         from unified_kg_rag.retrieval.chain import RAGChain
 
+        stores = self.index(index)
+        settings = query or self.config.query
         return RAGChain(
-            self.index(index),
+            stores,
             embedder=self.embedder,
             chat_model=self.chat_model,
             models=self.role_models,
             budget_tokenizer=self.budget_tokenizer,
-            config=query or self.config.query,
+            config=settings,
             reranker=self.reranker,
             concept_graphs=self.concept_graphs,
             summary_trees=self.summary_trees,
             prompts=self.prompts,
             pipeline=pipeline,
+            access_recorder=self.access_recorder(stores.name) if settings.access.record else None,
         )
 
     async def pipeline_components(self, index: str | None = None) -> PipelineComponents:
-        """Return what staged-pipeline stages over ``index`` are built from (one place).
-
-        The graph store is given only when the index holds an entity graph (a ``graph``
-        stage on another index is refused, saying what to build); the reranker only when
-        ``query.rerank.kind`` is configured.
+        """Return what pipeline stages over ``index`` are built from (`components_of`).
 
         Raises:
             UsageError: the name is not a valid index name.
             StoreError: the index's records could not be read.
         """
-        from unified_kg_rag.domain.index.meta import (
-            INDEX_NAMESPACE,
-            METHODOLOGIES_KEY,
-            parse_methodologies,
-        )
-        from unified_kg_rag.domain.index.methodologies import builds_artifact
-        from unified_kg_rag.retrieval.pipeline_presets import PipelineComponents
+        from unified_kg_rag.retrieval.pipeline_presets import components_of
 
         stores = self.index(index)
-        held = parse_methodologies(await stores.records.get(INDEX_NAMESPACE, METHODOLOGIES_KEY))
-        return PipelineComponents(
-            index=stores.search, embedder=self.embedder, reranker=self.reranker,
-            graph=stores.graph if builds_artifact(held, "entity_graph") else None,
-            stores=stores, settings=self.config.query, concept_graphs=self.concept_graphs,
-            warned=self._pipeline_warned,
+        return await components_of(
+            stores, embedder=self.embedder, reranker=self.reranker, settings=self.config.query,
+            concept_graphs=self.concept_graphs, warned=self._pipeline_warned,
+            access_log=self.backend.access_log(stores.name),
         )  # fmt: skip
 
+    def access_recorder(self, index: str | None = None) -> AccessRecorder:
+        """Return the access-count recorder of ``index`` (one per index; `aclose` flushes it).
+
+        Raises:
+            UsageError: the name is not a valid index name.
+        """
+        from unified_kg_rag.retrieval.access import AccessRecorder
+
+        name, settings = self.index(index).name, self.config.query.access
+        if name not in self.access_recorders:
+            self.access_recorders[name] = AccessRecorder(
+                self.backend.access_log(name), flush_interval_s=settings.flush_interval_s,
+                max_pending=settings.max_pending, index=name)  # fmt: skip
+        return self.access_recorders[name]
+
     def graph_reader(self, index: str | None = None) -> GraphReader:
-        """Return the graph browser of ``index`` over this app's loaded-graph caches.
-
-        Args:
-            index: the index name (default: ``query.index``).
-
-        Its reads raise `NotFoundError` (listing the existing indexes) for an index that
-        does not exist.
+        """Return the graph browser of ``index`` (default: ``query.index``) over this app's
+        loaded-graph caches; its reads raise `NotFoundError` (listing the existing indexes)
+        for an index that does not exist.
 
         Raises:
             UsageError: the name is not a valid index name.
@@ -358,10 +364,12 @@ class App:
             extractor = (graph_extractor(self.config, chat, index.records,
                                          schema=self.extraction_schema(), prompts=self.prompts)
                          if chat is not None else None)  # fmt: skip
-            indexes.append(await describe_index(
+            described = await describe_index(
                 index, reset_drift_share=self.config.indexing.reset_drift_share,
                 quarantine_after=self.config.indexing.quarantine_after, extractor=extractor,
-            ))  # fmt: skip
+            )  # fmt: skip
+            totals = await self.backend.access_log(name).totals()
+            indexes.append(described.model_copy(update={"access_counts": totals}))
         return StatusReport(
             project_dir=str(self.project_dir), store=self.backend.location, indexes=indexes,
             models=self.role_status(),
@@ -374,24 +382,20 @@ class App:
         and reports without a model of their own name the extraction model a graph build
         falls back to.
         """
-        from unified_kg_rag.ingestion.status import RoleModel
+        from unified_kg_rag.ingestion.status import roles_in_use
 
-        models = self.role_models
-        out = []
-        for role in ROLES:
-            model, source = models.for_role(role), models.source(role)
-            if role == "judge" and self.config.evaluation.judge.kind != "none":
-                model, source = self.judge_model()[0], "evaluation.judge"
-            elif (model is None and role in ("summaries", "reports")
-                  and (model := models.for_role("extraction")) is not None):
-                # a graph build falls back to the extraction model (GraphIndexer)
-                source = f"extraction ({models.source('extraction')})"
-            out.append(RoleModel(role=role, model=model.model_id if model else None,
-                                 source=source))  # fmt: skip
-        return out
+        judge = (self.judge_model()[0], "evaluation.judge") \
+            if self.config.evaluation.judge.kind != "none" else None  # fmt: skip
+        return roles_in_use(self.role_models, judge)
 
     async def aclose(self) -> None:
-        """Release the model clients' connections, then the store backend's (seed 000 §8.2)."""
+        """Write the queued access counts, then release the models' and the stores' connections.
+
+        Seed 000 §8.2.
+        """
+        for recorder in self.access_recorders.values():
+            await recorder.aclose()  # never raises: what cannot be written is logged
+        self.access_recorders.clear()
         for model in self.opened_models:
             close = getattr(model, "aclose", None)
             if close is not None:

@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING
 from tests.fakes.graph_store import FakeGraphStore
 from tests.fakes.models import FakeEmbedder, FakeTokenCounter
 from tests.fakes.search_index import FakeSearchIndex
-from tests.fakes.stores import FakeBackend, FakeDocRegistry, FakeRecordStore
+from tests.fakes.stores import FakeAccessLog, FakeBackend, FakeDocRegistry, FakeRecordStore
 
 __all__ = [
+    "FakeAccessLog",
     "FakeBackend",
     "FakeDocRegistry",
     "FakeEmbedder",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,6 +33,8 @@ class FakeSearchIndex:
             c: {} for c in Collection
         }
         self.model: tuple[str, int] | None = None
+        self.deleted_listeners: list[Callable[[Collection, list[str]], None]] = []
+        """Called with the ids each `delete` removed (the fake access log forgets them)."""
 
     def _dims(self) -> set[int]:
         return {len(v) for c in self.items.values() for _, v in c.values() if v is not None}
@@ -66,7 +68,10 @@ class FakeSearchIndex:
             self.items[collection][rec.id] = (rec, None if vectors is None else vectors[i])
 
     async def delete(self, collection: Collection, ids: Sequence[str]) -> int:
-        return sum(self.items[collection].pop(i, None) is not None for i in set(ids))
+        gone = [i for i in set(ids) if self.items[collection].pop(i, None) is not None]
+        for listener in self.deleted_listeners:
+            listener(collection, gone)
+        return len(gone)
 
     async def get(self, collection: Collection, ids: Sequence[str]) -> list[IndexRecord]:
         return [self.items[collection][i][0] for i in ids if i in self.items[collection]]

@@ -82,6 +82,39 @@ class FakeRecordStore:
         return sorted(k for ns, k in self.values if ns == namespace)
 
 
+class FakeAccessLog:
+    """Retrieval counts in a dict; forgets the ids its search index deletes (as the stores do)."""
+
+    def __init__(self, search: FakeSearchIndex) -> None:
+        self.values: Counter[tuple[Collection, str]] = Counter()
+        self.increments = 0
+        search.deleted_listeners.append(self._forget)
+
+    def _forget(self, collection: Collection, ids: list[str]) -> None:
+        for item_id in ids:
+            self.values.pop((collection, item_id), None)
+
+    async def increment(self, collection: Collection, counts: Mapping[str, int]) -> None:
+        if any(n < 1 for n in counts.values()):
+            raise ValueError("access count increments must be >= 1")
+        self.increments += 1
+        self.values.update({(collection, i): n for i, n in counts.items()})
+
+    async def counts(self, collection: Collection, ids: Sequence[str]) -> dict[str, int]:
+        return {i: self.values[(collection, i)] for i in ids if (collection, i) in self.values}
+
+    async def totals(self) -> dict[str, int]:
+        out: Counter[str] = Counter()
+        for (collection, _), n in self.values.items():
+            out[collection.value] += n
+        return dict(sorted(out.items()))
+
+    async def reset(self) -> int:
+        n = len(self.values)
+        self.values.clear()
+        return n
+
+
 class FakeBackend:
     """A `StoreBackend` whose ports are in-memory fakes, one set per index (or scope)."""
 
@@ -92,6 +125,7 @@ class FakeBackend:
         self.graphs: dict[str, FakeGraphStore] = {}
         self.registries: dict[str, FakeDocRegistry] = {}
         self.records: dict[str, FakeRecordStore] = {}
+        self.access: dict[str, FakeAccessLog] = {}
         self.closed = False
 
     def search_index(self, index: str) -> FakeSearchIndex:
@@ -105,6 +139,11 @@ class FakeBackend:
 
     def record_store(self, scope: str) -> FakeRecordStore:
         return self.records.setdefault(scope, FakeRecordStore())
+
+    def access_log(self, index: str) -> FakeAccessLog:
+        if index not in self.access:
+            self.access[index] = FakeAccessLog(self.search_index(index))
+        return self.access[index]
 
     async def list_indexes(self) -> list[str]:
         names = {n for n, r in self.registries.items() if r.records}

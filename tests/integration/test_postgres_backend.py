@@ -181,7 +181,8 @@ def test_migrations_are_recorded_once_with_concurrent_first_use(
     assert errors == []
     schema = index_schema_name(catalog, "shared")
     assert _sql(postgres_url, f'SELECT name FROM "{schema}".schema_migrations ORDER BY name'
-                ) == [("0001_initial",), ("0002_doc_status_quarantined",)]
+                ) == [("0001_initial",), ("0002_doc_status_quarantined",),
+                      ("0003_access_counts",)]
     assert _sql(postgres_url, f'SELECT count(*) FROM "{schema}".search_records') == [(4,)]
 
 

@@ -2,7 +2,7 @@
 
 The stores differ in how they find lexical and vector candidates; how a call's arguments are
 checked, how vectors are normalised and how ranked ids become `SearchHit`s is one contract,
-kept here so the backends cannot drift apart.
+kept here so the backends cannot drift apart. So is the check of an `AccessLog` batch.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from unified_kg_rag.domain.ranking.fusion import weighted_rrf
 from unified_kg_rag.util.errors import StoreError
 
 __all__ = [
-    "SearchPlan", "checked_vectors", "fuse", "normalised", "plan_search", "ranked_hits",
-    "stacked_vectors",
+    "SearchPlan", "checked_counts", "checked_vectors", "fuse", "normalised", "plan_search",
+    "ranked_hits", "stacked_vectors",
 ]
 
 Ranked = list[tuple[str, float]]
@@ -147,3 +147,17 @@ def stacked_vectors(
             )
         matrix[row] = found[id_]
     return kept, matrix
+
+
+def checked_counts(counts: Mapping[str, int]) -> list[tuple[str, int]]:
+    """Return an `AccessLog.increment` batch as ``(id, n)`` pairs sorted by id.
+
+    Sorted, so concurrent batches lock their rows in one order (no deadlock).
+
+    Raises:
+        ValueError: a count is below 1.
+    """
+    for item_id, n in counts.items():
+        if n < 1:
+            raise ValueError(f"access count increment of {item_id!r} must be >= 1, got {n}")
+    return sorted(counts.items())

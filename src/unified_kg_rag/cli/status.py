@@ -90,6 +90,9 @@ def status_command(
             table.add_row("summary tree", escape(info.summary_tree))
         if (shaped := info.graph_shaping) is not None and (shaped.removed or shaped.weighted):
             table.add_row("grounding (last build)", _shaping_text(shaped))
+        if info.access_counts:
+            table.add_row("access counts", ", ".join(
+                f"{kind.replace('_', ' ')} {n}" for kind, n in info.access_counts.items()))
         if info.extraction_records_orphaned:
             table.add_row("extraction records orphaned", f"{info.extraction_records_orphaned} "
                           "(the next `ukr index` run deletes them)")

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from unified_kg_rag.config.access import AccessConfig
 from unified_kg_rag.config.iterative import IterativeConfig
 from unified_kg_rag.config.lazy import LazySearchConfig, PPRConfig
 from unified_kg_rag.config.search import (
@@ -237,4 +238,9 @@ class QueryConfig(_Section):
     tree: TreeQueryConfig = Field(default_factory=TreeQueryConfig, description="Strategy `tree`.")
     iterative: IterativeConfig = Field(
         default_factory=IterativeConfig, description="Strategy `iterative`."
+    )
+    access: AccessConfig = Field(
+        default_factory=AccessConfig,
+        description="Access counts (opt-in): recorded per retrieval for the pipeline's "
+        "`access` stage.",
     )

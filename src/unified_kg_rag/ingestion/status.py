@@ -22,9 +22,10 @@ from unified_kg_rag.domain.index.meta import (
     parse_methodologies,
 )
 from unified_kg_rag.domain.index.methodologies import builds_artifact
+from unified_kg_rag.domain.llm.roles import ROLES, RoleModels
 from unified_kg_rag.domain.models import Collection, DocStatus, IndexInfo
 from unified_kg_rag.domain.tree.nodes import SummaryTree
-from unified_kg_rag.ports import IndexStores
+from unified_kg_rag.ports import ChatModel, IndexStores
 from unified_kg_rag.util.errors import StoreSchemaError
 
 if TYPE_CHECKING:  # the graph modules load only when an index is described
@@ -145,6 +146,8 @@ class IndexStatus(IndexInfo):
             methodology: the record keys cannot be computed).
         graph_shaping: what grounding and the confidence rules removed or down-weighted in
             the last LLM graph build; None when no build recorded it.
+        access_counts: retrievals recorded per collection (``query.access.record``; the
+            `AccessLog` totals); empty when none were.
     """
 
     drift: IndexDrift = IndexDrift()
@@ -153,6 +156,7 @@ class IndexStatus(IndexInfo):
     quarantined: list[QuarantinedItem] = Field(default_factory=list)
     extraction_records_orphaned: int | None = None
     graph_shaping: ShapingCounts | None = None
+    access_counts: dict[str, int] = Field(default_factory=dict)
 
 
 class RoleModel(BaseModel):
@@ -364,3 +368,29 @@ async def _quarantined(
         key=lambda i: (i.path, i.id),
     )
     return items
+
+
+def roles_in_use(
+    models: RoleModels[ChatModel], judge: tuple[ChatModel | None, str] | None = None
+) -> list[RoleModel]:
+    """Return which model serves each role (``ukr status``), in `ROLES` order.
+
+    Args:
+        models: the project's models per role.
+        judge: the judge model of ``evaluation.judge`` and its source, when that section
+            names a provider (it wins over ``llm.roles.judge``).
+
+    Summaries and reports without a model of their own name the extraction model a graph
+    build falls back to (`GraphIndexer`).
+    """
+    out = []
+    for role in ROLES:
+        model, source = models.for_role(role), models.source(role)
+        if role == "judge" and judge is not None:
+            model, source = judge
+        elif (model is None and role in ("summaries", "reports")
+              and (model := models.for_role("extraction")) is not None):
+            source = f"extraction ({models.source('extraction')})"
+        out.append(RoleModel(role=role, model=model.model_id if model else None,
+                             source=source))  # fmt: skip
+    return out

@@ -20,6 +20,7 @@ from unified_kg_rag.ports.models import (
     TokenCounter,
 )
 from unified_kg_rag.ports.stores import (
+    AccessLog,
     DocRegistry,
     Filters,
     GraphStore,
@@ -31,6 +32,7 @@ from unified_kg_rag.ports.stores import (
 )
 
 __all__ = [
+    "AccessLog",
     "ChatModel",
     "DocRegistry",
     "DocumentParser",

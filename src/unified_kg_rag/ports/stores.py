@@ -26,6 +26,7 @@ from unified_kg_rag.domain.models import (
 )
 
 __all__ = [
+    "AccessLog",
     "DocRegistry",
     "Filters",
     "GraphStore",
@@ -309,6 +310,45 @@ class RecordStore(Protocol):
         ...
 
 
+class AccessLog(Protocol):
+    """Retrieval counts of one index's items (seed 002 "Access Count"), beside the index.
+
+    Counts live in their own table: writing them never takes the index's write lease nor
+    joins the write-ahead protocol, so queries record while an index job writes. Deleting an
+    item from the search index (a deleted or changed document's text units, a stale entity or
+    report) deletes its count in the same transaction.
+    """
+
+    async def increment(self, collection: Collection, counts: Mapping[str, int]) -> None:
+        """Add ``counts[id]`` (≥ 1) to each id's count, atomically, in one transaction.
+
+        Concurrent calls (other tasks, threads, processes) never lose an increment: each row
+        is updated by ``INSERT … ON CONFLICT DO UPDATE SET n = n + excluded.n``.
+
+        Raises:
+            ValueError: a count is below 1.
+            StoreConnectionError: the store is closed, locked past its busy timeout, or
+                unreachable.
+            StoreError: a statement failed.
+        """
+        ...
+
+    async def counts(self, collection: Collection, ids: Sequence[str]) -> dict[str, int]:
+        """Return the recorded count of each of ``ids`` that has one (one batched read).
+
+        Ids never recorded (or whose item was deleted) are absent: read them as 0.
+        """
+        ...
+
+    async def totals(self) -> dict[str, int]:
+        """Return the total recorded per collection (collections with none are absent)."""
+        ...
+
+    async def reset(self) -> int:
+        """Delete every count of the index; return how many items had one."""
+        ...
+
+
 class StoreBackend(Protocol):
     """Opens the store ports of named indexes on one backend (a SQLite file, a database)."""
 
@@ -331,6 +371,10 @@ class StoreBackend(Protocol):
 
     def record_store(self, scope: str) -> RecordStore:
         """Return the record store of ``scope`` (an index name, or ``_shared``)."""
+        ...
+
+    def access_log(self, index: str) -> AccessLog:
+        """Return the retrieval counts of ``index`` (`AccessLog`)."""
         ...
 
     async def list_indexes(self) -> list[str]:

@@ -38,6 +38,7 @@ from unified_kg_rag.domain.models import (
 from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.domain.ranking.trace import PipelineTrace
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, Reranker, TokenCounter
+from unified_kg_rag.retrieval.access import AccessRecorder
 from unified_kg_rag.retrieval.answer import (
     AnswerText,
     generative_answer,
@@ -148,6 +149,8 @@ class RAGChain:
         prompts: the prompt templates in effect (default: the packaged ones).
         pipeline: a staged pipeline as the retrieval step in place of any strategy
             (`retrieval.pipeline_strategy`); a call naming a strategy is then refused.
+        access_recorder: counts each retrieval's packed sources off the query's path
+            (``query.access.record``); None: no counting.
     """
 
     def __init__(
@@ -164,9 +167,11 @@ class RAGChain:
         summary_trees: BuildCache[LoadedTree] | None = None,
         prompts: PromptLibrary = PACKAGED,
         pipeline: PipelineStrategy | None = None,
+        access_recorder: AccessRecorder | None = None,
     ) -> None:
         self._prompts = prompts
         self._pipeline = pipeline
+        self._access = access_recorder
         self._concept_graphs = concept_graphs if concept_graphs is not None else BuildCache()
         self._summary_trees = summary_trees if summary_trees is not None else BuildCache()
         self._stores = stores
@@ -408,6 +413,8 @@ class RAGChain:
         cfg = prep.ctx.config
         sources = pack_context(prep.result, prep.groups, cfg, self._counter)
         sources = await attach_messages(self._stores, sources)
+        if self._access is not None:  # queued only: written in the background, never raises
+            self._access.record_sources(sources)
         tokens = sum(self._counter.count(render_source(s)) for s in sources)
         timings = dict(prep.timings)
         timings["pack"] = _ms(t0)

@@ -34,6 +34,7 @@ __all__ = [
     "PipelineResult",
     "PipelineRun",
     "RateLimitedError",
+    "RunObserver",
     "Stage",
     "StageConnectionError",
     "StageInput",
@@ -159,6 +160,14 @@ class PipelineRun:
     stages: list[StageTiming]
 
 
+class RunObserver(Protocol):
+    """Told of each successful run once its results are ranked (the access recorder ...)."""
+
+    def observe(self, query: str, run: PipelineRun) -> None:
+        """Note ``run``; must not block (queue the work). An error is logged, never raised."""
+        ...
+
+
 class Pipeline:
     """Stages in order, then a scorer. Build one with `PipelineBuilder`.
 
@@ -166,13 +175,16 @@ class Pipeline:
         stages: the stages, run in order (names must be distinct).
         scorer: combines each candidate's signals into its final score.
         stage_timeout_s: the longest one stage may run, seconds (None: no limit).
+        observers: told of each successful run after its results are ranked
+            (`retrieval.access.AccessRecorder` counts them); their errors are logged.
 
     Raises:
         ValueError: no stage, or two stages share a name.
     """
 
     def __init__(
-        self, stages: Sequence[Stage], scorer: Scorer, *, stage_timeout_s: float | None = None
+        self, stages: Sequence[Stage], scorer: Scorer, *, stage_timeout_s: float | None = None,
+        observers: Sequence[RunObserver] = (),
     ) -> None:
         if not stages:
             raise ValueError("a pipeline needs at least one stage")
@@ -182,6 +194,7 @@ class Pipeline:
         self.stages = list(stages)
         self.scorer = scorer
         self.stage_timeout_s = stage_timeout_s
+        self.observers = list(observers)
 
     async def execute(
         self,
@@ -224,7 +237,13 @@ class Pipeline:
         scored = [PipelineResult(c, self.scorer.score(c.signals), dict(c.signals))
                   for c in candidates]  # fmt: skip
         scored.sort(key=lambda r: (-r.score, r.candidate.id))
-        return PipelineRun([r for r in scored if r.score >= min_score][:k], timings)
+        run = PipelineRun([r for r in scored if r.score >= min_score][:k], timings)
+        for observer in self.observers:
+            try:
+                observer.observe(query, run)
+            except Exception as exc:  # an observer never fails a run
+                logger.warning("pipeline observer %s failed: %s", type(observer).__name__, exc)
+        return run
 
     async def _run(self, stage: Stage, stage_input: StageInput) -> StageOutput:
         """Run one stage under the timeout; wrap its errors with its name."""
@@ -254,6 +273,7 @@ class PipelineBuilder:
         self._stages: list[Stage] = []
         self._scorer: Scorer | None = None
         self._timeout: float | None = None
+        self._observers: list[RunObserver] = []
 
     def add(self, stage: Stage) -> PipelineBuilder:
         """Append ``stage``."""
@@ -276,6 +296,11 @@ class PipelineBuilder:
         self._timeout = seconds
         return self
 
+    def observe(self, observer: RunObserver) -> PipelineBuilder:
+        """Tell ``observer`` of each successful run (e.g. an `AccessRecorder`)."""
+        self._observers.append(observer)
+        return self
+
     def build(self) -> Pipeline:
         """Return the pipeline.
 
@@ -284,4 +309,5 @@ class PipelineBuilder:
         """
         if self._scorer is None:
             raise ValueError("a pipeline needs a scorer (.scoring(...))")
-        return Pipeline(self._stages, self._scorer, stage_timeout_s=self._timeout)
+        return Pipeline(self._stages, self._scorer, stage_timeout_s=self._timeout,
+                        observers=self._observers)  # fmt: skip

@@ -26,13 +26,13 @@ from typing import Any
 
 from unified_kg_rag.config.query import QueryConfig
 from unified_kg_rag.domain.ranking.signals import Scorer, WeightedScorer
-from unified_kg_rag.ports import Embedder, GraphStore, IndexStores, Reranker, SearchIndex
+from unified_kg_rag.ports import AccessLog, Embedder, GraphStore, IndexStores, Reranker, SearchIndex
 from unified_kg_rag.retrieval.strategies.base import BuildCache
 from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph
 from unified_kg_rag.util.errors import ConfigurationError
 from unified_kg_rag.util.registry import Registry
 
-from .pipeline import Pipeline, Stage
+from .pipeline import Pipeline, RunObserver, Stage
 from .pipeline_centrality import PageRankStage, PPRStage
 from .pipeline_stages import (
     AccessStage,
@@ -49,6 +49,7 @@ __all__ = [
     "PIPELINE_STAGES",
     "PRESETS",
     "PipelineComponents",
+    "components_of",
     "pipeline_from_spec",
     "preset_pipeline",
 ]
@@ -70,6 +71,10 @@ class PipelineComponents:
         concept_graphs: loaded concept graphs kept between queries (None: ``ppr`` keeps its
             own); the `App`'s.
         warned: indexes ``pagerank`` has warned about (one warning per index).
+        access_log: the index's access counts, read by ``access`` (None: it reads the
+            candidates' ``access_count`` metadata).
+        observers: told of each run of the pipelines built (the `AccessRecorder` when
+            ``query.access.record`` is on).
     """
 
     index: SearchIndex
@@ -80,6 +85,8 @@ class PipelineComponents:
     settings: QueryConfig | None = None
     concept_graphs: BuildCache[LoadedConceptGraph] | None = None
     warned: set[str] = field(default_factory=set)
+    access_log: AccessLog | None = None
+    observers: tuple[RunObserver, ...] = ()
 
 
 StageFactory = Callable[[PipelineComponents, dict[str, Any]], Stage]
@@ -112,7 +119,7 @@ PIPELINE_STAGES.register(
 PIPELINE_STAGES.register(
     "temporal_decay", lambda c, p: TemporalDecayStage(**{"half_life_s": 90 * DAY_S, **p})
 )
-PIPELINE_STAGES.register("access", lambda c, p: AccessStage(**p))
+PIPELINE_STAGES.register("access", lambda c, p: AccessStage(**{"log": c.access_log, **p}))
 PIPELINE_STAGES.register(
     "rerank", lambda c, p: RerankStage(_need(c.reranker, "rerank", _NO_RERANKER), **p)
 )
@@ -161,8 +168,8 @@ def pipeline_from_spec(spec: Mapping[str, Any], components: PipelineComponents) 
     scorer_factory = PIPELINE_SCORERS.get(str(scorer_spec.get("kind", "weighted")))
     scorer = _built(lambda: scorer_factory(scorer_params), "scorer")
     timeout = spec.get("stage_timeout_s")
-    pipeline: Pipeline = _built(partial(Pipeline, stages, scorer, stage_timeout_s=timeout),
-                                "pipeline")  # fmt: skip
+    pipeline: Pipeline = _built(partial(Pipeline, stages, scorer, stage_timeout_s=timeout,
+                                        observers=components.observers), "pipeline")  # fmt: skip
     return pipeline
 
 
@@ -220,3 +227,33 @@ def preset_pipeline(name: str, components: PipelineComponents) -> Pipeline:
             field="--pipeline",
         )
     return pipeline_from_spec(PRESETS[name], components)
+
+
+async def components_of(
+    stores: IndexStores, *, embedder: Embedder, reranker: Reranker | None,
+    settings: QueryConfig, concept_graphs: BuildCache[LoadedConceptGraph],
+    warned: set[str], access_log: AccessLog | None = None,
+) -> PipelineComponents:
+    """Return the components of the index ``stores`` (`App.pipeline_components`).
+
+    The graph store is given only when the index holds an entity graph (a ``graph`` stage on
+    another index is refused, saying what to build); ``reranker`` is None when
+    ``query.rerank.kind`` is not configured (``rerank`` is then refused).
+
+    Raises:
+        StoreError: the index's records could not be read.
+    """
+    from unified_kg_rag.domain.index.meta import (
+        INDEX_NAMESPACE,
+        METHODOLOGIES_KEY,
+        parse_methodologies,
+    )
+    from unified_kg_rag.domain.index.methodologies import builds_artifact
+
+    held = parse_methodologies(await stores.records.get(INDEX_NAMESPACE, METHODOLOGIES_KEY))
+    return PipelineComponents(
+        index=stores.search, embedder=embedder, reranker=reranker,
+        graph=stores.graph if builds_artifact(held, "entity_graph") else None,
+        stores=stores, settings=settings, concept_graphs=concept_graphs, warned=warned,
+        access_log=access_log,
+    )  # fmt: skip

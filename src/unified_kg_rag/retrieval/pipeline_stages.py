@@ -3,7 +3,8 @@
 Each stage merges what it finds into the candidates it receives (by id: a candidate found
 again keeps its other signals and gains this stage's), so ``semantic`` then ``lexical``
 gives a hybrid set with both signals. ``temporal`` and ``access`` score the candidates they
-receive from their metadata. Source: seed 002 ("Pre-built Stages") and issue #22.
+receive (from their metadata; ``access`` from the index's access log when given).
+Source: seed 002 ("Pre-built Stages") and issue #22.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from unified_kg_rag.domain.ranking.signals import (
     max_normalized,
     temporal_decay,
 )
-from unified_kg_rag.ports import Embedder, GraphStore, Reranker, SearchIndex
+from unified_kg_rag.ports import AccessLog, Embedder, GraphStore, Reranker, SearchIndex
 
+from .access import KIND_COLLECTIONS
 from .pipeline import Candidate, StageInput, StageOutput
 
 __all__ = [
@@ -223,10 +225,16 @@ class TemporalDecayStage:
 class AccessStage:
     """Sets signal ``access`` from recorded retrieval counts, capped and normalised per run.
 
+    With an access log the counts are the recorded ones (`AccessLog.counts`: one batched
+    read per kind of candidate, usually one per run; ``query.access.record`` fills it);
+    without, each candidate's ``count_field`` metadata (for counts kept elsewhere). A
+    candidate without a count counts 0.
+
     Attributes:
-        count_field: the metadata field holding a candidate's access count.
+        count_field: the metadata field holding a candidate's access count (no log).
         cap: the normalisation cap (`domain.ranking.signals.access_signal`).
         name: the stage's name.
+        log: the index's access log (None: read ``count_field``).
 
     Source: seed 002, "Access Count".
     """
@@ -234,18 +242,37 @@ class AccessStage:
     count_field: str = "access_count"
     cap: int = 1000
     name: str = "access"
+    log: AccessLog | None = None
 
     async def execute(self, stage_input: StageInput) -> StageOutput:
         """Score every candidate by its count over the run's highest; none is dropped."""
-        counts = []
-        for candidate in stage_input.candidates:
-            value = candidate.metadata.get(self.count_field)
-            counts.append(int(value) if isinstance(value, int | float)
-                          and not isinstance(value, bool) else 0)  # fmt: skip
+        if self.log is not None:
+            counts = await self._recorded(self.log, stage_input.candidates)
+        else:
+            counts = [self._field(c) for c in stage_input.candidates]
         for candidate, value in zip(stage_input.candidates, access_signal(counts, self.cap),
                                     strict=True):  # fmt: skip
             candidate.signals["access"] = value
         return StageOutput(stage_input.candidates, stage_input.context)
+
+    def _field(self, candidate: Candidate) -> int:
+        value = candidate.metadata.get(self.count_field)
+        return int(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+            else 0  # fmt: skip
+
+    @staticmethod
+    async def _recorded(log: AccessLog, candidates: list[Candidate]) -> list[int]:
+        """The logged count of each candidate (one `AccessLog.counts` call per collection)."""
+        by_collection: dict[Collection, list[str]] = {}
+        for candidate in candidates:
+            if (collection := KIND_COLLECTIONS.get(candidate.kind)) is not None:
+                by_collection.setdefault(collection, []).append(candidate.id)
+        found: dict[tuple[str, str], int] = {}
+        for collection, ids in by_collection.items():
+            for item_id, n in (await log.counts(collection, ids)).items():
+                found[(collection.value, item_id)] = n
+        return [found.get((KIND_COLLECTIONS[c.kind].value, c.id), 0)
+                if c.kind in KIND_COLLECTIONS else 0 for c in candidates]  # fmt: skip
 
 
 @dataclass

@@ -12,6 +12,7 @@ from types import TracebackType
 
 from psycopg import sql
 
+from unified_kg_rag.adapters.postgres.access_log import PgAccessLog
 from unified_kg_rag.adapters.postgres.database import Conn, PgDatabase
 from unified_kg_rag.adapters.postgres.doc_registry import PgDocRegistry
 from unified_kg_rag.adapters.postgres.graph_store import PgGraphStore
@@ -61,6 +62,10 @@ class PostgresBackend:
     def record_store(self, scope: str) -> PgRecordStore:
         """Return the record store of ``scope`` (an index name, or ``_shared``)."""
         return PgRecordStore(self._db, scope)
+
+    def access_log(self, index: str) -> PgAccessLog:
+        """Return the retrieval counts of ``index``."""
+        return PgAccessLog(self._db, index)
 
     async def list_indexes(self) -> list[str]:
         """Return the names of indexes holding any doc-registry or search record, sorted.

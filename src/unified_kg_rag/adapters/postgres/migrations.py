@@ -140,4 +140,27 @@ INDEX_MIGRATIONS: tuple[PgMigration, ...] = (
         "0002_doc_status_quarantined",
         ("CREATE INDEX doc_records_status ON doc_records (status)",),
     ),
+    # Retrieval counts (`AccessLog`, seed 002 "Access Count"), beside the index: written by a
+    # query's background recorder without the index's write lock. Deleting search records
+    # deletes their counts in the same statement (an upsert updates in place: no delete).
+    PgMigration(
+        "0003_access_counts",
+        (
+            f"""CREATE TABLE access_counts (
+                collection {_KEY}, item_id {_KEY}, n bigint NOT NULL,
+                PRIMARY KEY (collection, item_id)
+            )""",
+            """CREATE FUNCTION {schema}.forget_access_counts() RETURNS trigger
+            LANGUAGE plpgsql AS $body$
+            BEGIN
+                DELETE FROM {schema}.access_counts a USING gone g
+                WHERE a.collection = g.collection AND a.item_id = g.id;
+                RETURN NULL;
+            END
+            $body$""",
+            """CREATE TRIGGER search_records_forget_access AFTER DELETE ON search_records
+            REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+            EXECUTE FUNCTION {schema}.forget_access_counts()""",
+        ),
+    ),
 )

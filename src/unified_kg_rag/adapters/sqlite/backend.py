@@ -12,6 +12,7 @@ import sqlite3
 from pathlib import Path
 from types import TracebackType
 
+from unified_kg_rag.adapters.sqlite.access_log import SqliteAccessLog
 from unified_kg_rag.adapters.sqlite.database import SqliteDatabase
 from unified_kg_rag.adapters.sqlite.doc_registry import SqliteDocRegistry
 from unified_kg_rag.adapters.sqlite.graph_store import SqliteGraphStore
@@ -36,6 +37,8 @@ class SqliteBackend:
     def __init__(self, path: Path, config: SqliteConfig | None = None) -> None:
         config = config or SqliteConfig()
         self._db = SqliteDatabase(Path(path), busy_timeout_s=config.busy_timeout_s)
+        self._access_db = SqliteDatabase(Path(path), busy_timeout_s=config.busy_timeout_s)
+        """The access counts' own connection (`SqliteAccessLog`); opened on its first write."""
 
     @property
     def location(self) -> str:
@@ -57,6 +60,10 @@ class SqliteBackend:
     def record_store(self, scope: str) -> SqliteRecordStore:
         """Return the record store of ``scope`` (an index name, or ``_shared``)."""
         return SqliteRecordStore(self._db, scope)
+
+    def access_log(self, index: str) -> SqliteAccessLog:
+        """Return the retrieval counts of ``index`` (written through their own connection)."""
+        return SqliteAccessLog(self._db, self._access_db, index)
 
     async def list_indexes(self) -> list[str]:
         """Return the names of indexes holding any doc-registry or search record, sorted.
@@ -81,6 +88,7 @@ class SqliteBackend:
 
         Any later call on this backend or its ports raises `StoreConnectionError`.
         """
+        await self._access_db.close()
         await self._db.close()
 
     async def __aenter__(self) -> SqliteBackend:

@@ -175,6 +175,24 @@ MIGRATIONS: tuple[Migration, ...] = (
         "0005_doc_status_quarantined",
         ("CREATE INDEX doc_records_status ON doc_records (index_name, status)",),
     ),
+    # Retrieval counts (`AccessLog`, seed 002 "Access Count"), beside the index: written by a
+    # query's background recorder, never under the write lease. Deleting a search record
+    # deletes its count in the same transaction (an upsert updates in place: no delete).
+    Migration(
+        "0006_access_counts",
+        (
+            """CREATE TABLE access_counts (
+                index_name TEXT NOT NULL, collection TEXT NOT NULL, item_id TEXT NOT NULL,
+                n INTEGER NOT NULL,
+                PRIMARY KEY (index_name, collection, item_id)
+            ) WITHOUT ROWID""",
+            """CREATE TRIGGER search_records_forget_access AFTER DELETE ON search_records
+            BEGIN
+                DELETE FROM access_counts WHERE index_name = OLD.index_name
+                AND collection = OLD.collection AND item_id = OLD.id;
+            END""",
+        ),
+    ),
 )
 
 _CREATE_LEDGER = (
