@@ -280,9 +280,14 @@ def fixed_candidates(n: int) -> list[Candidate]:
 
 
 async def machinery_overhead(
-    stage_counts: Sequence[int] = (1, 5, 10), candidates: int = 50, runs: int = 2000
+    stage_counts: Sequence[int] = (1, 5, 10), candidates: int = 50, runs: int = 2000,
+    rounds: int = 20,
 ) -> dict[str, Any]:
     """Return the pipeline machinery's own cost per query, µs (median of ``runs`` runs each).
+
+    The runs are interleaved: ``rounds`` rounds, each timing ``runs / rounds`` calls of every
+    pipeline and of the scorer in turn, so a burst of load from elsewhere falls on all of
+    them alike rather than on whichever ran at the time.
 
     Returns:
         ``stages`` (N → median µs of ``execute(k=10)`` through N no-work stages and the
@@ -292,34 +297,37 @@ async def machinery_overhead(
     """
     seed = fixed_candidates(candidates)
     scorer = WeightedScorer(OVERHEAD_WEIGHTS)
-    out: dict[str, Any] = {"candidates": candidates, "runs": runs, "stages": {}}
+    pipelines: dict[int, Pipeline] = {}
     for n in stage_counts:
         stages = [PassStage("s0", seed), *(PassStage(f"s{i}") for i in range(1, n))]
-        pipeline = Pipeline(stages, scorer)
-        run = await pipeline.execute("overhead", 10)
+        pipelines[n] = Pipeline(stages, scorer)
+        run = await pipelines[n].execute("overhead", 10)
         if len(run.results) != min(10, candidates) or len(run.stages) != n:
             raise RuntimeError(f"the {n}-stage overhead pipeline did not pass its candidates")
-        out["stages"][n] = await _median_us(lambda p=pipeline: p.execute("overhead", 10), runs)
-    low, high = min(stage_counts), max(stage_counts)
-    if high > low:
-        out["per_stage_us"] = round((out["stages"][high] - out["stages"][low]) / (high - low), 2)
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter_ns()
+
+    async def score_all() -> None:
         for c in seed:
             scorer.score(c.signals)
-        times.append(time.perf_counter_ns() - started)
-    out["scorer_us"] = round(statistics.median(times) / 1000, 2)
+
+    calls: dict[Any, Callable[[], Awaitable[Any]]] = {
+        n: (lambda p=p: p.execute("overhead", 10)) for n, p in pipelines.items()}
+    calls["scorer"] = score_all
+    times: dict[Any, list[int]] = {key: [] for key in calls}
+    per_round = max(1, runs // rounds)
+    for _ in range(rounds):
+        for key, call in calls.items():
+            for _ in range(per_round):
+                started = time.perf_counter_ns()
+                await call()
+                times[key].append(time.perf_counter_ns() - started)
+    median_us = {key: round(statistics.median(t) / 1000, 2) for key, t in times.items()}
+    out: dict[str, Any] = {"candidates": candidates, "runs": per_round * rounds,
+                           "stages": {n: median_us[n] for n in stage_counts},
+                           "scorer_us": median_us["scorer"]}  # fmt: skip
+    low, high = min(stage_counts), max(stage_counts)
+    if high > low:
+        out["per_stage_us"] = round((median_us[high] - median_us[low]) / (high - low), 2)
     return out
-
-
-async def _median_us(call: Callable[[], Awaitable[Any]], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter_ns()
-        await call()
-        times.append(time.perf_counter_ns() - started)
-    return round(statistics.median(times) / 1000, 2)
 
 
 # ----------------------------------------------------------------------------- report
