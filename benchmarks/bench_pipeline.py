@@ -335,13 +335,14 @@ async def machinery_overhead(
 
 def report(rows: dict[str, dict[str, Any]]) -> None:
     """Print one line per arm, then each pipeline's stages."""
-    print(f"  {'arm':<10} {'@5':>6} {'@10':>6} {'p50 ms':>7} {'p95 ms':>7}   "
+    w = max([10, *(len(name) for name in rows)])
+    print(f"  {'arm':<{w}} {'@5':>6} {'@10':>6} {'p50 ms':>7} {'p95 ms':>7}   "
           "vs naive @5 / @10 (95% CI)")  # fmt: skip
     for name, r in rows.items():
         if "unmeasurable" in r:
-            print(f"  {name:<10} not measured: {r['unmeasurable']}")
+            print(f"  {name:<{w}} not measured: {r['unmeasurable']}")
             continue
-        line = (f"  {name:<10} {r['recall@5']:.3f}  {r['recall@10']:.3f}  "
+        line = (f"  {name:<{w}} {r['recall@5']:.3f}  {r['recall@10']:.3f}  "
                 f"{r['retrieval_p50_ms']:>6.1f}  {r['retrieval_p95_ms']:>6.1f}")  # fmt: skip
         if r.get("vs_naive@5") is not None:
             cis = [r[f"vs_naive@{k}"] for k in KS]
@@ -350,7 +351,7 @@ def report(rows: dict[str, dict[str, Any]]) -> None:
     for name, r in rows.items():
         if "stage_p50_ms" in r:
             stages = ", ".join(f"{s} {ms:.1f}" for s, ms in r["stage_p50_ms"].items())
-            print(f"  {name:<10} stages p50 ms: {stages}; scored {r['scored_p50']:.0f} "
+            print(f"  {name:<{w}} stages p50 ms: {stages}; scored {r['scored_p50']:.0f} "
                   f"candidates; machinery {r['machinery_p50_us']:.0f} µs; "
                   f"no candidates {r['no_candidates']}")  # fmt: skip
 
