@@ -124,6 +124,48 @@ async def report_coverage(
     }
 
 
+async def measure_strategy(chain: Any, items: list[Any], name: str) -> dict[str, Any]:
+    """Run strategy ``name`` over ``items`` twice (the first fills the embedding memo), time
+    the second: recall@2/5/10, recall in context, context tokens, retrieval p50/p95 (ms) and
+    ``per_q`` (recall@5 and @10 of each question with supporting passages, in order)."""
+    await evaluate(chain, items, retrieval_only=True, strategy=name)  # fills the memo
+    r = await evaluate(chain, items, retrieval_only=True, strategy=name)
+    return {
+        "recall@2": r.recall_at_2, "recall@5": r.recall_at_5,
+        "recall@10": r.recall_at_10, "recall_in_context": r.recall_in_context,
+        "context_tokens": r.context_tokens_mean,
+        "retrieval_p50_ms": r.retrieval_ms_p50, "retrieval_p95_ms": r.retrieval_ms_p95,
+        "per_q": {k: [q.recall.get(f"@{k}", 0.0) for q in r.questions if q.recall]
+                  for k in (5, 10)},
+    }  # fmt: skip
+
+
+def musique_index(
+    data: Path, project: Path | None, tmp: Path, *, methodologies: list[str] | None = None,
+    again: bool = False,
+) -> tuple[Path, Path]:
+    """Prepare MuSiQue-100 under ``tmp`` and return ``(project, dataset.jsonl)``.
+
+    The index is built first (about 5 minutes on 2 cores) when ``project`` is None (then in
+    ``tmp``) or holds no index yet (then kept there for later runs), or when ``again``
+    (an existing index is brought up to date: with ``methodologies`` it lacks, only the
+    graph is re-shaped from the stored extraction). ``methodologies``: the index's
+    (``indexing.methodologies``; None: the default, ``graphrag`` and ``lightrag``)."""
+    prepare_hipporag(data / "musique_train.json", data / "musique_train_corpus.json",
+                     tmp / "musique", force=True)  # fmt: skip
+    if again or project is None or not (project / ".ukr").exists():
+        from tests.support.openai_server import FakeOpenAIServer
+        from tests.support.replay_server import ReplayModel
+
+        project = project or tmp / "p"
+        env = {"UKR_INDEXING__METHODOLOGIES": json.dumps(methodologies)} if methodologies \
+            else {}  # fmt: skip
+        with FakeOpenAIServer(reply=ReplayModel(data / OPENIE)) as server:
+            built = run_index(tmp / "musique" / "corpus", project, server, **env)
+        print(f"== index built in {built['wall_s']} s")
+    return project, tmp / "musique" / "dataset.jsonl"
+
+
 async def measure(project: Path, dataset: Path, strategies: list[str],
                   overrides: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
     items = load_dataset(dataset)
@@ -142,16 +184,7 @@ async def measure(project: Path, dataset: Path, strategies: list[str],
                          budget_tokenizer=app.budget_tokenizer, config=query)  # fmt: skip
         for name in strategies:
             print(f"  running {name} ...", file=sys.stderr, flush=True)
-            await evaluate(chain, items, retrieval_only=True, strategy=name)  # fills the memo
-            r = await evaluate(chain, items, retrieval_only=True, strategy=name)
-            out[name] = {
-                "recall@2": r.recall_at_2, "recall@5": r.recall_at_5,
-                "recall@10": r.recall_at_10, "recall_in_context": r.recall_in_context,
-                "context_tokens": r.context_tokens_mean,
-                "retrieval_p50_ms": r.retrieval_ms_p50, "retrieval_p95_ms": r.retrieval_ms_p95,
-                "per_q": {k: [q.recall.get(f"@{k}", 0.0) for q in r.questions if q.recall]
-                          for k in (5, 10)},
-            }  # fmt: skip
+            out[name] = await measure_strategy(chain, items, name)
             if name in REPORT_STRATEGIES:
                 out[name]["reports"] = await report_coverage(chain, app.index().graph, items,
                                                              name)  # fmt: skip
@@ -197,20 +230,8 @@ def main() -> None:
     args = parser.parse_args()
     overrides = {k: json.loads(v) for k, v in (s.split("=", 1) for s in args.set)}
     with tempfile.TemporaryDirectory() as tmp_name:
-        tmp = Path(tmp_name)
-        prepare_hipporag(args.data / "musique_train.json",
-                         args.data / "musique_train_corpus.json", tmp / "musique", force=True)
-        project = args.project
-        if project is None or not (project / ".ukr").exists():
-            from tests.support.openai_server import FakeOpenAIServer
-            from tests.support.replay_server import ReplayModel
-
-            project = project or tmp / "p"
-            with FakeOpenAIServer(reply=ReplayModel(args.data / OPENIE)) as server:
-                built = run_index(tmp / "musique" / "corpus", project, server)
-            print(f"== index built in {built['wall_s']} s")
-        rows = asyncio.run(measure(project, tmp / "musique" / "dataset.jsonl",
-                                   args.strategies.split(","), overrides))  # fmt: skip
+        project, dataset = musique_index(args.data, args.project, Path(tmp_name))
+        rows = asyncio.run(measure(project, dataset, args.strategies.split(","), overrides))
     print("== MuSiQue, 100 questions, no LLM at query time (replay-built graph index)")
     report(rows)
     if args.json:
