@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -225,8 +225,7 @@ async def measure_arms(
     """
     memo = MemoEmbedder(app.embedder)
     stores = app.index()
-    components = PipelineComponents(index=stores.search, embedder=memo, graph=stores.graph,
-                                    reranker=app.reranker)  # fmt: skip
+    components = replace(await app.pipeline_components(), embedder=memo)
     chain = RAGChain(stores, embedder=memo, chat_model=None,
                      budget_tokenizer=app.budget_tokenizer, config=app.config.query)  # fmt: skip
     rows: dict[str, dict[str, Any]] = {}
