@@ -24,7 +24,7 @@ from functools import partial
 from typing import Any
 
 from unified_kg_rag.domain.ranking.signals import Scorer, WeightedScorer
-from unified_kg_rag.ports import Embedder, GraphStore, Reranker, SearchIndex
+from unified_kg_rag.ports import Embedder, GraphStore, IndexStores, Reranker, SearchIndex
 from unified_kg_rag.util.errors import ConfigurationError
 from unified_kg_rag.util.registry import Registry
 
@@ -36,8 +36,8 @@ from .pipeline_stages import (
     LexicalStage,
     RerankStage,
     SemanticStage,
-    TemporalDecayStage,
 )
+from .pipeline_time import temporal_decay_stage
 
 __all__ = [
     "PIPELINE_SCORERS",
@@ -60,12 +60,15 @@ class PipelineComponents:
         embedder: the embedding model.
         graph: the graph store (None: stages over the entity graph refuse to build).
         reranker: the reranker (None: ``rerank`` refuses to build).
+        stores: the index's stores (None: ``temporal_decay`` looks up no time for units
+            stored without one).
     """
 
     index: SearchIndex
     embedder: Embedder
     graph: GraphStore | None = None
     reranker: Reranker | None = None
+    stores: IndexStores | None = None
 
 
 StageFactory = Callable[[PipelineComponents, dict[str, Any]], Stage]
@@ -88,9 +91,7 @@ PIPELINE_STAGES.register("hydrate", lambda c, p: HydrateStage(c.index, **p))
 PIPELINE_STAGES.register(
     "graph", lambda c, p: GraphExpansionStage(_need(c.graph, "graph store"), **p)
 )
-PIPELINE_STAGES.register(
-    "temporal_decay", lambda c, p: TemporalDecayStage(**{"half_life_s": 90 * DAY_S, **p})
-)
+PIPELINE_STAGES.register("temporal_decay", lambda c, p: temporal_decay_stage(p, c.stores))
 PIPELINE_STAGES.register("access", lambda c, p: AccessStage(**p))
 PIPELINE_STAGES.register(
     "rerank", lambda c, p: RerankStage(_need(c.reranker, "reranker (query.rerank.kind)"), **p)
