@@ -183,8 +183,8 @@ def temporal_decay_stage(
         if "half_life_s" in given:
             raise ValueError("give half_life_s or half_life_days, not both")
         days = given.pop("half_life_days")
-        if isinstance(days, bool) or not isinstance(days, int | float):
-            raise ValueError(f"half_life_days must be a number of days, got {days!r}")
+        if isinstance(days, bool) or not isinstance(days, int | float) or not days > 0:
+            raise ValueError(f"half_life_days must be a positive number of days, got {days!r}")
         given["half_life_s"] = float(days) * DAY_S
     given.setdefault("half_life_s", 90 * DAY_S)
     use_fallback = given.pop("fallback", True)
