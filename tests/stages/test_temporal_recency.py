@@ -197,7 +197,7 @@ def test_recently_is_answered_from_the_newer_thread(tmp_path: Path, embedder: Em
     assert again.text_units_embedded == 0
 
 
-def test_documents_are_scored_by_their_modification_time(
+def test_documents_are_scored_by_their_stated_date_or_modification_time(
     tmp_path: Path, embedder: Embedder
 ) -> None:
     corpus = tmp_path / "notes"
@@ -209,6 +209,10 @@ def test_documents_are_scored_by_their_modification_time(
     new_s = datetime(2025, 6, 1, tzinfo=UTC).timestamp()
     os.utime(old, (old_s, old_s))
     os.utime(new, (new_s, new_s))
+    # a date stated in front matter wins over the file time (written now, after NOW)
+    stated = corpus / "budget.md"
+    stated.write_text("---\nlastmod: 2019-01-01\n---\n# Budget\n\nThe offsite budget was "
+                      "approved.\n", encoding="utf-8")
 
     async def main() -> dict[str, Any]:
         async with build_app(_config(), tmp_path / "p") as app:
@@ -216,7 +220,7 @@ def test_documents_are_scored_by_their_modification_time(
             stores = app.index()
             out: dict[str, Any] = {"records": await _records(stores)}
             recency = pipeline_from_spec(RECENCY, _components(stores, embedder))
-            out["recency"] = await recency.execute(QUESTION, k=2)
+            out["recency"] = await recency.execute(QUESTION, k=3)
             await _strip_times(stores)
             out["registry"] = {r.path: r.updated_at
                                for r in await stores.registry.list_records()}  # fmt: skip
@@ -225,19 +229,22 @@ def test_documents_are_scored_by_their_modification_time(
             later = {**RECENCY, "stages": [*RECENCY["stages"][:2], {
                 **RECENCY["stages"][2], "now_s": out["later"]}]}
             out["fallback"] = await pipeline_from_spec(
-                later, _components(stores, embedder)).execute(QUESTION, k=2)
+                later, _components(stores, embedder)).execute(QUESTION, k=3)
             return out
 
     got = asyncio.run(main())
     records: dict[str, IndexRecord] = got["records"]
     assert {p: (r.fields["timestamp"], r.fields["timestamp_source"]) for p, r in records.items()
             } == {"offsite-2023.md": ("2023-05-01T08:00:00+00:00", "modified"),
-                  "offsite-2025.md": ("2025-06-01T00:00:00+00:00", "modified")}
+                  "offsite-2025.md": ("2025-06-01T00:00:00+00:00", "modified"),
+                  "budget.md": ("2019-01-01T00:00:00+00:00", "stated")}
     assert "timestamp_first" not in records["offsite-2023.md"].fields
     signals = _by_path(got["recency"])
     assert signals["offsite-2023.md"]["temporal"] == pytest.approx(_decay(old_s), rel=1e-9)
     assert signals["offsite-2025.md"]["temporal"] == pytest.approx(
         0.5 ** (30 / 30))  # exactly one half-life old
+    assert signals["budget.md"]["temporal"] == pytest.approx(
+        _decay(datetime(2019, 1, 1, tzinfo=UTC).timestamp()), rel=1e-9)
     assert _top(got["recency"]) == "offsite-2025.md"
     # an index built before: the doc registry's time of each document (its last indexing)
     for path, values in _by_path(got["fallback"]).items():

@@ -61,9 +61,12 @@ def test_a_document_states_its_date_or_gives_its_modification_time() -> None:
     mtime = T0.timestamp() + 3600
     assert document_times({"date": "2021-05-04"}, mtime) == {
         "timestamp": "2021-05-04T00:00:00+00:00", "timestamp_source": "stated"}
-    # `date` is preferred to `modified`, which is preferred to `created`
-    assert document_times({"created": "2020-01-01", "modified": "2022-02-02"}, mtime)[
-        "timestamp"] == "2022-02-02T00:00:00+00:00"
+    # `modified` is preferred to `date`, which is preferred to `created`
+    assert document_times({"created": "2020-01-01", "date": "2021-01-01",
+                           "modified": "2022-02-02"}, mtime)["timestamp"] == \
+        "2022-02-02T00:00:00+00:00"  # fmt: skip
+    assert document_times({"created": "2020-01-01", "date": "2021-01-01"}, mtime)[
+        "timestamp"] == "2021-01-01T00:00:00+00:00"
     # an unreadable stated date falls through to the file time
     assert document_times({"date": "last spring", "encoding": "utf-8"}, mtime) == {
         "timestamp": "2024-03-01T10:30:00+00:00", "timestamp_source": "modified"}

@@ -51,8 +51,9 @@ TIME_SOURCE_FIELD = "timestamp_source"
 TIME_FIELDS = (TIME_FIELD, FIRST_TIME_FIELD, TIME_SOURCE_FIELD)
 """Every time field a text unit's search record may carry."""
 
-STATED_TIME_KEYS = ("date", "modified", "created")
-"""Parser metadata keys read as the date a document states, in order of preference."""
+STATED_TIME_KEYS = ("modified", "date", "created")
+"""Parser metadata keys read as the date a document states, in order of preference: when it
+says it was last changed, its date (a post's), when it says it was created."""
 
 
 class TimeSource(StrEnum):
