@@ -91,16 +91,16 @@ def parse_and_chunk(
 ) -> tuple[Document, list[TextUnit]]:
     """Read, parse and chunk one corpus entry (blocking: run it in a worker thread).
 
+    Each unit carries its time fields (`domain.text.unit_times`): a transcript unit the send
+    times of its newest and oldest messages, a file's units the date the document states or
+    else the file's modification time. They change no id or content hash.
+
     Args:
         file: the corpus entry.
         transcript: its rendered transcript when it is one (then nothing is read).
         config: ``parsing`` and ``chunking``.
         tokenizer: the tokenizer text units are measured in.
         parsers: parser per file extension.
-
-    Each unit carries its time fields (`domain.text.unit_times`): a transcript unit the send
-    times of its newest and oldest messages, a file's units the date the document states or
-    else the file's modification time. They change no id or content hash.
 
     Raises:
         InputError: the file cannot be read or parsed, or has no text.
