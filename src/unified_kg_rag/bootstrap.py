@@ -307,9 +307,9 @@ class App:
         return self.access_recorders[name]
 
     def graph_reader(self, index: str | None = None) -> GraphReader:
-        """Return the graph browser of ``index`` (default: ``query.index``) over this app's
-        loaded-graph caches; its reads raise `NotFoundError` (listing the existing indexes)
-        for an index that does not exist.
+        """Return the graph browser of ``index`` (default: ``query.index``).
+
+        Over this app's loaded-graph caches; reads of a missing index raise `NotFoundError`.
 
         Raises:
             UsageError: the name is not a valid index name.

@@ -5,7 +5,9 @@
 communities and reports, and the extraction records, extraction-failure entries and
 concept-graph records. `assert_same_index`
 compares two snapshots exactly, except vectors (`numpy.allclose`: embedding batches may pad
-differently). `ranked` and `assert_same_ranking` compare search results: ids in order, with
+differently) and a text unit's file modification time (a ``timestamp`` whose
+``timestamp_source`` is ``modified``: a clock reading, compared as present, not by value; a
+file rewritten with the same content keeps the time it was indexed with, by design). `ranked` and `assert_same_ranking` compare search results: ids in order, with
 items whose scores tie (within float noise) allowed in either order.
 """
 
@@ -43,7 +45,7 @@ def snapshot(db: str, index: str = "default") -> dict[str, Any]:
     try:
         q = con.execute
         out: dict[str, Any] = {
-            "search": {(c, i): (t, json.loads(f)) for c, i, t, f in q(
+            "search": {(c, i): (t, _clockless(json.loads(f))) for c, i, t, f in q(
                 "SELECT collection, id, text, fields FROM search_records WHERE index_name = ?",
                 (index,))},
             "vectors": {(c, i): np.frombuffer(bytes(v), dtype=np.float32) for c, i, v in q(
@@ -68,6 +70,13 @@ def snapshot(db: str, index: str = "default") -> dict[str, Any]:
         return out
     finally:
         con.close()
+
+
+def _clockless(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` with a file modification time replaced by a marker (see the docstring)."""
+    if fields.get("timestamp_source") == "modified" and "timestamp" in fields:
+        return {**fields, "timestamp": "<file mtime>"}
+    return fields
 
 
 def diff_keys(got: dict[str, Any], want: dict[str, Any], key: str) -> str:

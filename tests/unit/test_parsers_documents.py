@@ -95,11 +95,13 @@ def _pdf_string(text: str) -> str:
 
 
 def make_pdf(
-    pages: list[list[str]], *, title: str | None = None, heading: str | None = None
+    pages: list[list[str]], *, title: str | None = None, heading: str | None = None,
+    info_extra: str = "",
 ) -> bytes:
     """Write a minimal PDF 1.4 file: one Helvetica text line per string, one page per list.
 
-    ``heading``: a line set in 20 pt above the first page's 12 pt lines.
+    ``heading``: a line set in 20 pt above the first page's 12 pt lines. ``info_extra``:
+    entries added to the information dictionary (written when ``title`` is given).
     """
     page_ids = [4 + 2 * i for i in range(len(pages))]
     kids = " ".join(f"{p} 0 R" for p in page_ids)
@@ -121,7 +123,7 @@ def make_pdf(
         objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content))
     info = ""
     if title is not None:
-        objects.append(f"<< /Title ({title}) /Author (Ann Author) >>".encode())
+        objects.append(f"<< /Title ({title}) /Author (Ann Author){info_extra} >>".encode())
         info = f" /Info {len(objects)} 0 R"
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
@@ -146,6 +148,17 @@ def test_pdf_pages_title_and_author() -> None:
     first, second = doc.text.split("\n\n")
     assert first.split("\n") == ["Graph RAG works.", "It reads (many) files."]
     assert second == "Page two text."
+
+
+def test_pdf_states_its_modification_and_creation_dates() -> None:
+    data = make_pdf([["Dated."]], title="T", info_extra=(
+        " /CreationDate (D:20210304050607Z) /ModDate (D:20220102030405+02'00')"))
+    meta = PdfParser().parse(data, path="d.pdf").metadata
+    assert meta["created"] == "2021-03-04T05:06:07+00:00"
+    assert meta["modified"] == "2022-01-02T03:04:05+02:00"
+    # a malformed date only loses the field
+    broken = make_pdf([["Dated."]], title="T", info_extra=" /ModDate (yesterday)")
+    assert "modified" not in PdfParser().parse(broken, path="b.pdf").metadata
 
 
 def test_pdf_title_is_a_paragraph_of_its_own() -> None:

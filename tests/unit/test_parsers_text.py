@@ -9,7 +9,7 @@ import unicodedata
 import pytest
 
 from unified_kg_rag.adapters.parsers import MarkdownParser, TextParser, decode_text
-from unified_kg_rag.adapters.parsers.plaintext import markdown_title
+from unified_kg_rag.adapters.parsers.plaintext import front_matter_dates, markdown_title
 from unified_kg_rag.util.errors import InputError
 
 pytestmark = pytest.mark.unit
@@ -177,3 +177,19 @@ def test_markdown_heading_in_code_fence_is_not_the_title() -> None:
 )
 def test_markdown_title_rules(source: str, title: str) -> None:
     assert markdown_title(source) == title
+
+
+def test_markdown_front_matter_states_its_dates() -> None:
+    data = (b"---\ntitle: Plan\ndate: 2024-05-06\nlastmod: 2025-01-02T03:04:05Z\n"
+            b"created: not a date\n---\n# Plan\n\nBody.\n")
+    doc = MarkdownParser().parse(data, path="p.md")
+    assert doc.metadata == {"encoding": "utf-8", "date": "2024-05-06",
+                            "modified": "2025-01-02T03:04:05+00:00"}
+    assert doc.title == "Plan"
+    # the first of lastmod / updated / modified / last_modified wins; `...` ends it too
+    assert front_matter_dates("---\nupdated: '2023-02-03'\nmodified: 2020-01-01\n...\nx") == {
+        "modified": "2023-02-03"}
+    # no front matter, front matter that is not a mapping or not YAML, a boolean date
+    for text in ("# Plan\n\ndate: 2024-05-06\n", "---\n- a list\n---\n", "---\ndate: [\n---\n",
+                 "---\ndate: true\n---\n", "Intro\n---\ndate: 2024-05-06\n---\n"):
+        assert front_matter_dates(text) == {}, text

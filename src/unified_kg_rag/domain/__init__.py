@@ -9,7 +9,9 @@ Module map (new code goes in the room of its concept):
 - `text/` — `analysis` (lexical terms, sentences, paragraphs), `tokens` (token estimates,
   grapheme-safe cuts), `chunking` (text units), `embedding_input` (what the embedder reads),
   `decoding` (lenient UTF-8, escaped display of names that are not UTF-8), `sentences`
-  (sentences for extractive answers), `shapes` (headings, boilerplate, record lines).
+  (sentences for extractive answers), `shapes` (headings, boilerplate, record lines),
+  `unit_times` (a text unit's time fields: its messages' send times, a document's stated
+  date or file time).
 - `llm/` — `cache_control` (response-cache scopes), `usage` (metering scopes), `json_reply`
   (the JSON object of a reply), `roles` (the roles a chat model plays, `RoleModels`),
   `exchange` (`Message`, `Completion`, `TokenUsage`; re-exported by `models`).

@@ -3,7 +3,8 @@
 Before any search write, each document is recorded ``pending`` with the union of its old and
 new text units, so a run stopped anywhere below is repaired by the next one (a pending
 document is always processed again, and its stale units are computed from that union). Then
-the text units not already stored with a vector are embedded and stored, the stale units of
+the text units not already stored with a vector are embedded and stored (the others' fields
+rewritten when they changed, e.g. a new modification time), the stale units of
 changed documents removed, and the documents recorded ``processed``. Calling it again on a
 batch a failed call began to write is safe (`ingestion.document_failures.write_isolating`
 bisects batches that way).
@@ -20,7 +21,7 @@ from unified_kg_rag.ingestion.deletion import remove_stale_units
 from unified_kg_rag.ingestion.embed_steps import UnitSteps
 from unified_kg_rag.ingestion.prepare import registry_record
 from unified_kg_rag.ingestion.report import IndexReport
-from unified_kg_rag.ingestion.units import unit_union, units_to_embed
+from unified_kg_rag.ingestion.units import refresh_unit_fields, unit_union, units_to_embed
 from unified_kg_rag.ports import Embedder, IndexStores
 
 __all__ = ["Prepared", "commit_batch"]
@@ -66,6 +67,7 @@ async def commit_batch(
         steps = UnitSteps(embedder, step_units=config.indexing.embed_batch_units)
     paths = {doc.id: file.display_path for file, doc, _ in batch}
     embedding_s = await steps.store(search, units, fresh, paths)
+    await refresh_unit_fields(search, units, fresh)
     stale: list[str] = []
     for _, doc, doc_units in batch:
         old = previous.get(doc.id)

@@ -9,16 +9,23 @@ exactly the messages it holds.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Mapping
 
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.domain.index.attempts import carried_failures
 from unified_kg_rag.domain.messages.manifest import chunk_transcript
-from unified_kg_rag.domain.messages.transcripts import MESSAGE_SCOPE, TranscriptDoc, transcript_hash
+from unified_kg_rag.domain.messages.transcripts import (
+    MESSAGE_SCOPE,
+    TranscriptDoc,
+    messages_in_span,
+    transcript_hash,
+)
 from unified_kg_rag.domain.models import DocRecord, DocStatus, Document, TextUnit
 from unified_kg_rag.domain.text.chunking import CHUNKING_VERSION, build_text_units, chunk_text
 from unified_kg_rag.domain.text.embedding_input import EMBEDDING_INPUT_VERSION
+from unified_kg_rag.domain.text.unit_times import document_times, message_times
 from unified_kg_rag.ingestion.corpus import CorpusFile, parse_file, read_file
 from unified_kg_rag.ports import DocumentParser, TokenCounter
 from unified_kg_rag.util.errors import InputError, UkrError
@@ -84,6 +91,10 @@ def parse_and_chunk(
 ) -> tuple[Document, list[TextUnit]]:
     """Read, parse and chunk one corpus entry (blocking: run it in a worker thread).
 
+    Each unit carries its time fields (`domain.text.unit_times`): a transcript unit the send
+    times of its newest and oldest messages, a file's units the date the document states or
+    else the file's modification time. They change no id or content hash.
+
     Args:
         file: the corpus entry.
         transcript: its rendered transcript when it is one (then nothing is read).
@@ -108,10 +119,29 @@ def parse_and_chunk(
             size_tokens=config.chunking.size_tokens,
             overlap_tokens=config.chunking.overlap_tokens,
         )
+        times = document_times(doc.metadata, _modified_s(file.path))
+        doc = doc.model_copy(update={"metadata": {**doc.metadata, **times}})
     units = build_text_units(doc, chunks)
     if not units:
         raise InputError(file.display_path, "empty document (no text)")
+    if transcript is not None:
+        units = [_with_message_times(u, transcript) for u in units]
     return doc, units
+
+
+def _modified_s(path: os.PathLike[str]) -> float | None:
+    """The file's modification time, epoch seconds (None when it cannot be read)."""
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def _with_message_times(unit: TextUnit, transcript: TranscriptDoc) -> TextUnit:
+    """``unit`` with the send times of the messages it holds in its metadata."""
+    held = messages_in_span(transcript.messages, unit.start_char, unit.end_char)
+    times = message_times(m.timestamp for m in held)
+    return unit.model_copy(update={"metadata": {**unit.metadata, **times}}) if times else unit
 
 
 def registry_record(

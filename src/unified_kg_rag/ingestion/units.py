@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from unified_kg_rag.domain.models import Collection, DocRecord, DocStatus, IndexRecord, TextUnit
+from unified_kg_rag.domain.text.unit_times import TIME_FIELDS
 from unified_kg_rag.ports import IndexStores, SearchIndex
 
-__all__ = ["UnitText", "load_units", "processed_unit_paths", "text_unit_record", "unit_title",
-           "unit_union", "units_to_embed"]
+__all__ = ["UnitText", "load_units", "processed_unit_paths", "refresh_unit_fields",
+           "text_unit_record", "unit_title", "unit_union", "units_to_embed"]
 
 _READ_BATCH = 2000
 
@@ -47,7 +48,10 @@ async def load_units(stores: IndexStores, paths: dict[str, str]) -> list[UnitTex
 
 
 def text_unit_record(unit: TextUnit) -> IndexRecord:
-    """Return the search-index record of a text unit (its text and filterable fields)."""
+    """Return the search-index record of a text unit (its text and filterable fields).
+
+    The unit's time fields (`domain.text.unit_times.TIME_FIELDS`) are written when it has them.
+    """
     meta = unit.metadata
     return IndexRecord(
         id=unit.id,
@@ -61,6 +65,7 @@ def text_unit_record(unit: TextUnit) -> IndexRecord:
             "start_char": unit.start_char,
             "end_char": unit.end_char,
             "n_tokens": unit.n_tokens,
+            **{k: meta[k] for k in TIME_FIELDS if k in meta},
         },
     )
 
@@ -93,3 +98,38 @@ async def units_to_embed(search: SearchIndex, units: list[TextUnit]) -> list[Tex
         u for u in units
         if u.id not in stored or stored[u.id].fields.get("title") != unit_title(u)
     ]
+
+
+async def refresh_unit_fields(
+    search: SearchIndex, units: list[TextUnit], fresh: list[TextUnit]
+) -> int:
+    """Rewrite the stored fields of reused units whose fields changed, keeping their vectors.
+
+    A unit whose text is unchanged is not embedded again (`units_to_embed`), but its fields
+    may be stale: a changed file's units have a new modification time, and an index built
+    before text units carried times has none. Those records are written again with their
+    stored vectors (no embedding).
+
+    Args:
+        search: the index's search index.
+        units: every unit of the documents being written.
+        fresh: the units just embedded and stored (left alone).
+
+    Returns:
+        The number of records rewritten.
+
+    Raises:
+        StoreError: the search index failed.
+    """
+    fresh_ids = {u.id for u in fresh}
+    wanted = {u.id: text_unit_record(u) for u in units if u.id not in fresh_ids}
+    if not wanted:
+        return 0
+    stored = await search.get(Collection.TEXT_UNITS, list(wanted))
+    stale = [r.id for r in stored if r.fields != wanted[r.id].fields]
+    if not stale:
+        return 0
+    found, matrix = await search.vectors(Collection.TEXT_UNITS, stale)
+    if found:
+        await search.upsert(Collection.TEXT_UNITS, [wanted[i] for i in found], matrix)
+    return len(found)

@@ -41,8 +41,8 @@ from .pipeline_stages import (
     LexicalStage,
     RerankStage,
     SemanticStage,
-    TemporalDecayStage,
 )
+from .pipeline_time import temporal_decay_stage
 
 __all__ = [
     "PIPELINE_SCORERS",
@@ -66,7 +66,8 @@ class PipelineComponents:
         embedder: the embedding model.
         graph: the graph store (None: stages over the entity graph refuse to build).
         reranker: the reranker (None: ``rerank`` refuses to build).
-        stores: the index's stores (None: ``pagerank`` and ``ppr`` refuse to build).
+        stores: the index's stores (None: ``pagerank`` and ``ppr`` refuse to build, and
+            ``temporal_decay`` looks up no time for units stored without one).
         settings: the query settings (None: ``ppr`` refuses to build).
         concept_graphs: loaded concept graphs kept between queries (None: ``ppr`` keeps its
             own); the `App`'s.
@@ -116,9 +117,7 @@ PIPELINE_STAGES.register("hydrate", lambda c, p: HydrateStage(c.index, **p))
 PIPELINE_STAGES.register(
     "graph", lambda c, p: GraphExpansionStage(_need(c.graph, "graph", _NO_GRAPH), **p)
 )
-PIPELINE_STAGES.register(
-    "temporal_decay", lambda c, p: TemporalDecayStage(**{"half_life_s": 90 * DAY_S, **p})
-)
+PIPELINE_STAGES.register("temporal_decay", lambda c, p: temporal_decay_stage(p, c.stores))
 PIPELINE_STAGES.register("access", lambda c, p: AccessStage(**{"log": c.access_log, **p}))
 PIPELINE_STAGES.register(
     "rerank", lambda c, p: RerankStage(_need(c.reranker, "rerank", _NO_RERANKER), **p)

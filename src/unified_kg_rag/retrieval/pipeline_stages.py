@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import numpy as np
 
@@ -28,6 +27,7 @@ from unified_kg_rag.ports import AccessLog, Embedder, GraphStore, Reranker, Sear
 
 from .access import KIND_COLLECTIONS
 from .pipeline import Candidate, StageInput, StageOutput
+from .pipeline_time import UnitTimeSource, candidate_times
 
 __all__ = [
     "AccessStage",
@@ -164,23 +164,6 @@ class HydrateStage:
         return StageOutput(kept, stage_input.context)
 
 
-def _epoch_s(value: object) -> float | None:
-    """Seconds since the epoch of a timestamp field (epoch seconds, or ISO-8601 text)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str) and value.strip():
-        try:
-            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        return moment.timestamp()
-    return None
-
-
 @dataclass
 class TemporalDecayStage:
     """Sets signal ``temporal`` = ``max(floor, 0.5 ** (age / half_life))`` from a timestamp.
@@ -193,6 +176,9 @@ class TemporalDecayStage:
         missing: the signal of a candidate without a readable timestamp.
         now_s: the reference time, epoch seconds (None: the clock at each run).
         name: the stage's name.
+        fallback: looks up, in one call per run, the times of candidates without a readable
+            ``timestamp``/``timestamp_first`` (units of an index built before they were
+            stored: `retrieval.pipeline_time.StoredUnitTimes`); None: they score ``missing``.
 
     Source: seed 002, "Temporal Decay"; `domain.ranking.signals.temporal_decay`.
     """
@@ -203,6 +189,7 @@ class TemporalDecayStage:
     missing: float = 0.0
     now_s: float | None = None
     name: str = "temporal"
+    fallback: UnitTimeSource | None = None
 
     def __post_init__(self) -> None:
         temporal_decay(0.0, self.half_life_s, self.floor)  # checks the settings
@@ -212,8 +199,9 @@ class TemporalDecayStage:
     async def execute(self, stage_input: StageInput) -> StageOutput:
         """Score every candidate's recency; none is added or dropped."""
         now = time.time() if self.now_s is None else self.now_s
-        for candidate in stage_input.candidates:
-            stamp = _epoch_s(candidate.metadata.get(self.timestamp_field))
+        stamps = await candidate_times(stage_input.candidates, self.timestamp_field,
+                                       self.fallback)  # fmt: skip
+        for candidate, stamp in zip(stage_input.candidates, stamps, strict=True):
             candidate.signals["temporal"] = (
                 self.missing if stamp is None
                 else temporal_decay(now - stamp, self.half_life_s, self.floor)

@@ -7,11 +7,14 @@ logic stays in its module.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from datetime import date, datetime
 
 from unified_kg_rag.domain.models import MetadataValue, ParsedDocument
 from unified_kg_rag.util.errors import InputError
 
-__all__ = ["EMPTY_REASON", "finish", "normalise_newlines", "one_line", "require_bytes"]
+__all__ = ["EMPTY_REASON", "finish", "normalise_newlines", "one_line", "require_bytes",
+           "stated_date"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,3 +76,27 @@ def finish(
     if not text or text.isspace():
         raise InputError(path, empty_reason)
     return ParsedDocument(title=" ".join(title.split()), text=text, metadata=dict(metadata or {}))
+
+
+def stated_date(read: Callable[[], object]) -> str | None:
+    """Return a date a document states as ISO-8601 text, or None when it states none.
+
+    Args:
+        read: returns the value (a `datetime`, a `date`, or text the caller already knows
+            to be ISO-8601); any exception it raises (a malformed date field) gives None.
+
+    The metadata keys parsers use for it are `domain.text.unit_times.STATED_TIME_KEYS`
+    (``modified``, ``date``, ``created``): the time recency is scored from.
+    """
+    try:
+        value = read()
+    except Exception:  # a malformed date only loses the field
+        return None
+    if isinstance(value, datetime | date):
+        try:
+            return value.isoformat()
+        except (ValueError, OverflowError):
+            return None
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    return None

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from unified_kg_rag.adapters.parsers.base import finish, one_line, require_bytes
+from unified_kg_rag.adapters.parsers.base import finish, one_line, require_bytes, stated_date
 from unified_kg_rag.config.models import ParsingConfig
 from unified_kg_rag.domain.models import MetadataValue, ParsedDocument
 from unified_kg_rag.util.errors import InputError
@@ -92,6 +92,10 @@ class PdfParser:
             author = _info_text(lambda: info.author)
             if author:
                 metadata["author"] = author
+            for key, read in (("modified", lambda: info.modification_date),
+                              ("created", lambda: info.creation_date)):
+                if (when := stated_date(read)) is not None:
+                    metadata[key] = when
         if texts:
             texts[0], found = _title_paragraph(texts[0], [title, heading])
             title = title or found

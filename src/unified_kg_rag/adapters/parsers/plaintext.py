@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import re
 
-from unified_kg_rag.adapters.parsers.base import finish, require_bytes
+from unified_kg_rag.adapters.parsers.base import finish, require_bytes, stated_date
 from unified_kg_rag.adapters.parsers.encoding import decode_text
 from unified_kg_rag.config.models import ParsingConfig
-from unified_kg_rag.domain.models import ParsedDocument
+from unified_kg_rag.domain.models import MetadataValue, ParsedDocument
 
-__all__ = ["MarkdownParser", "TextParser", "markdown_title"]
+__all__ = ["MarkdownParser", "TextParser", "front_matter_dates", "markdown_title"]
 
 _ATX_H1 = re.compile(r" {0,3}#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
+_DATE_KEYS = {"date": "date", "lastmod": "modified", "updated": "modified",
+              "modified": "modified", "last_modified": "modified", "created": "created"}
+"""Front-matter keys (Jekyll, Hugo, MkDocs, Obsidian) → the metadata key of the date."""
 
 
 class TextParser:
@@ -62,8 +66,51 @@ class MarkdownParser:
             decoded.text,
             path=path,
             title=markdown_title(decoded.text),
-            metadata={"encoding": decoded.encoding},
+            metadata={"encoding": decoded.encoding, **front_matter_dates(decoded.text)},
         )
+
+
+def front_matter_dates(text: str) -> dict[str, MetadataValue]:
+    """Return the dates a Markdown file's YAML front matter states, as ISO-8601 text.
+
+    The front matter is a YAML mapping between a first line ``---`` and a line ``---`` (or
+    ``...``). ``date`` gives ``date``; ``lastmod``, ``updated``, ``modified`` or
+    ``last_modified`` give ``modified``; ``created`` gives ``created``. Values that are not
+    dates or ISO-8601 times are ignored, and so is front matter that is not valid YAML.
+    """
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        return {}
+    import yaml
+
+    try:
+        values = yaml.safe_load(match.group(1))
+    except yaml.YAMLError:
+        return {}
+    if not isinstance(values, dict):
+        return {}
+    out: dict[str, MetadataValue] = {}
+    for key, target in _DATE_KEYS.items():
+        value = values.get(key)
+        if target in out or isinstance(value, bool):
+            continue
+        if isinstance(value, str):
+            value = _iso_text(value)
+        when = stated_date(lambda: value)  # noqa: B023 - called at once
+        if when is not None:
+            out[target] = when
+    return out
+
+
+def _iso_text(value: str) -> str | None:
+    """``value`` when it is an ISO-8601 date or time, else None."""
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return value.strip()
 
 
 def markdown_title(text: str) -> str:
