@@ -18,15 +18,18 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.util.errors import UkrError
+from unified_kg_rag.util.log_format import LogFormat, configure_logging
 from unified_kg_rag.util.text import counted
 
 __all__ = [
+    "LOG_JSON_META",
     "ConfigOpt",
     "JsonOpt",
     "ProjectOpt",
@@ -44,6 +47,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+LOG_JSON_META = "ukr.log_json"
+"""The key of the root context's ``meta`` set by ``ukr --log-json``."""
 
 
 out_console = Console(soft_wrap=True, highlight=False, emoji=False)
@@ -157,21 +163,21 @@ def load(
 
     project_dir = project_path(project, create=create)
     config = load_project_config(project_dir, config_file=config_file, stores=stores)
-    _log_to_stderr(logging.DEBUG if verbose else getattr(logging, config.logging.level))
+    level = logging.DEBUG if verbose else getattr(logging, config.logging.level)
+    _log_to_stderr(level, config.logging.format)
     return project_dir, config
 
 
-def _log_to_stderr(level: int) -> None:
-    """The CLI's logging: one ``LEVEL name: message`` line per record on stderr."""
-    logging.basicConfig(
-        level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True
-    )
-    for noisy in ("httpx", "sentence_transformers", "transformers", "urllib3"):
-        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
-    # the connection pool logs each failed reconnection; the store error says it once
-    logging.getLogger("psycopg.pool").setLevel(max(level, logging.ERROR))
-    # pypdf logs every malformed object it repairs; the parser reports real failures itself
-    logging.getLogger("pypdf").setLevel(max(level, logging.ERROR))
+def _log_to_stderr(level: int, log_format: LogFormat = "text") -> None:
+    """The CLI's logging on stderr: ``LEVEL name: message`` lines, or JSON lines.
+
+    JSON when ``logging.format`` is ``json`` or the root option ``ukr --log-json`` was given
+    (`util.log_format`).
+    """
+    context = click.get_current_context(silent=True)
+    if context is not None and context.find_root().meta.get(LOG_JSON_META):
+        log_format = "json"
+    configure_logging(level, log_format, stream=sys.stderr)
 
 
 def run(

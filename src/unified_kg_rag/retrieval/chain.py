@@ -92,6 +92,7 @@ from unified_kg_rag.util.errors import (
     QueryDeadlineError,
     UsageError,
 )
+from unified_kg_rag.util.telemetry import query_span, set_current_attribute
 
 __all__ = [
     "CANNOT_ANSWER",
@@ -187,7 +188,7 @@ class RAGChain:
         """
         inp = build_input(question, filters, overrides)
         inp, asked, cfg = check_request(inp, self._config)
-        with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
+        with query_span(), usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
             prep = await self._prepare(inp, asked, cfg, deadline)
         note_deadline(prep.ctx.metadata, deadline)
         return SearchOutput(
@@ -220,7 +221,7 @@ class RAGChain:
         """
         inp = build_input(question, filters, overrides)
         inp, asked, cfg = check_request(inp, self._config)
-        with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
+        with query_span(), usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
             prep = await self._prepare(inp, asked, cfg, deadline)
             out = await self._pack(prep)
         note_deadline(out.metadata, deadline)
@@ -238,7 +239,7 @@ class RAGChain:
         started = time.perf_counter()
         inp = build_input(question, filters, overrides)
         inp, asked, cfg = check_request(inp, self._config)
-        with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
+        with query_span(), usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
             prep = await self._prepare(inp, asked, cfg, deadline)
             retrieval = await self._pack(prep)
             t0 = time.perf_counter()
@@ -280,7 +281,7 @@ class RAGChain:
         started = time.perf_counter()
         inp = build_input(question, filters, overrides)
         inp, asked, cfg = check_request(inp, self._config)
-        with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
+        with query_span(), usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
             prep = await self._prepare(inp, asked, cfg, deadline)
             retrieval = await self._pack(prep)
             t0 = time.perf_counter()
@@ -361,6 +362,7 @@ class RAGChain:
         chosen = await route(ctx) if cfg.strategy == "auto" else None  # the one router
         timings["route"] = _ms(t0)
         spec = STRATEGIES.get(chosen.strategy if chosen else cfg.strategy)
+        set_current_attribute("ukr.query.strategy", spec.name)  # on the `query_span`
         spec.require(held, self._stores.name, cfg)
         t0 = time.perf_counter()
         if chosen is not None:
