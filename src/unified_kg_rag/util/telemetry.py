@@ -24,24 +24,32 @@ Span names of the product: ``ukr.index.run`` and ``ukr.index.<phase>``, ``ukr.qu
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import functools
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from unified_kg_rag.util.correlation import query_scope, run_scope
+from unified_kg_rag.util.errors import ModelError
 
 __all__ = [
     "NOOP_SPAN",
     "AttributeValue",
     "Span",
     "enabled",
+    "in_run_span",
+    "note_model_error",
     "query_span",
     "refresh",
     "run_span",
     "set_current_attribute",
     "span",
+    "traced",
 ]
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 AttributeValue = str | bool | int | float | Sequence[str]
 """What a span attribute may hold (None values are left out)."""
@@ -90,9 +98,7 @@ def _resolve() -> Any:
         except ImportError:
             _tracer = None
         else:
-            from unified_kg_rag import __version__
-
-            _tracer = trace.get_tracer("unified_kg_rag", __version__)
+            _tracer = trace.get_tracer("unified_kg_rag")
     return _tracer
 
 
@@ -159,3 +165,33 @@ def run_span(**attributes: AttributeValue | None) -> Iterator[Span]:
         fields = {f"ukr.index.{k}": v for k, v in attributes.items()}
         with span("ukr.index.run", {"ukr.run.id": run_id, **fields}) as current:
             yield current
+
+
+async def traced(name: str, work: Awaitable[T], **attributes: AttributeValue | None) -> T:
+    """Await ``work`` inside a span ``name`` (attributes prefixed ``ukr.``); return its result.
+
+    For a phase of a longer job: ``hashed = await traced("ukr.index.hash", hash_all(files))``.
+    """
+    with span(name, {f"ukr.{k}": v for k, v in attributes.items()}):
+        return await work
+
+
+def in_run_span(
+    method: Callable[P, Coroutine[Any, Any, T]],
+) -> Callable[P, Coroutine[Any, Any, T]]:
+    """Decorate an index or delete run: its whole call is one `run_span` (id and span)."""
+
+    @functools.wraps(method)
+    async def scoped(*args: P.args, **kwargs: P.kwargs) -> T:
+        with run_span(operation=method.__name__):
+            return await method(*args, **kwargs)
+
+    return scoped
+
+
+def note_model_error(current: Span, exc: BaseException) -> None:
+    """Set ``error.type`` and, for a `ModelError` with one, ``http.response.status_code``."""
+    current.set_attribute("error.type", type(exc).__name__)
+    status = getattr(exc, "status_code", None) if isinstance(exc, ModelError) else None
+    if status is not None:
+        current.set_attribute("http.response.status_code", status)
