@@ -111,10 +111,9 @@ def test_two_concurrent_queries_log_under_two_ids(lines: io.StringIO) -> None:
 
 
 def test_a_query_inside_a_request_is_named_by_the_request_id() -> None:
-    with request_scope("req-42"):
-        with query_scope() as outer, query_scope("other") as inner:
-            assert outer == inner == "req-42"
-            assert current_ids() == {"request_id": "req-42", "query_id": "req-42"}
+    with request_scope("req-42"), query_scope() as outer, query_scope("other") as inner:
+        assert outer == inner == "req-42"
+        assert current_ids() == {"request_id": "req-42", "query_id": "req-42"}
     with query_scope() as fresh:
         assert len(fresh) == 32 and int(fresh, 16) >= 0
     assert current_ids() == {}
