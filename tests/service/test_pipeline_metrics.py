@@ -13,14 +13,13 @@ import json
 import logging
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+
 from tests.support.openai_server import FakeOpenAIServer
 from tests.support.server import serving
-
 from unified_kg_rag.domain.ranking.signals import WeightedScorer
 from unified_kg_rag.retrieval.pipeline import Candidate, Pipeline, StageInput, StageOutput
 from unified_kg_rag.util.correlation import current_ids
@@ -31,6 +30,8 @@ pytestmark = pytest.mark.integration
 pytest.importorskip("uvicorn")
 
 logger = logging.getLogger("unified_kg_rag.tests.pipeline_metrics")
+
+CONFIG = 'embeddings: {kind: openai, openai: {base_url: "%s", api_key: k, dimension: 8}}\n'
 
 
 class Seed:
@@ -55,9 +56,7 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     project = tmp_path_factory.mktemp("metrics")
     with FakeOpenAIServer() as server:
-        (project / "ukr.yaml").write_text(
-            'embeddings: {kind: openai, openai: {base_url: "%s", api_key: k, dimension: 8}}\n'
-            % server.base_url)  # fmt: skip
+        (project / "ukr.yaml").write_text(CONFIG % server.base_url)
         api = create_app(project)
         pipeline = Pipeline([Seed(), Trim()], WeightedScorer({"semantic": 1.0}))
 

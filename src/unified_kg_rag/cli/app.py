@@ -7,7 +7,7 @@ from typing import NoReturn
 import typer
 
 from unified_kg_rag import __version__
-from unified_kg_rag.cli.common import LOG_JSON_META
+from unified_kg_rag.cli.common import set_log_json
 from unified_kg_rag.cli.config_show import config_app
 from unified_kg_rag.cli.delete import delete_command
 from unified_kg_rag.cli.evaluate import eval_app
@@ -46,7 +46,6 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    ctx: typer.Context,
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
@@ -56,7 +55,7 @@ def _root(
     ),
 ) -> None:
     """unified-kg-rag command line."""
-    ctx.meta[LOG_JSON_META] = log_json
+    set_log_json(log_json)
 
 
 app.command("init", cls=UkrCommand)(init_command)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
 import re
@@ -18,7 +19,6 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -29,7 +29,6 @@ from unified_kg_rag.util.log_format import LogFormat, configure_logging
 from unified_kg_rag.util.text import counted
 
 __all__ = [
-    "LOG_JSON_META",
     "ConfigOpt",
     "JsonOpt",
     "ProjectOpt",
@@ -40,16 +39,27 @@ __all__ = [
     "counted",
     "err_console",
     "load",
+    "log_json_asked",
     "out_console",
     "printable",
     "project_path",
     "run",
+    "set_log_json",
 ]
 
 T = TypeVar("T")
 
-LOG_JSON_META = "ukr.log_json"
-"""The key of the root context's ``meta`` set by ``ukr --log-json``."""
+_LOG_JSON: contextvars.ContextVar[bool] = contextvars.ContextVar("ukr_log_json", default=False)
+
+
+def set_log_json(flag: bool) -> None:
+    """Record the root option ``ukr --log-json`` (the root callback sets it on every call)."""
+    _LOG_JSON.set(flag)
+
+
+def log_json_asked() -> bool:
+    """Whether ``ukr --log-json`` was given to the command running."""
+    return _LOG_JSON.get()
 
 
 out_console = Console(soft_wrap=True, highlight=False, emoji=False)
@@ -174,10 +184,7 @@ def _log_to_stderr(level: int, log_format: LogFormat = "text") -> None:
     JSON when ``logging.format`` is ``json`` or the root option ``ukr --log-json`` was given
     (`util.log_format`).
     """
-    context = click.get_current_context(silent=True)
-    if context is not None and context.find_root().meta.get(LOG_JSON_META):
-        log_format = "json"
-    configure_logging(level, log_format, stream=sys.stderr)
+    configure_logging(level, "json" if log_json_asked() else log_format, stream=sys.stderr)
 
 
 def run(

@@ -6,16 +6,15 @@ import logging
 import os
 from typing import TYPE_CHECKING, Annotated, Any
 
-import click
 import typer
 
 from unified_kg_rag.cli.common import (
-    LOG_JSON_META,
     ConfigOpt,
     ProjectOpt,
     StoresOpt,
     VerboseOpt,
     load,
+    log_json_asked,
     run,
 )
 from unified_kg_rag.config.models import UkrConfig
@@ -116,9 +115,7 @@ def serve_command(
 
 def _json_logs(config: UkrConfig) -> bool:
     """Whether the logs are JSON lines (``logging.format: json`` or ``ukr --log-json``)."""
-    context = click.get_current_context(silent=True)
-    root_flag = context is not None and bool(context.find_root().meta.get(LOG_JSON_META))
-    return root_flag or config.logging.format == "json"
+    return log_json_asked() or config.logging.format == "json"
 
 
 def _check_port_free(host: str, port: int) -> None:
