@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +163,53 @@ def test_a_failed_embedding_request_records_the_http_status(
     embeds = by_name(recorded_spans.get_finished_spans(), "ukr.embed")
     assert embeds and all(s.attributes["http.response.status_code"] == 403 for s in embeds)
     assert all(s.status.status_code.name == "ERROR" for s in embeds)
+
+
+USER_SETUP = """
+import asyncio, sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+from unified_kg_rag.domain.ranking.signals import WeightedScorer
+from unified_kg_rag.retrieval.pipeline import Candidate, Pipeline, StageOutput
+from unified_kg_rag.util import telemetry
+
+class Seed:
+    name = "semantic"
+    async def execute(self, stage_input):
+        return StageOutput([Candidate("a", signals={"semantic": 0.9})])
+
+pipeline = Pipeline([Seed()], WeightedScorer({"semantic": 1.0}))
+asyncio.run(pipeline.execute("q"))  # no provider yet: nothing is made
+print("before:", telemetry.span("x") is telemetry.NOOP_SPAN, flush=True)
+
+provider = TracerProvider()  # what a user writes (docs/guides/observability.md)
+provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(
+    formatter=lambda span: span.to_json(indent=None) + "\\n")))
+trace.set_tracer_provider(provider)
+asyncio.run(pipeline.execute("q"))
+provider.shutdown()
+"""
+
+
+def test_a_provider_the_user_sets_receives_the_spans(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "user.py"
+    script.write_text(USER_SETUP, encoding="utf-8")
+    src = Path(__file__).resolve().parents[2] / "src"
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "before: True"
+    spans = {s["name"]: s for s in map(json.loads, lines[1:])}
+    assert set(spans) == {"ukr.pipeline", "ukr.stage.semantic", "ukr.pipeline.scoring"}
+    root = spans["ukr.pipeline"]
+    assert root["parent_id"] is None
+    for child in ("ukr.stage.semantic", "ukr.pipeline.scoring"):
+        assert spans[child]["parent_id"] == root["context"]["span_id"]
+    assert spans["ukr.stage.semantic"]["attributes"] == {
+        "ukr.stage.name": "semantic", "ukr.stage.candidates_in": 0, "ukr.stage.candidates_out": 1}

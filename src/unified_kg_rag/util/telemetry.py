@@ -8,11 +8,12 @@ Library code opens spans with `span` and never imports ``opentelemetry`` itself:
 
 The tracer is ``opentelemetry.trace.get_tracer("unified_kg_rag")``: spans go wherever the
 user's `TracerProvider` sends them (one they install, or the one the ``OTEL_*`` environment
-variables configure through ``opentelemetry-instrument``); with the API alone (no SDK, no
-provider) they are non-recording and cost a few microseconds. Without the package, `span`
-returns one shared do-nothing context manager (`NOOP_SPAN`): no import is tried again after
-the first (`refresh` looks again). The optional extra ``otel`` installs the API and the SDK;
-no exporter is a dependency (docs/guides/observability.md).
+variables configure through ``opentelemetry-instrument``). With the API alone (no SDK, no
+provider set: FastAPI installs the API) or without the package, `span` returns one shared
+do-nothing context manager (`NOOP_SPAN`): no span object, no context change. The import is
+tried once (`refresh` tries again); whether a provider is set is asked at each span, so a
+provider installed after the first query is used from the next span on. The optional extra
+``otel`` installs the API and the SDK; no exporter is a dependency (docs/guides/observability.md).
 
 A span ends with the ``with`` block; an exception leaving the block is recorded on it and
 sets its status to ERROR (the SDK's default), then propagates unchanged.
@@ -87,18 +88,23 @@ NOOP_SPAN = _NoSpan()
 
 _UNRESOLVED: Any = object()
 _tracer: Any = _UNRESOLVED
+_global_tracer: Any = None  # the tracer of the process-wide provider (`trace.get_tracer`)
+_trace: Any = None  # the ``opentelemetry.trace`` module
+_unset: tuple[type, ...] = ()  # the provider classes that mean "no provider was set"
 
 
 def _resolve() -> Any:
     """The package's tracer, or None when ``opentelemetry`` cannot be imported."""
-    global _tracer
+    global _tracer, _global_tracer, _trace, _unset
     if _tracer is _UNRESOLVED:
         try:
             from opentelemetry import trace
         except ImportError:
             _tracer = None
         else:
-            _tracer = trace.get_tracer("unified_kg_rag")
+            _trace = trace
+            _unset = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+            _tracer = _global_tracer = trace.get_tracer("unified_kg_rag")
     return _tracer
 
 
@@ -106,6 +112,15 @@ def refresh() -> None:
     """Look for ``opentelemetry`` again at the next span (after installing it; tests)."""
     global _tracer
     _tracer = _UNRESOLVED
+
+
+def _recording(tracer: Any) -> bool:
+    """Whether spans of ``tracer`` may record.
+
+    False when ``tracer`` is the global one and no provider is set: its spans would be
+    non-recording, so none is made (a provider set later is seen at the next span).
+    """
+    return tracer is not _global_tracer or not isinstance(_trace.get_tracer_provider(), _unset)
 
 
 def enabled() -> bool:
@@ -126,7 +141,7 @@ def span(
         The OpenTelemetry ``start_as_current_span`` context manager, or `NOOP_SPAN`.
     """
     tracer = _tracer if _tracer is not _UNRESOLVED else _resolve()
-    if tracer is None:
+    if tracer is None or not _recording(tracer):
         return NOOP_SPAN
     kept = {k: v for k, v in attributes.items() if v is not None} if attributes else None
     manager: AbstractContextManager[Span] = tracer.start_as_current_span(name, attributes=kept)
