@@ -241,10 +241,11 @@ class Pipeline:
         count_in = len(stage_input.candidates)
         attributes: dict[str, AttributeValue | None] = {
             "ukr.stage.name": stage.name, "ukr.stage.candidates_in": count_in}
+        debug = logger.isEnabledFor(logging.DEBUG)  # the records' fields cost only when kept
         with span(f"ukr.stage.{stage.name}", attributes) as current:
-            fields: dict[str, object] = {"stage": stage.name, "candidates_in": count_in}
-            logger.debug("stage %s started with %d candidates", stage.name, count_in,
-                         extra=fields)  # fmt: skip
+            if debug:
+                logger.debug("stage %s started with %d candidates", stage.name, count_in,
+                             extra={"stage": stage.name, "candidates_in": count_in})  # fmt: skip
             started = time.perf_counter()
             output = await self._run(stage, stage_input)
             duration = time.perf_counter() - started
@@ -252,9 +253,11 @@ class Pipeline:
             current.set_attribute("ukr.stage.candidates_out", count_out)
         timing = StageTiming(stage.name, duration, count_in, count_out)
         timings.append(timing)
-        fields.update(candidates_out=count_out, duration_ms=round(duration * 1000, 3))
-        logger.debug("stage %s: %d -> %d candidates in %.1f ms", stage.name, count_in, count_out,
-                     duration * 1000, extra=fields)  # fmt: skip
+        if debug:
+            fields = {"stage": stage.name, "candidates_in": count_in, "candidates_out": count_out,
+                      "duration_ms": round(duration * 1000, 3)}  # fmt: skip
+            logger.debug("stage %s: %d -> %d candidates in %.1f ms", stage.name, count_in,
+                         count_out, duration * 1000, extra=fields)  # fmt: skip
         notify_stage(timing)
         return output
 

@@ -26,6 +26,7 @@ Span names of the product: ``ukr.index.run`` and ``ukr.index.<phase>``, ``ukr.qu
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
@@ -91,11 +92,13 @@ _tracer: Any = _UNRESOLVED
 _global_tracer: Any = None  # the tracer of the process-wide provider (`trace.get_tracer`)
 _trace: Any = None  # the ``opentelemetry.trace`` module
 _unset: tuple[type, ...] = ()  # the provider classes that mean "no provider was set"
+_provider_set = False  # a provider was seen set (`_recording`)
+_provider_from_env = False  # OTEL_PYTHON_TRACER_PROVIDER names one (read at the first span)
 
 
 def _resolve() -> Any:
     """The package's tracer, or None when ``opentelemetry`` cannot be imported."""
-    global _tracer, _global_tracer, _trace, _unset
+    global _tracer, _global_tracer, _trace, _unset, _provider_from_env
     if _tracer is _UNRESOLVED:
         try:
             from opentelemetry import trace
@@ -104,14 +107,16 @@ def _resolve() -> Any:
         else:
             _trace = trace
             _unset = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+            _provider_from_env = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
             _tracer = _global_tracer = trace.get_tracer("unified_kg_rag")
     return _tracer
 
 
 def refresh() -> None:
     """Look for ``opentelemetry`` again at the next span (after installing it; tests)."""
-    global _tracer
+    global _tracer, _provider_set
     _tracer = _UNRESOLVED
+    _provider_set = False
 
 
 def _recording(tracer: Any) -> bool:
@@ -120,7 +125,18 @@ def _recording(tracer: Any) -> bool:
     False when ``tracer`` is the global one and no provider is set: its spans would be
     non-recording, so none is made (a provider set later is seen at the next span).
     """
-    return tracer is not _global_tracer or not isinstance(_trace.get_tracer_provider(), _unset)
+    global _provider_set
+    if tracer is not _global_tracer or _provider_set:
+        return True
+    # a provider, once set, is never replaced (OpenTelemetry refuses): remember it. The
+    # module's global is read directly: `get_tracer_provider` looks up the environment on
+    # every call (a few microseconds); it is used when a variable may name a provider, or
+    # when a later API version moved the global.
+    current = getattr(_trace, "_TRACER_PROVIDER", _UNRESOLVED)
+    if current is _UNRESOLVED or _provider_from_env:
+        current = _trace.get_tracer_provider()
+    _provider_set = current is not None and not isinstance(current, _unset)
+    return _provider_set
 
 
 def enabled() -> bool:
