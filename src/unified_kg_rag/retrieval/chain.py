@@ -17,6 +17,7 @@ by the length limit, a filter or a deadline is delivered, never passed off as co
 `domain.answers.citations`) and ``deadline_hit``: ``query.deadline_s`` bounds the whole query
 (`domain.llm.deadline`); past it each step keeps what it has and the answer falls back to the
 extractive one.
+Each question is one `util.telemetry.query_span`: a query id on its log records, a span.
 """
 
 from __future__ import annotations
