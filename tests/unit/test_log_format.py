@@ -141,3 +141,10 @@ def test_text_format_is_unchanged(lines: io.StringIO) -> None:
     with query_scope():
         logger.info("plain")
     assert buffer.getvalue() == "INFO unified_kg_rag.tests.log_format: plain\n"
+
+
+def test_uvicorn_colour_copies_are_left_out(lines: io.StringIO) -> None:
+    logging.getLogger("uvicorn.error").warning("Started server process [%d]", 7,
+                                               extra={"color_message": "\x1b[36m%d\x1b[0m"})
+    (line,) = records(lines)
+    assert line["message"] == "Started server process [7]" and "color_message" not in line

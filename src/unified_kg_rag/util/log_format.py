@@ -42,6 +42,7 @@ _QUIET = {  # third-party loggers held at WARNING (or ERROR) unless asked for mo
 
 def json_formatter() -> logging.Formatter:
     """The JSON formatter (module docstring): time, level, logger, message, context fields."""
+    from pythonjsonlogger.core import RESERVED_ATTRS
     from pythonjsonlogger.json import JsonFormatter
 
     return JsonFormatter(
@@ -49,6 +50,8 @@ def json_formatter() -> logging.Formatter:
         style="{",
         rename_fields={"levelname": "level", "name": "logger"},
         timestamp="time",
+        # uvicorn repeats each message with terminal colour codes
+        reserved_attrs=[*RESERVED_ATTRS, "color_message"],
     )
 
 
