@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ pytestmark = pytest.mark.integration
 def project(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     """A project whose embeddings come from a scripted server (through ``UKR_`` variables)."""
     clear_ukr_env(monkeypatch)
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", root.handlers[:])  # the CLI replaces them
     with FakeOpenAIServer() as server:
         monkeypatch.setenv("UKR_EMBEDDINGS__KIND", "openai")
         monkeypatch.setenv("UKR_EMBEDDINGS__OPENAI__BASE_URL", server.base_url)
