@@ -8,11 +8,9 @@ batches: parse → chunk → embed (only text units not already stored with a ve
 ``processed``) → derived stages (`ingestion.derived`: graphs, extraction-record collection).
 ``--reset`` processes every document found and sweeps orphans (`ingestion.reset`).
 
-Each `IndexPipeline.run` and `IndexPipeline.delete` has a run id (`util.correlation`: every
-log record of the run carries it) and an OpenTelemetry span ``ukr.index.run`` whose children
-are the phases: ``ukr.index.hash``, ``.diff``, ``.deletions``, ``.remove``, ``.documents``
-(parse, chunk, embed, write, commit) and ``.derived`` (one ``ukr.index.<stage>`` per derived
-stage: ``graph`` ...), the model calls nested in them (`util.telemetry`).
+Each run (and delete) has a run id on its log records and a span ``ukr.index.run`` with a
+child per phase (``ukr.index.hash``, ``.diff``, ``.deletions``, ``.remove``, ``.documents``,
+``.derived``): `util.telemetry.in_run_span`, `util.telemetry.traced`.
 
 A document is committed only after its text units landed, so a run stopped at any point
 (Ctrl-C, a crash) loses nothing: the next run finds the stored units by id and embeds only
