@@ -199,14 +199,16 @@ def test_wrap_builds_the_documented_order() -> None:
     while hasattr(node, "inner"):
         chain.append(type(node).__name__)
         node = node.inner
-    assert chain == ["MeteredChatModel", "QueryDeadlineChatModel", "CachingChatModel",
+    assert chain == ["TracingChatModel", "MeteredChatModel", "QueryDeadlineChatModel",
+                     "CachingChatModel",
                      "RetryingChatModel",
                      "BoundedChatModel", "ReasoningStrippingChatModel",
                      "UnicodeRepairingChatModel"]
     assert node is raw
     assert model.model_id == raw.model_id
     no_cache = wrap_chat_model(raw, LLMConfig(kind="scripted", cache=False), FakeRecordStore())
-    assert "CachingChatModel" not in repr(type(no_cache.inner.inner))  # type: ignore[attr-defined]
+    assert "CachingChatModel" not in repr(
+        type(no_cache.inner.inner.inner))  # type: ignore[attr-defined]
 
 
 def test_scripted_model_through_the_stack_is_cached() -> None:

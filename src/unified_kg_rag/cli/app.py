@@ -7,6 +7,7 @@ from typing import NoReturn
 import typer
 
 from unified_kg_rag import __version__
+from unified_kg_rag.cli.common import set_log_json
 from unified_kg_rag.cli.config_show import config_app
 from unified_kg_rag.cli.delete import delete_command
 from unified_kg_rag.cli.evaluate import eval_app
@@ -48,8 +49,13 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
+    log_json: bool = typer.Option(
+        False, "--log-json", help="Write log records to stderr as JSON lines (time, level, "
+        "logger, message, query or run id ...), whatever `logging.format` says."
+    ),
 ) -> None:
     """unified-kg-rag command line."""
+    set_log_json(log_json)
 
 
 app.command("init", cls=UkrCommand)(init_command)

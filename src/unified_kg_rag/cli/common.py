@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
 import re
@@ -24,6 +25,7 @@ from rich.markup import escape
 
 from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.util.errors import UkrError
+from unified_kg_rag.util.log_format import LogFormat, configure_logging
 from unified_kg_rag.util.text import counted
 
 __all__ = [
@@ -37,13 +39,27 @@ __all__ = [
     "counted",
     "err_console",
     "load",
+    "log_json_asked",
     "out_console",
     "printable",
     "project_path",
     "run",
+    "set_log_json",
 ]
 
 T = TypeVar("T")
+
+_LOG_JSON: contextvars.ContextVar[bool] = contextvars.ContextVar("ukr_log_json", default=False)
+
+
+def set_log_json(flag: bool) -> None:
+    """Record the root option ``ukr --log-json`` (the root callback sets it on every call)."""
+    _LOG_JSON.set(flag)
+
+
+def log_json_asked() -> bool:
+    """Whether ``ukr --log-json`` was given to the command running."""
+    return _LOG_JSON.get()
 
 
 out_console = Console(soft_wrap=True, highlight=False, emoji=False)
@@ -157,21 +173,18 @@ def load(
 
     project_dir = project_path(project, create=create)
     config = load_project_config(project_dir, config_file=config_file, stores=stores)
-    _log_to_stderr(logging.DEBUG if verbose else getattr(logging, config.logging.level))
+    level = logging.DEBUG if verbose else getattr(logging, config.logging.level)
+    _log_to_stderr(level, config.logging.format)
     return project_dir, config
 
 
-def _log_to_stderr(level: int) -> None:
-    """The CLI's logging: one ``LEVEL name: message`` line per record on stderr."""
-    logging.basicConfig(
-        level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True
-    )
-    for noisy in ("httpx", "sentence_transformers", "transformers", "urllib3"):
-        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
-    # the connection pool logs each failed reconnection; the store error says it once
-    logging.getLogger("psycopg.pool").setLevel(max(level, logging.ERROR))
-    # pypdf logs every malformed object it repairs; the parser reports real failures itself
-    logging.getLogger("pypdf").setLevel(max(level, logging.ERROR))
+def _log_to_stderr(level: int, log_format: LogFormat = "text") -> None:
+    """The CLI's logging on stderr: ``LEVEL name: message`` lines, or JSON lines.
+
+    JSON when ``logging.format`` is ``json`` or the root option ``ukr --log-json`` was given
+    (`util.log_format`).
+    """
+    configure_logging(level, "json" if log_json_asked() else log_format, stream=sys.stderr)
 
 
 def run(

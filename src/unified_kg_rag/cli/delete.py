@@ -22,6 +22,7 @@ from unified_kg_rag.cli.common import (
 )
 from unified_kg_rag.cli.progress import RichProgress
 from unified_kg_rag.cli.reports import render_delete
+from unified_kg_rag.util.correlation import as_run
 
 if TYPE_CHECKING:  # loaded when the command runs
     from unified_kg_rag.ingestion.report import DeleteReport
@@ -74,7 +75,7 @@ def delete_command(
                 return await pipeline.delete(targets, confirm=yes)
 
     report = run(
-        main,
+        as_run(main),
         verbose=verbose,
         interrupted="Interrupted: run the same command again to finish the deletion (the "
         "documents are recorded `deleting` and every later run completes their removal).",

@@ -28,6 +28,7 @@ from unified_kg_rag.cli.messages import (
 )
 from unified_kg_rag.cli.progress import RichProgress
 from unified_kg_rag.cli.reports import render_estimate, render_report
+from unified_kg_rag.util.correlation import as_run
 
 if TYPE_CHECKING:  # the application modules load when a command runs, not for `ukr --help`
     from unified_kg_rag.ingestion.graph.estimate import CostEstimate
@@ -140,7 +141,7 @@ def index_command(
                     retry_quarantined=retry_quarantined,
                 )
 
-    report = run(main, verbose=verbose, interrupted=lambda: interrupted_message(kept))
+    report = run(as_run(main), verbose=verbose, interrupted=lambda: interrupted_message(kept))
     if json_out:
         typer.echo(report.model_dump_json(indent=2))
     else:

@@ -22,6 +22,7 @@ from unified_kg_rag.cli.common import (
 from unified_kg_rag.cli.query_steps import query_steps
 from unified_kg_rag.domain.models import MessageRef, MetadataValue, RAGOutput, Source
 from unified_kg_rag.domain.ranking.trace import PipelineTrace
+from unified_kg_rag.util.correlation import as_query
 from unified_kg_rag.util.errors import UsageError
 
 __all__ = [
@@ -304,7 +305,7 @@ def query_command(
             assert final is not None
             return final
 
-    output = run(main, verbose=verbose)
+    output = run(as_query(main), verbose=verbose)
     if json_out:
         typer.echo(output.model_dump_json(indent=2))
         return

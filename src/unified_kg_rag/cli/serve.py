@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from unified_kg_rag.cli.common import ConfigOpt, ProjectOpt, StoresOpt, VerboseOpt, load, run
+from unified_kg_rag.cli.common import (
+    ConfigOpt,
+    ProjectOpt,
+    StoresOpt,
+    VerboseOpt,
+    load,
+    log_json_asked,
+    run,
+)
+from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.util.errors import UsageError
 
 if TYPE_CHECKING:  # the web framework loads when the command runs
@@ -84,6 +93,9 @@ def serve_command(
     options: dict[str, Any] = {"host": host, "port": port, "timeout_graceful_shutdown": 5,
                                "log_level": "debug" if verbose else "info",
                                "access_log": False}
+    if _json_logs(api.state.config):  # uvicorn's records go through the JSON handler too
+        options["log_config"] = None
+        os.environ["UKR_LOGGING__FORMAT"] = "json"  # for the workers of --workers N
     if workers == 1:
         uvicorn.run(api, **options)
         return
@@ -99,6 +111,11 @@ def serve_command(
 
     uvicorn.run("unified_kg_rag.service.app:app_from_env", factory=True, workers=workers,
                 **options)
+
+
+def _json_logs(config: UkrConfig) -> bool:
+    """Whether the logs are JSON lines (``logging.format: json`` or ``ukr --log-json``)."""
+    return log_json_asked() or config.logging.format == "json"
 
 
 def _check_port_free(host: str, port: int) -> None:

@@ -284,6 +284,13 @@ class LoggingConfig(_Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="WARNING", description="Lowest level logged."
     )
+    format: Literal["text", "json"] = Field(
+        default="text",
+        description="Log line format: `text` (`LEVEL logger: message`) or `json` (one JSON "
+        "object per line: time, level, logger, message, and the request, query or index-run "
+        "id and other context fields; see the observability guide). `ukr --log-json` picks "
+        "`json` for one command.",
+    )
 
 
 # --------------------------------------------------------------------------- root

@@ -31,6 +31,7 @@ from unified_kg_rag.ports import (
     ProgressReporter,
     TokenCounter,
 )
+from unified_kg_rag.util.telemetry import traced
 
 __all__ = ["DerivedStages"]
 
@@ -128,5 +129,5 @@ class DerivedStages:
         if note := claims_unread_note(claims_on, list(self._ctx.methodologies)):
             logger.warning(note)
         for stage in selected_stages(self._ctx.methodologies):
-            built.update(await stage.run(self._ctx, run))
+            built.update(await traced(f"ukr.index.{stage.name}", stage.run(self._ctx, run)))
         await record_methodologies(stores.records, self._ctx.methodologies, built)

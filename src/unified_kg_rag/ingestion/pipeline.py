@@ -8,6 +8,10 @@ batches: parse → chunk → embed (only text units not already stored with a ve
 ``processed``) → derived stages (`ingestion.derived`: graphs, extraction-record collection).
 ``--reset`` processes every document found and sweeps orphans (`ingestion.reset`).
 
+Each run (and delete) has a run id on its log records and a span ``ukr.index.run`` with a
+child per phase (``ukr.index.hash``, ``.diff``, ``.deletions``, ``.remove``, ``.documents``,
+``.derived``): `util.telemetry.in_run_span`, `util.telemetry.traced`.
+
 A document is committed only after its text units landed, so a run stopped at any point
 (Ctrl-C, a crash) loses nothing: the next run finds the stored units by id and embeds only
 what is missing. Units are embedded and stored in steps of ``indexing.embed_batch_units``
@@ -95,6 +99,7 @@ from unified_kg_rag.ports import (
     TokenCounter,
 )
 from unified_kg_rag.util.aio import map_bounded
+from unified_kg_rag.util.telemetry import in_run_span, set_current_attribute, traced
 
 __all__ = ["IndexPipeline", "text_unit_record"]
 
@@ -175,6 +180,7 @@ class IndexPipeline:
             extraction_schema=extraction_schema,
         )
 
+    @in_run_span
     async def run(
         self,
         paths: Sequence[Path],
@@ -226,6 +232,7 @@ class IndexPipeline:
             asyncio.CancelledError: the run was interrupted; the next run resumes it.
         """
         started = time.perf_counter()
+        set_current_attribute("ukr.index.name", self._stores.name)
         report = IndexReport(index=self._stores.name, reset=reset)
         run = messages or MessageRun()
         found, skipped = discover(
@@ -242,12 +249,13 @@ class IndexPipeline:
             rebuilds = self._derived.rebuilds_graph
             if reset:
                 await check_reset(self._stores, rebuilds=rebuilds)
-            hashed, unread = await self._hash_all(files)
-            todo = await self._diff(hashed, report, reset=reset, retry=retry_quarantined)
-            doomed = await walk_deletions(
+            hashed, unread = await traced("ukr.index.hash", self._hash_all(files), files=len(files))
+            todo = await traced("ukr.index.diff", self._diff(
+                hashed, report, reset=reset, retry=retry_quarantined))
+            doomed = await traced("ukr.index.deletions", walk_deletions(
                 self._stores, files, roots, report, rebuilds=rebuilds,
                 share=share, confirm=confirm_deletions,
-            )
+            ))
             plan = MessagePlan()
             if archives or run.forget:
                 plan = await plan_messages(
@@ -259,26 +267,28 @@ class IndexPipeline:
             # the guards refuse above: nothing is written before this line
             for file, error in unread:  # not counted toward quarantine: reading costs nothing
                 await self._record_failure(file, "", failure_reason(file, error), report)
-            removal = await remove_documents(
+            removal = await traced("ukr.index.remove", remove_documents(
                 self._stores, [*doomed, *plan.replaced], found={h.file.document_id for h in todo}
-            )
+            ))
             if archives or run.forget:
                 await plan.write_spans(self._stores.records)
             if todo:
-                await self._process(todo, report)
+                await traced("ukr.index.documents", self._process(todo, report),
+                             documents=len(todo))  # fmt: skip
             if archives or run.forget:  # transcripts go once their replacements are indexed
                 removal.add(await plan.finish(self._stores))
             report.documents_deleted = len(removal.documents)
             report.text_units_deleted = removal.text_units_removed
             if reset:
                 report.text_units_orphaned = await sweep_orphan_units(self._stores)
-            await self._derived.run(
+            await traced("ukr.index.derived", self._derived.run(
                 self._stores, report, rebuild=reset, retry_quarantined=retry_quarantined
-            )
+            ))
         report.usage = usage
         report.elapsed_s = round(time.perf_counter() - started, 3)
         return report
 
+    @in_run_span
     async def delete(self, targets: Sequence[str], *, confirm: bool = False) -> DeleteReport:
         """Remove documents by id or path, then derive the graphs again without them.
 

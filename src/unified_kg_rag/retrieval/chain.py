@@ -1,22 +1,22 @@
 """`RAGChain`: one chain for every strategy, from question to answer with exactly its sources.
 
-Steps (DESIGN.md §8, seed 000 §6-§7): validate → follow-up rewrite from conversation memory
-(or from the turns the caller sends, `RAGInput.history`) →
-check the index (before any model call) → strategy (explicit, or `auto`: the LLM router, else
-the rule) → strategy buckets → weighted RRF fusion → optional rerank → MMR → per-type quotas
-→ the strategy's own last step, if any (`StrategyResult.finish`: `tree`'s level cap and
-passage expansion) (`search` stops here) → token-budget packing per type (`retrieve` stops
-here) → answer: generative with an LLM (concise or comprehensive prompt, optional decline
-marker), extractive without; "cannot answer" without any model call when the context is empty.
-`RAGOutput.sources` are the packed sections, truncated text included: nothing the answer step
-did not see, nothing it saw left out. Errors follow seed 000 §8.1 (`is_fatal`).
+Steps (DESIGN.md §8, seed 000 §6-§7): validate → follow-up rewrite from conversation memory (or
+from the turns the caller sends, `RAGInput.history`) → check the index (before any model call)
+→ strategy (explicit, or `auto`: the LLM router, else the rule) → strategy buckets → weighted
+RRF fusion → optional rerank → MMR → per-type quotas → the strategy's own last step, if any
+(`StrategyResult.finish`: `tree`'s level cap and passage expansion) (`search` stops here) →
+token-budget packing per type (`retrieve` stops here) → answer: generative with an LLM (concise
+or comprehensive prompt, optional decline marker), extractive without; "cannot answer" without
+any model call when the context is empty. `RAGOutput.sources` are the packed sections,
+truncated text included: nothing the answer step did not see, nothing it saw left out. Errors
+follow seed 000 §8.1 (`is_fatal`).
 
 Every answer is flagged in its metadata: ``answer_complete`` and ``finish_reason`` (a reply cut
 by the length limit, a filter or a deadline is delivered, never passed off as complete),
 ``incomplete_replies``, ``invalid_citations`` (labels naming no source,
 `domain.answers.citations`) and ``deadline_hit``: ``query.deadline_s`` bounds the whole query
 (`domain.llm.deadline`); past it each step keeps what it has and the answer falls back to the
-extractive one.
+extractive one. Each question is one `util.telemetry.query_span` (a query id, a span).
 """
 
 from __future__ import annotations
@@ -32,9 +32,7 @@ from unified_kg_rag.domain.llm.deadline import QueryDeadline, note_deadline, que
 from unified_kg_rag.domain.llm.finish import StreamFinish
 from unified_kg_rag.domain.llm.roles import ModelRole, RoleModels
 from unified_kg_rag.domain.llm.usage import usage_scope
-from unified_kg_rag.domain.models import (
-    RAGOutput,
-)
+from unified_kg_rag.domain.models import RAGOutput
 from unified_kg_rag.domain.prompts.library import PACKAGED, PromptLibrary
 from unified_kg_rag.domain.ranking.trace import PipelineTrace
 from unified_kg_rag.ports import ChatModel, Embedder, IndexStores, Reranker, TokenCounter
@@ -98,6 +96,7 @@ from unified_kg_rag.util.errors import (
     QueryDeadlineError,
     UsageError,
 )
+from unified_kg_rag.util.telemetry import query_span, set_current_attribute
 
 __all__ = [
     "CANNOT_ANSWER",
@@ -202,7 +201,7 @@ class RAGChain:
         """
         inp = build_input(question, filters, overrides)
         inp, asked, cfg = check_request(inp, self._config)
-        with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
+        with query_span(), usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
             prep = await self._prepare(inp, asked, cfg, deadline)
         note_deadline(prep.ctx.metadata, deadline)
         return SearchOutput(
@@ -236,7 +235,7 @@ class RAGChain:
         """
         inp = build_input(question, filters, overrides)
         inp, asked, cfg = check_request(inp, self._config)
-        with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
+        with query_span(), usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
             prep = await self._prepare(inp, asked, cfg, deadline)
             out = await self._pack(prep)
         note_deadline(out.metadata, deadline)
@@ -254,7 +253,7 @@ class RAGChain:
         started = time.perf_counter()
         inp = build_input(question, filters, overrides)
         inp, asked, cfg = check_request(inp, self._config)
-        with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
+        with query_span(), usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
             prep = await self._prepare(inp, asked, cfg, deadline)
             retrieval = await self._pack(prep)
             t0 = time.perf_counter()
@@ -296,7 +295,7 @@ class RAGChain:
         started = time.perf_counter()
         inp = build_input(question, filters, overrides)
         inp, asked, cfg = check_request(inp, self._config)
-        with usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
+        with query_span(), usage_scope() as usage, query_deadline(cfg.deadline_s) as deadline:
             prep = await self._prepare(inp, asked, cfg, deadline)
             retrieval = await self._pack(prep)
             t0 = time.perf_counter()
@@ -387,6 +386,7 @@ class RAGChain:
         chosen = await route(ctx) if cfg.strategy == "auto" else None  # the one router
         timings["route"] = _ms(t0)
         spec = STRATEGIES.get(chosen.strategy if chosen else cfg.strategy)
+        set_current_attribute("ukr.query.strategy", spec.name)  # on the `query_span`
         spec.require(held, self._stores.name, cfg)
         t0 = time.perf_counter()
         if chosen is not None:

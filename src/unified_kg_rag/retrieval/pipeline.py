@@ -4,7 +4,12 @@ A `Pipeline` runs its stages in order over one query: each stage receives the ca
 the stage before (the first receives none), may add, drop or score candidates by setting
 named signals (``semantic``, ``graph``, ``temporal`` ...), and passes them on; the scorer
 (`domain.ranking.signals.WeightedScorer` or any `Scorer`) then turns each candidate's
-signals into its final score. Every run reports each stage's duration and candidate counts.
+signals into its final score. Every run reports each stage's duration and candidate counts:
+in `PipelineRun.stages`, in a DEBUG log record per stage (fields ``stage``, ``candidates_in``,
+``candidates_out``, ``duration_ms``), to the observers of `retrieval.pipeline_observers`, and
+as OpenTelemetry spans (`util.telemetry`): ``ukr.pipeline``, a child ``ukr.stage.<name>`` per
+stage (attributes ``ukr.stage.name``, ``ukr.stage.candidates_in``/``_out``) and
+``ukr.pipeline.scoring``.
 A stage's error reaches the caller wrapped in a `PipelineError` naming the stage
 (`StageConnectionError`, `RateLimitedError`, `StageTimeoutError`), and a run that leaves no
 candidate raises `NoCandidatesError`. Source: seed 002 (PIPELINE.md) and issue #22.
@@ -23,7 +28,9 @@ from typing import Any, Protocol
 
 from unified_kg_rag.domain.models import MetadataValue
 from unified_kg_rag.domain.ranking.signals import Scorer
+from unified_kg_rag.retrieval.pipeline_observers import notify_run, notify_stage
 from unified_kg_rag.util.errors import ModelError, StoreConnectionError, UkrError
+from unified_kg_rag.util.telemetry import AttributeValue, span
 
 __all__ = [
     "Candidate",
@@ -219,31 +226,59 @@ class Pipeline:
         """
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
+        started = time.perf_counter()
         candidates: list[Candidate] = []
         context: dict[str, Any] = {}
         timings: list[StageTiming] = []
-        for stage in self.stages:
-            stage_input = StageInput(query, candidates, k, dict(filters or {}), context)
-            started = time.perf_counter()
-            output = await self._run(stage, stage_input)
-            duration = time.perf_counter() - started
-            timings.append(StageTiming(stage.name, duration, len(candidates),
-                                       len(output.candidates)))  # fmt: skip
-            logger.debug("stage %s: %d -> %d candidates in %.1f ms", stage.name,
-                         len(candidates), len(output.candidates), duration * 1000)  # fmt: skip
-            candidates, context = output.candidates, output.context
-        if not candidates:
-            raise NoCandidatesError(self.stages[-1].name, "no candidate is left")
-        scored = [PipelineResult(c, self.scorer.score(c.signals), dict(c.signals))
-                  for c in candidates]  # fmt: skip
-        scored.sort(key=lambda r: (-r.score, r.candidate.id))
-        run = PipelineRun([r for r in scored if r.score >= min_score][:k], timings)
+        with span("ukr.pipeline", {"ukr.pipeline.stages": [s.name for s in self.stages],
+                                   "ukr.pipeline.k": k}) as run_span:  # fmt: skip
+            for stage in self.stages:
+                stage_input = StageInput(query, candidates, k, dict(filters or {}), context)
+                output = await self._observed(stage, stage_input, timings)
+                candidates, context = output.candidates, output.context
+            if not candidates:
+                raise NoCandidatesError(self.stages[-1].name, "no candidate is left")
+            with span("ukr.pipeline.scoring", {"ukr.pipeline.candidates": len(candidates)}):
+                scored = [PipelineResult(c, self.scorer.score(c.signals), dict(c.signals))
+                          for c in candidates]  # fmt: skip
+                scored.sort(key=lambda r: (-r.score, r.candidate.id))
+            results = [r for r in scored if r.score >= min_score][:k]
+            run_span.set_attribute("ukr.pipeline.results", len(results))
+        notify_run(time.perf_counter() - started, len(results))
+        run = PipelineRun(results, timings)
         for observer in self.observers:
             try:
                 observer.observe(query, run)
             except Exception as exc:  # an observer never fails a run
                 logger.warning("pipeline observer %s failed: %s", type(observer).__name__, exc)
         return run
+
+    async def _observed(
+        self, stage: Stage, stage_input: StageInput, timings: list[StageTiming]
+    ) -> StageOutput:
+        """Run one stage in its span; time it, log it, tell the observers (`pipeline_observers`)."""
+        count_in = len(stage_input.candidates)
+        attributes: dict[str, AttributeValue | None] = {
+            "ukr.stage.name": stage.name, "ukr.stage.candidates_in": count_in}
+        debug = logger.isEnabledFor(logging.DEBUG)  # the records' fields cost only when kept
+        with span(f"ukr.stage.{stage.name}", attributes) as current:
+            if debug:
+                logger.debug("stage %s started with %d candidates", stage.name, count_in,
+                             extra={"stage": stage.name, "candidates_in": count_in})  # fmt: skip
+            started = time.perf_counter()
+            output = await self._run(stage, stage_input)
+            duration = time.perf_counter() - started
+            count_out = len(output.candidates)
+            current.set_attribute("ukr.stage.candidates_out", count_out)
+        timing = StageTiming(stage.name, duration, count_in, count_out)
+        timings.append(timing)
+        if debug:
+            fields = {"stage": stage.name, "candidates_in": count_in, "candidates_out": count_out,
+                      "duration_ms": round(duration * 1000, 3)}  # fmt: skip
+            logger.debug("stage %s: %d -> %d candidates in %.1f ms", stage.name, count_in,
+                         count_out, duration * 1000, extra=fields)  # fmt: skip
+        notify_stage(timing)
+        return output
 
     async def _run(self, stage: Stage, stage_input: StageInput) -> StageOutput:
         """Run one stage under the timeout; wrap its errors with its name."""

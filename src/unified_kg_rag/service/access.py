@@ -11,6 +11,12 @@ query string), status, duration in milliseconds (to the last byte sent), the nam
 key the request was admitted with (``-`` for none), the client's address. With
 ``service.log_questions`` a route that noted a question (`note_question`) adds
 ``question='…'`` (at most 500 characters); otherwise no question reaches the logs.
+Every request has an id: the client's ``X-Request-ID`` when it is a plain token
+(`util.correlation.valid_id`), else a fresh one; the answer carries it back in
+``X-Request-ID``. While the request is answered the id is the ``request_id`` of
+`util.correlation` (and the ``query_id`` of the query it asks, if any), so every log record
+written for it carries the id in the JSON log format, and the staged pipelines it runs report
+to the service's metrics (`ServiceMetrics.pipeline_observer`).
 `ukr serve` turns uvicorn's own access log off in favour of this one, and sets this logger
 to INFO whatever ``logging.level`` says (a library caller configures logging itself).
 """
@@ -24,10 +30,21 @@ from fastapi import Request
 from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from unified_kg_rag.retrieval.pipeline_observers import observing
 from unified_kg_rag.service.auth import KEY_NAME_SCOPE
 from unified_kg_rag.service.metrics import ServiceMetrics
+from unified_kg_rag.util.correlation import request_scope, valid_id
 
-__all__ = ["ACCESS_LOGGER", "AccessMiddleware", "note_question", "route_template"]
+__all__ = [
+    "ACCESS_LOGGER",
+    "REQUEST_ID_HEADER",
+    "AccessMiddleware",
+    "note_question",
+    "route_template",
+]
+
+REQUEST_ID_HEADER = "X-Request-ID"
+"""The header naming a request (read from the request, written on the answer)."""
 
 ACCESS_LOGGER = "unified_kg_rag.service.access"
 """The access log's logger name."""
@@ -93,17 +110,26 @@ class AccessMiddleware:
             return
         started = time.perf_counter()
         status = 500  # what the server answers when the app raises before its answer
+        given = next((v.decode("latin-1") for k, v in scope.get("headers", ())
+                      if k == b"x-request-id"), None)  # fmt: skip
 
-        async def noted_send(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
+        with request_scope(valid_id(given)) as request_id, observing(
+            self.metrics.pipeline_observer
+        ):
+            async def noted_send(message: Message) -> None:
+                nonlocal status
+                if message["type"] == "http.response.start":
+                    status = int(message["status"])
+                    headers = [(k, v) for k, v in message.get("headers", ())
+                               if k.lower() != b"x-request-id"]  # fmt: skip
+                    headers.append((b"x-request-id", request_id.encode("latin-1")))
+                    message = {**message, "headers": headers}
+                await send(message)
 
-        try:
-            await self.app(scope, receive, noted_send)
-        finally:
-            self._record(scope, status, time.perf_counter() - started)
+            try:
+                await self.app(scope, receive, noted_send)
+            finally:
+                self._record(scope, status, time.perf_counter() - started)
 
     def _record(self, scope: Scope, status: int, duration_s: float) -> None:
         route = route_template(scope)

@@ -49,7 +49,7 @@ from unified_kg_rag.service import (
     reading,
     web,
 )
-from unified_kg_rag.service.access import AccessMiddleware
+from unified_kg_rag.service.access import ACCESS_LOGGER, AccessMiddleware
 from unified_kg_rag.service.errors import ERROR_RESPONSES, install_error_handlers
 from unified_kg_rag.service.job_store import JobStore
 from unified_kg_rag.service.jobs import JobManager
@@ -57,6 +57,7 @@ from unified_kg_rag.service.keys import KeyRing, load_key_ring
 from unified_kg_rag.service.limits import LimitsMiddleware
 from unified_kg_rag.service.metrics import ServiceMetrics
 from unified_kg_rag.service.origin import OriginGuardMiddleware
+from unified_kg_rag.util.log_format import configure_logging
 
 __all__ = ["SERVE_ENV", "app_from_env", "create_app"]
 
@@ -145,6 +146,9 @@ def create_app(
 def app_from_env() -> FastAPI:
     """`create_app` of the project the environment names (a worker of ``--workers N``).
 
+    Sets up the worker's logging as ``ukr serve`` does (``logging.level``,
+    ``logging.format``; ``ukr --log-json serve`` passes ``UKR_LOGGING__FORMAT=json``).
+
     Raises:
         ConfigurationError: the configuration is invalid.
         KeyError: ``UKR_SERVE_PROJECT`` is not set.
@@ -152,8 +156,14 @@ def app_from_env() -> FastAPI:
     project, config_file, stores = (os.environ.get(name) or None for name in SERVE_ENV)
     if project is None:
         raise KeyError("UKR_SERVE_PROJECT")
-    return create_app(Path(project), config_file=Path(config_file) if config_file else None,
-                      stores=stores)
+    api = create_app(Path(project), config_file=Path(config_file) if config_file else None,
+                     stores=stores)
+    # a worker process starts without the parent's handlers: the same logging as `ukr serve`
+    config: UkrConfig = api.state.config
+    configure_logging(getattr(logging, config.logging.level), config.logging.format)
+    if config.service.access_log:
+        logging.getLogger(ACCESS_LOGGER).setLevel(logging.INFO)
+    return api
 
 
 def _log_start(project_dir: Path, config: UkrConfig, keys: KeyRing) -> None:

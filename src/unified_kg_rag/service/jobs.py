@@ -39,6 +39,7 @@ from unified_kg_rag.service.job_store import (
     JobState,
     JobStore,
 )
+from unified_kg_rag.util.correlation import run_scope
 from unified_kg_rag.util.errors import BuildInProgress, NotFoundError, UkrError, UsageError
 from unified_kg_rag.util.text import counted
 
@@ -172,7 +173,8 @@ class JobManager:
         except BaseException:
             await self._call(self._store.forget, job.id)
             raise
-        self._tasks[job.id] = asyncio.create_task(self._run(job), name=f"ukr-job-{job.id}")
+        with run_scope(job.id):  # the task copies it: the job's logs and spans name the job
+            self._tasks[job.id] = asyncio.create_task(self._run(job), name=f"ukr-job-{job.id}")
         return job
 
     async def get(self, job_id: str) -> Job:

@@ -10,6 +10,13 @@ one), as ``api.state.metrics``; `metrics_of` returns it to a route. What it show
 - ``ukr_query_stage_duration_seconds{strategy,stage}`` (histogram) from a `RAGOutput`'s
   ``timings_ms`` (``rewrite``, ``route``, ``retrieve``, ``fuse``, ``pack``, ``answer``,
   ``total``) and ``ukr_queries_total{strategy,answer_kind}``: `ServiceMetrics.observe_query`;
+- ``ukr_pipeline_stage_duration_seconds{stage}`` and
+  ``ukr_pipeline_stage_candidates{stage,side}`` (histograms; ``side`` is ``in`` or ``out``),
+  ``ukr_pipeline_duration_seconds`` and ``ukr_pipeline_results`` (histograms): every staged
+  pipeline run (`retrieval.pipeline`) inside a request, heard by
+  `ServiceMetrics.pipeline_observer` (a `retrieval.pipeline_observers.PipelineObserver` the
+  access middleware registers around each request); a stage name outside ``[a-z0-9_]{1,48}``
+  is counted as ``other``;
 - ``ukr_job_done{index,kind}``, ``ukr_job_total{index,kind}`` and
   ``ukr_job_state{index,kind,state}`` (1 for the current state, 0 for the others): the
   job code reports them with `ServiceMetrics.job_progress` and `ServiceMetrics.job_state`;
@@ -55,6 +62,7 @@ if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
     from unified_kg_rag.bootstrap import App
+    from unified_kg_rag.retrieval.pipeline import StageTiming
 
 __all__ = ["ITEM_KINDS", "ServiceMetrics", "metrics_of", "router"]
 
@@ -66,6 +74,8 @@ ITEM_KINDS = ("documents", "text_units", "entities", "relationships", "communiti
 """The ``kind`` label values of ``ukr_index_items``."""
 
 _STAGE = re.compile(r"[a-z_]{1,32}")
+_PIPELINE_STAGE = re.compile(r"[a-z0-9_]{1,48}")
+_CANDIDATE_BUCKETS = (0, 1, 5, 10, 20, 50, 100, 200, 500, 1000, 5000)
 _QUERY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 _MIN_REFRESH_GAP_S = 1.0
 
@@ -114,6 +124,25 @@ class ServiceMetrics:
                                  buckets=_QUERY_BUCKETS_S, registry=self.registry)  # fmt: skip
         self._queries = Counter("ukr_queries", "Queries answered.", ["strategy", "answer_kind"],
                                 registry=self.registry)  # fmt: skip
+        self._pipeline_stage = Histogram("ukr_pipeline_stage_duration_seconds",
+                                         "Wall time of a staged pipeline's stage, seconds.",
+                                         ["stage"], buckets=_QUERY_BUCKETS_S,
+                                         registry=self.registry)  # fmt: skip
+        self._pipeline_candidates = Histogram("ukr_pipeline_stage_candidates",
+                                              "Candidates a pipeline stage received (side=in) "
+                                              "or passed on (side=out).", ["stage", "side"],
+                                              buckets=_CANDIDATE_BUCKETS,
+                                              registry=self.registry)  # fmt: skip
+        self._pipeline_runs = Histogram("ukr_pipeline_duration_seconds",
+                                        "Wall time of a staged pipeline run, seconds.",
+                                        buckets=_QUERY_BUCKETS_S,
+                                        registry=self.registry)  # fmt: skip
+        self._pipeline_results = Histogram("ukr_pipeline_results",
+                                           "Results a staged pipeline run returned.",
+                                           buckets=_CANDIDATE_BUCKETS,
+                                           registry=self.registry)  # fmt: skip
+        self.pipeline_observer = _PipelineMetrics(self)
+        """The `PipelineObserver` feeding the ``ukr_pipeline_*`` histograms."""
         self._job_done = Gauge("ukr_job_done", "Steps done of the index's current or last job.",
                                ["index", "kind"], registry=self.registry)  # fmt: skip
         self._job_total = Gauge("ukr_job_total", "Steps of the index's current or last job "
@@ -139,6 +168,18 @@ class ServiceMetrics:
         for stage, ms in output.timings_ms.items():
             if _STAGE.fullmatch(stage):
                 self._stages.labels(output.strategy, stage).observe(ms / 1000)
+
+    def observe_stage(self, timing: StageTiming) -> None:
+        """Record one pipeline stage: duration (seconds) and candidates in and out."""
+        stage = timing.name if _PIPELINE_STAGE.fullmatch(timing.name) else "other"
+        self._pipeline_stage.labels(stage).observe(timing.duration_s)
+        self._pipeline_candidates.labels(stage, "in").observe(timing.candidates_in)
+        self._pipeline_candidates.labels(stage, "out").observe(timing.candidates_out)
+
+    def observe_pipeline(self, duration_s: float, results: int) -> None:
+        """Record one pipeline run: wall time (seconds) and results returned."""
+        self._pipeline_runs.observe(duration_s)
+        self._pipeline_results.observe(results)
 
     # ------------------------------------------------------------------ jobs (for the job code)
 
@@ -221,6 +262,21 @@ class ServiceMetrics:
     def render(self) -> bytes:
         """The metrics in the Prometheus text format."""
         return generate_latest(self.registry)
+
+
+class _PipelineMetrics:
+    """A `PipelineObserver` recording into one `ServiceMetrics`."""
+
+    def __init__(self, metrics: ServiceMetrics) -> None:
+        self._metrics = metrics
+
+    def stage_done(self, timing: StageTiming) -> None:
+        """Record the stage (`ServiceMetrics.observe_stage`)."""
+        self._metrics.observe_stage(timing)
+
+    def run_done(self, duration_s: float, results: int) -> None:
+        """Record the run (`ServiceMetrics.observe_pipeline`)."""
+        self._metrics.observe_pipeline(duration_s, results)
 
 
 def metrics_of(request: Request) -> ServiceMetrics:

@@ -40,6 +40,7 @@ from unified_kg_rag.util.errors import (
     ModelIntegrityError,
 )
 from unified_kg_rag.util.hashing import sha256_file
+from unified_kg_rag.util.telemetry import span
 
 __all__ = ["BUNDLED_MODEL_NAME", "LocalEmbedder", "bundled_model_path"]
 
@@ -147,7 +148,8 @@ class LocalEmbedder:
         """Embed passages (see module docstring for long texts).
 
         Texts are sorted by length, longest first, into batches of ``embeddings.batch_size``
-        (similar lengths pad less); the result is in input order.
+        (similar lengths pad less); the result is in input order. Each batch is a ``ukr.embed``
+        span (`util.telemetry`; attributes ``gen_ai.request.model``, ``ukr.embed.texts``).
 
         Args:
             texts: ``n`` strings; empty or blank strings give zero rows.
@@ -174,7 +176,11 @@ class LocalEmbedder:
             size = self.config.batch_size
             for first in range(0, len(order), size):
                 batch = order[first : first + size]
-                encoded = await asyncio.to_thread(self._encode, model, [pieces[k] for k in batch])
+                with span("ukr.embed", {"gen_ai.operation.name": "embeddings",
+                                        "gen_ai.request.model": self.model_id,
+                                        "ukr.embed.texts": len(batch)}):  # fmt: skip
+                    encoded = await asyncio.to_thread(
+                        self._encode, model, [pieces[k] for k in batch])
                 vectors[batch] = encoded
             out[wanted] = combine_windows(vectors, plan.owners, len(wanted))
         record_usage(

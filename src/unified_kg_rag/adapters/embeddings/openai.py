@@ -40,6 +40,7 @@ from unified_kg_rag.config.models import OpenAIEmbeddingsConfig
 from unified_kg_rag.domain.llm.usage import record_usage
 from unified_kg_rag.domain.models import TokenUsage
 from unified_kg_rag.util.errors import EmbeddingModelError, ModelError
+from unified_kg_rag.util.telemetry import AttributeValue, note_model_error, span
 from unified_kg_rag.util.threads import wait_in_daemon_thread
 
 if TYPE_CHECKING:
@@ -151,11 +152,25 @@ class OpenAIEmbedder:
         return client
 
     async def _create(self, client: AsyncOpenAI, batch: list[str]) -> Any:
-        """Send one request, translating SDK errors."""
-        try:
-            return await client.embeddings.create(**self._params(batch))
-        except Exception as exc:
-            raise self._translate(exc) from exc
+        """Send one request, translating SDK errors, in a ``ukr.embed`` span.
+
+        Span attributes: ``gen_ai.operation.name`` (``embeddings``), ``gen_ai.request.model``,
+        ``ukr.embed.texts``, ``gen_ai.usage.input_tokens`` when the server reports usage; on
+        failure ``error.type`` and ``http.response.status_code``.
+        """
+        attributes: dict[str, AttributeValue | None] = {"gen_ai.operation.name": "embeddings",
+                      "gen_ai.request.model": self.model_id, "ukr.embed.texts": len(batch)}
+        with span("ukr.embed", attributes) as current:
+            try:
+                response = await client.embeddings.create(**self._params(batch))
+            except Exception as exc:
+                error = self._translate(exc)
+                note_model_error(current, error)
+                raise error from exc
+            tokens = getattr(getattr(response, "usage", None), "prompt_tokens", None)
+            if isinstance(tokens, int):
+                current.set_attribute("gen_ai.usage.input_tokens", tokens)
+            return response
 
     def _probe_dimension(self) -> int:
         client = make_sync_client(self.config.base_url, self._api_key, self.config.timeout_s)

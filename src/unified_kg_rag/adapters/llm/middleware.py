@@ -3,17 +3,19 @@
 Each middleware is itself a `ports.ChatModel` wrapping an inner one. `wrap_chat_model` builds
 the stack in this order, outermost first::
 
-    MeteredChatModel                  usage per scope: calls, cache hits, tokens, latency
-    └── QueryDeadlineChatModel        the query's time left (query.deadline_s), when in one
-        └── CachingChatModel          RecordStore namespace ``llm_cache`` (complete only)
-            └── RetryingChatModel     transient ModelError: exponential backoff with jitter
-                └── BoundedChatModel  asyncio.Semaphore(max_concurrency)
-                    └── ReasoningStrippingChatModel   <think>…</think> removed
-                        └── UnicodeRepairingChatModel lone surrogates → U+FFFD, pairs joined
-                            └── the provider's adapter (one HTTP request per call, within
-                                its own deadline_s)
+    TracingChatModel                  an OpenTelemetry span per call (no-op without it)
+    └── MeteredChatModel              usage per scope: calls, cache hits, tokens, latency
+        └── QueryDeadlineChatModel    the query's time left (query.deadline_s), when in one
+            └── CachingChatModel      RecordStore namespace ``llm_cache`` (complete only)
+                └── RetryingChatModel transient ModelError: exponential backoff with jitter
+                    └── BoundedChatModel  asyncio.Semaphore(max_concurrency)
+                        └── ReasoningStrippingChatModel   <think>…</think> removed
+                            └── UnicodeRepairingChatModel lone surrogates → U+FFFD
+                                └── the provider's adapter (one HTTP request per call,
+                                    within its own deadline_s)
 
-Why this order: metering outermost sees every call, including cache hits; the cache sits
+Why this order: the span outermost covers the call as its caller waits for it; metering
+next sees every call, including cache hits; the cache sits
 outside retries so a hit costs no attempt; retries sit outside the concurrency bound so a
 call waiting out its backoff holds no slot (graphrag-llm puts cache outside retry, retry
 outside the rate limiter); the query's deadline sits outside them all, so backoff and slot
@@ -34,6 +36,7 @@ from unified_kg_rag.adapters.llm.metering import MeteredChatModel
 from unified_kg_rag.adapters.llm.query_deadline import QueryDeadlineChatModel
 from unified_kg_rag.adapters.llm.reasoning import ReasoningStrippingChatModel
 from unified_kg_rag.adapters.llm.retrying import RetryingChatModel
+from unified_kg_rag.adapters.llm.tracing import TracingChatModel
 from unified_kg_rag.adapters.llm.unicode_repair import UnicodeRepairingChatModel
 from unified_kg_rag.config.models import LLMConfig
 from unified_kg_rag.ports import ChatModel, RecordStore
@@ -46,6 +49,7 @@ __all__ = [
     "QueryDeadlineChatModel",
     "ReasoningStrippingChatModel",
     "RetryingChatModel",
+    "TracingChatModel",
     "UnicodeRepairingChatModel",
     "cache_key",
     "wrap_chat_model",
@@ -74,4 +78,4 @@ def wrap_chat_model(raw: ChatModel, config: LLMConfig, cache: RecordStore | None
     )
     if cache is not None and config.cache:
         model = CachingChatModel(model, cache)
-    return MeteredChatModel(QueryDeadlineChatModel(model))
+    return TracingChatModel(MeteredChatModel(QueryDeadlineChatModel(model)))

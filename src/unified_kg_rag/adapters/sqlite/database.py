@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import sqlite3
 from collections.abc import Callable
@@ -97,7 +98,10 @@ class SqliteDatabase:
             raise StoreConnectionError(f"SQLite database {self.path} is closed")
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._executor, job)
+            # in the caller's context (as asyncio.to_thread): its log records keep the
+            # query or run id (util.correlation)
+            context = contextvars.copy_context()
+            return await loop.run_in_executor(self._executor, context.run, job)
         except RuntimeError as exc:
             if self._closed:  # the executor was shut down while this call was queued
                 raise StoreConnectionError(f"SQLite database {self.path} is closed") from exc
