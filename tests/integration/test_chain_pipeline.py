@@ -1,6 +1,6 @@
 """`RAGChain` with a staged pipeline as its retrieval step: the guide's worked example, run.
 
-The code of ``docs/guides/_custom_stage_example.md`` (a custom stage and a custom scorer,
+The code of ``docs/guides/pipeline.md`` (a custom stage and a custom scorer,
 registered, then a chain over a real project) is executed as written, on the hand-written
 graph fixture (real SQLite stores, the bundled embedder).
 """
@@ -24,15 +24,18 @@ from unified_kg_rag.util.errors import UsageError
 
 pytestmark = pytest.mark.integration
 
-GUIDE = Path(__file__).parents[2] / "docs" / "guides" / "_custom_stage_example.md"
+GUIDE = Path(__file__).parents[2] / "docs" / "guides" / "pipeline.md"
 QUESTION = "Where was Marie Curie born?"
 TEXT = {unit(d): text for d, text in DOCS.items()}
 
 
 @pytest.fixture(scope="module")
 def example() -> dict[str, Any]:
-    """The guide's first Python block, executed (it registers `brevity` and `semantic_gate`)."""
-    code = re.search(r"```python\n(.*?)```", GUIDE.read_text(encoding="utf-8"), re.S)
+    """The worked example's first Python block, executed (it registers `brevity` and
+    `semantic_gate`)."""
+    guide = GUIDE.read_text(encoding="utf-8")
+    example = guide[guide.index("## Worked example: a custom stage and a custom scorer"):]
+    code = re.search(r"```python\n(.*?)```", example, re.S)
     assert code is not None
     module = types.ModuleType("custom_stage_example")  # dataclasses look their module up
     sys.modules[module.__name__] = module
