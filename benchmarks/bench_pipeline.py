@@ -58,6 +58,7 @@ from benchmarks.bench_strategies import (  # noqa: E402
 
 from unified_kg_rag import RAGChain, build_app, load_dataset  # noqa: E402
 from unified_kg_rag.bootstrap import App  # noqa: E402
+from unified_kg_rag.ingestion.centrality import ensure_entity_pagerank  # noqa: E402
 from unified_kg_rag.config.models import UkrConfig  # noqa: E402
 from unified_kg_rag.config.search import RerankConfig  # noqa: E402
 from unified_kg_rag.domain.index.meta import (  # noqa: E402
@@ -225,6 +226,7 @@ async def measure_arms(
     """
     memo = MemoEmbedder(app.embedder)
     stores = app.index()
+    await ensure_entity_pagerank(stores)  # an index built before PageRank was stored
     components = replace(await app.pipeline_components(), embedder=memo)
     chain = RAGChain(stores, embedder=memo, chat_model=None,
                      budget_tokenizer=app.budget_tokenizer, config=app.config.query)  # fmt: skip

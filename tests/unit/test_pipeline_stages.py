@@ -181,3 +181,36 @@ def test_graph_expansion_scores_by_distance_and_adds_the_nearest_units() -> None
     assert order == ["u1", "e1", "u2", "u3"]  # max_expansion 2: nearest first, then by id
     assert "u5" not in got and "u6" not in got
     assert hop_distances(["A"], [("A", "B"), ("B", "C"), ("X", "Y")]) == {"A": 0, "B": 1, "C": 2}
+
+
+def test_propagated_expansion_weighs_distance_by_the_seed_candidates_relevance() -> None:
+    from tests.fakes import FakeGraphStore
+
+    from unified_kg_rag.domain.models import Entity, Relationship
+    from unified_kg_rag.retrieval.pipeline_stages import GraphExpansionStage, propagated_strength
+
+    # seeds A (cites candidate u1, best signal 0.8) and B (cites u2, 0.4); A - C - D - B
+    def ent(name: str, *units: str) -> Entity:
+        return Entity(id=name, name=name, text_unit_ids=units)
+
+    entities = [ent("A", "u1"), ent("B", "u2"), ent("C", "u3"), ent("D", "u4", "u2")]
+    edges = [("A", "C"), ("C", "D"), ("D", "B")]
+    strength = propagated_strength(["A", "B"], entities, edges, {"u1": 0.8, "u2": 0.4})
+    # C: max(0.8/2, 0.4/3) = 0.4; D: max(0.8/3, 0.4/2) = 0.2667
+    assert strength == pytest.approx({"A": 0.8, "B": 0.4, "C": 0.4, "D": 0.8 / 3})
+
+    async def main() -> dict[str, float]:
+        graph = FakeGraphStore()
+        await graph.upsert_entities(entities)
+        await graph.upsert_relationships([Relationship(id=a + b, source_id=a, target_id=b,
+                                                       weight=1.0) for a, b in edges])
+        stage = GraphExpansionStage(graph, depth=3, propagate=True)
+        out = await stage.execute(StageInput("q", [
+            Candidate("u1", signals={"semantic": 0.8, "lexical": 0.2}),
+            Candidate("u2", signals={"semantic": 0.4})], 5))
+        return {c.id: c.signals["graph"] for c in out.candidates}
+
+    got = asyncio.run(main())
+    # D cites the candidate u2 too, so in the stage D is a seed of strength 0.4 itself
+    # (> 0.8/3 through A): u4, cited by D alone, gets 0.4; u3 gets C's 0.4
+    assert got == pytest.approx({"u1": 0.8, "u2": 0.4, "u3": 0.4, "u4": 0.4})

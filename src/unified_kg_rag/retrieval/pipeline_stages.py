@@ -10,12 +10,12 @@ Source: seed 002 ("Pre-built Stages") and issue #22.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from unified_kg_rag.domain.models import Collection, SearchHit, SearchMode
+from unified_kg_rag.domain.models import Collection, Entity, SearchHit, SearchMode
 from unified_kg_rag.domain.ranking.signals import (
     Scorer,
     access_signal,
@@ -39,6 +39,7 @@ __all__ = [
     "TemporalDecayStage",
     "hop_distances",
     "merge_hits",
+    "propagated_strength",
 ]
 
 _KINDS = {
@@ -340,15 +341,23 @@ class GraphExpansionStage:
         depth: hops walked (≥ 0).
         max_expansion: new candidates added at most.
         max_entities: entities the walk visits at most.
+        propagate: weigh the distance by the relevance of the candidates it starts from: a
+            seed entity carries the best signal so far of the candidate units citing it, an
+            entity ``h`` hops away ``max over seeds of relevance / (1 + h)``, and a unit the
+            best value of the entities citing it (so a unit next to a strong hit outranks
+            one next to a weak hit; without it every unit a candidate's entity cites
+            scores 1).
         name: the stage's name.
 
-    Source: seed 002, "Graph Expansion".
+    Source: seed 002, "Graph Expansion"; ``propagate`` is spreading activation (the
+    relevance-weighted expansion of issue #22's measurements, see the pipeline guide).
     """
 
     graph: GraphStore
     depth: int = 2
     max_expansion: int = 100
     max_entities: int = 200
+    propagate: bool = False
     name: str = "graph"
 
     async def execute(self, stage_input: StageInput) -> StageOutput:
@@ -359,16 +368,51 @@ class GraphExpansionStage:
             return StageOutput(stage_input.candidates, stage_input.context)
         sub = await self.graph.neighbourhood(seeds, hops=self.depth,
                                              max_entities=self.max_entities)  # fmt: skip
-        hops = hop_distances(seeds, [(r.source_id, r.target_id) for r in sub.relationships])
-        nearest: dict[str, int] = {}
-        for entity in sorted(sub.entities, key=lambda e: (hops.get(e.id, self.depth), e.id)):
+        edges = [(r.source_id, r.target_id) for r in sub.relationships]
+        if self.propagate:
+            relevance = {c.id: max(c.signals.values(), default=0.0) for c in units}
+            strength = propagated_strength(seeds, sub.entities, edges, relevance)
+        else:
+            hops = hop_distances(seeds, edges)
+            strength = {e.id: distance_signal(hops.get(e.id, self.depth)) for e in sub.entities}
+        value: dict[str, float] = {}
+        for entity in sub.entities:
             for unit_id in entity.text_unit_ids:
-                nearest.setdefault(unit_id, hops.get(entity.id, self.depth))
+                value[unit_id] = max(value.get(unit_id, 0.0), strength.get(entity.id, 0.0))
         known = {c.id for c in stage_input.candidates}
         for candidate in units:
-            if candidate.id in nearest:
-                candidate.signals["graph"] = distance_signal(nearest[candidate.id])
-        fresh = sorted((d, u) for u, d in nearest.items() if u not in known)
-        added = [Candidate(u, "text_unit", signals={"graph": distance_signal(d)})
-                 for d, u in fresh[: self.max_expansion]]  # fmt: skip
+            if candidate.id in value:
+                candidate.signals["graph"] = value[candidate.id]
+        fresh = sorted((-v, u) for u, v in value.items() if u not in known)
+        added = [Candidate(u, "text_unit", signals={"graph": -v})
+                 for v, u in fresh[: self.max_expansion]]  # fmt: skip
         return StageOutput([*stage_input.candidates, *added], stage_input.context)
+
+
+def propagated_strength(
+    seeds: Sequence[str], entities: Sequence[Entity], edges: Sequence[tuple[str, str]],
+    relevance: Mapping[str, float],
+) -> dict[str, float]:
+    """Return each entity's ``max over seeds s of strength(s) / (1 + hops(s, e))``.
+
+    A seed's strength is the best ``relevance`` of the units it cites (0 when it cites none
+    of them); hops are unweighted and undirected (scipy's ``shortest_path``). Entities no
+    seed reaches are left out.
+    """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+
+    cites = {e.id: e.text_unit_ids for e in entities}
+    seeds = list(dict.fromkeys(seeds))
+    power = np.array([max((relevance.get(u, 0.0) for u in cites.get(s, ())), default=0.0)
+                      for s in seeds])  # fmt: skip
+    nodes = list(dict.fromkeys([*seeds, *cites, *(n for edge in edges for n in edge)]))
+    at = {n: i for i, n in enumerate(nodes)}
+    adjacency = csr_matrix((np.ones(len(edges)), ([at[a] for a, _ in edges],
+                                                  [at[b] for _, b in edges])),
+                           shape=(len(nodes), len(nodes)))  # fmt: skip
+    hops = shortest_path(adjacency, directed=False, unweighted=True,
+                         indices=[at[s] for s in seeds])  # fmt: skip
+    reach = (power[:, None] / (1.0 + hops)).max(axis=0)  # inf hops → 0
+    reached = np.isfinite(hops).any(axis=0)
+    return {n: float(v) for n, v, r in zip(nodes, reach, reached, strict=True) if r}
