@@ -58,7 +58,6 @@ from benchmarks.bench_strategies import (  # noqa: E402
 
 from unified_kg_rag import RAGChain, build_app, load_dataset  # noqa: E402
 from unified_kg_rag.bootstrap import App  # noqa: E402
-from unified_kg_rag.ingestion.centrality import ensure_entity_pagerank  # noqa: E402
 from unified_kg_rag.config.models import UkrConfig  # noqa: E402
 from unified_kg_rag.config.search import RerankConfig  # noqa: E402
 from unified_kg_rag.domain.index.meta import (  # noqa: E402
@@ -70,6 +69,7 @@ from unified_kg_rag.domain.ranking.signals import WeightedScorer  # noqa: E402
 from unified_kg_rag.evaluation.dataset import EvalItem  # noqa: E402
 from unified_kg_rag.evaluation.metrics import percentile, recall_at_k  # noqa: E402
 from unified_kg_rag.evaluation.scoring import document_names  # noqa: E402
+from unified_kg_rag.ingestion.centrality import ensure_entity_pagerank  # noqa: E402
 from unified_kg_rag.retrieval.pipeline import (  # noqa: E402
     Candidate,
     NoCandidatesError,
