@@ -12,8 +12,10 @@ scorer::
 
 Stages and scorers are looked up in `PIPELINE_STAGES` and `PIPELINE_SCORERS`, where a user's
 own register too. The presets ``standard``, ``minimal`` and ``no_rerank`` follow seed 002
-("Using Presets"); their weights are the seed's, not yet measured here. Source: seed 002 and
-issue #22.
+("Using Presets") with the seed's weights; their ``graph`` stage propagates the candidates'
+relevance (`GraphExpansionStage.propagate`), which measured better on MuSiQue than the plain
+distance (``benchmarks/bench_pipeline.py``, the pipeline guide's figures). Source: seed 002
+and issue #22.
 """
 
 from __future__ import annotations
@@ -188,7 +190,8 @@ def _built(make: Callable[[], Any], field: str) -> Any:
 
 _WITHOUT_RERANK: list[dict[str, Any]] = [
     {"stage": "semantic", "limit": 50}, {"stage": "lexical", "limit": 50},
-    {"stage": "hydrate"}, {"stage": "graph", "depth": 2, "max_expansion": 100},
+    {"stage": "hydrate"},
+    {"stage": "graph", "depth": 2, "max_expansion": 100, "propagate": True},
     {"stage": "hydrate", "name": "hydrate_expanded"},
     {"stage": "temporal_decay", "half_life_s": 90 * DAY_S, "floor": 0.1},
 ]  # fmt: skip
