@@ -280,6 +280,7 @@ class App:
 
         Raises:
             UsageError: the name is not a valid index name.
+            ConfigurationError: a module of ``query.pipeline_modules`` failed to import.
             StoreError: the index's records could not be read.
         """
         from unified_kg_rag.retrieval.pipeline_presets import components_of
@@ -288,7 +289,7 @@ class App:
         return await components_of(
             stores, embedder=self.embedder, reranker=self.reranker, settings=self.config.query,
             concept_graphs=self.concept_graphs, warned=self._pipeline_warned,
-            access_log=self.backend.access_log(stores.name),
+            access_log=self.backend.access_log(stores.name), base_dir=self.project_dir,
         )  # fmt: skip
 
     def access_recorder(self, index: str | None = None) -> AccessRecorder:

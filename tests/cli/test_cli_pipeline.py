@@ -72,7 +72,7 @@ def assert_stage_chain(trace: dict[str, Any], names: list[str]) -> None:
 
 @pytest.mark.parametrize(("preset", "stages"), [
     ("minimal", ["semantic", "hydrate"]),
-    ("no_rerank", ["semantic", "lexical", "hydrate", "graph", "hydrate_expanded", "temporal"]),
+    ("no_rerank", ["semantic", "lexical", "hydrate", "graph", "hydrate_expanded", "temporal_decay"]),
 ])  # fmt: skip
 def test_presets_answer_with_the_pipelines_top_results_as_sources(
     preset: str, stages: list[str], project: Path, runner: CliRunner
@@ -106,7 +106,7 @@ def test_standard_reranks_through_the_configured_reranker(
 ) -> None:
     out = ask(runner, project, "--pipeline", "standard")
     assert_stage_chain(out["pipeline"], ["semantic", "lexical", "hydrate", "graph",
-                                         "hydrate_expanded", "temporal", "rerank"])  # fmt: skip
+                                         "hydrate_expanded", "temporal_decay", "rerank"])  # fmt: skip
     assert len(reranker.requests) == 1  # one call for the top 20 (all seven passages)
     raw = {unit(d): fake_score(QUESTION, text) for d, text in DOCS.items()}
     low, high = min(raw.values()), max(raw.values())
@@ -218,3 +218,38 @@ def test_pagerank_and_ppr_stages_run_from_a_definition_over_the_concept_graph(
         expected = 0.5 * s.get("semantic", 0) + 0.3 * s.get("ppr", 0) + 0.2 * s["pagerank"]
         assert r["score"] == pytest.approx(expected)
     assert any(r["signals"]["pagerank"] > 0 for r in results)  # stored at index time
+
+
+def test_a_stage_registered_by_a_pipeline_module_runs_from_the_cli(
+    project: Path, runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plugin = tmp_path / "my_stages.py"
+    plugin.write_text(
+        "from dataclasses import dataclass\n"
+        "from unified_kg_rag.retrieval.pipeline import StageInput, StageOutput\n"
+        "from unified_kg_rag.retrieval.pipeline_presets import PIPELINE_STAGES\n\n"
+        "@dataclass\nclass Constant:\n    value: float = 0.25\n    name: str = 'constant'\n\n"
+        "    async def execute(self, stage_input: StageInput) -> StageOutput:\n"
+        "        for c in stage_input.candidates:\n"
+        "            c.signals['constant'] = self.value\n"
+        "        return StageOutput(stage_input.candidates, stage_input.context)\n\n"
+        "PIPELINE_STAGES.register('constant', lambda c, p: Constant(**p), replace=True)\n",
+        encoding="utf-8")  # fmt: skip
+    spec = tmp_path / "const.yaml"
+    spec.write_text("stages:\n  - {stage: semantic, limit: 3}\n  - {stage: constant, value: 0.5}"
+                    "\nscorer: {kind: weighted, weights: {constant: 1}}\n",
+                    encoding="utf-8")  # fmt: skip
+    monkeypatch.setenv("UKR_QUERY__PIPELINE_MODULES", json.dumps([str(plugin)]))
+    out = ask(runner, project, "--pipeline", str(spec))
+    assert [s["name"] for s in out["pipeline"]["stages"]] == ["semantic", "constant"]
+    assert {r["score"] for r in out["pipeline"]["results"]} == {0.5}
+    monkeypatch.setenv("UKR_QUERY__PIPELINE_MODULES", json.dumps(["no_such_stages_module"]))
+    line = refused(runner, project, "--pipeline", "minimal")
+    assert line.startswith("ConfigurationError: query.pipeline_modules.0: no module "
+                           "'no_such_stages_module'"), line
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise RuntimeError('half written')\n", encoding="utf-8")
+    monkeypatch.setenv("UKR_QUERY__PIPELINE_MODULES", json.dumps([str(broken)]))
+    line = refused(runner, project, "--pipeline", "minimal")
+    assert line == (f"ConfigurationError: query.pipeline_modules.0: importing '{broken}' "
+                    "failed: RuntimeError: half written")

@@ -97,7 +97,7 @@ def test_bench_measures_presets_yaml_pipelines_and_strategies(tmp_path: Path) ->
     assert "unmeasurable" not in rows["standard"]
     assert reranked == 2 * len(items)
     assert list(rows["standard"]["stage_p50_ms"]) == [
-        "semantic", "lexical", "hydrate", "graph", "hydrate_expanded", "temporal", "rerank"]
+        "semantic", "lexical", "hydrate", "graph", "hydrate_expanded", "temporal_decay", "rerank"]
     for name, row in rows.items():
         assert len(row["per_q"][5]) == len(items)
         assert 0.0 <= row["recall@5"] <= row["recall@10"] <= 1.0

@@ -61,7 +61,7 @@ def test_every_preset_runs_and_reports_its_stages() -> None:
     assert got["minimal"][1] == ["semantic", "hydrate"]
     assert got["minimal"][0][0] == "u1"
     assert got["standard"][1] == ["semantic", "lexical", "hydrate", "graph", "hydrate_expanded",
-                                  "temporal", "rerank"]  # fmt: skip
+                                  "temporal_decay", "rerank"]  # fmt: skip
     assert got["no_rerank"][1] == got["standard"][1][:-1]
     # every result of the standard preset is hydrated and carries the graph signal
     standard = got["standard"][2]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -137,3 +138,45 @@ def test_bad_pipelines_are_refused() -> None:
         PipelineBuilder().stage_timeout(0)
     with pytest.raises(ValueError, match="k must be"):
         asyncio.run(Pipeline([Seed({"a": 1})], SCORER).execute("q", k=0))
+
+
+def test_no_candidates_names_the_stage_that_emptied_the_run(caplog: pytest.LogCaptureFixture) -> None:
+    from unified_kg_rag.retrieval.pipeline import Candidate, NoCandidatesError, PipelineBuilder
+
+    @dataclass
+    class Emit:
+        ids: tuple[str, ...]
+        name: str
+
+        async def execute(self, stage_input: StageInput) -> StageOutput:
+            found = [Candidate(i, signals={"semantic": 0.5}) for i in self.ids]
+            return StageOutput([*stage_input.candidates, *found], stage_input.context)
+
+    @dataclass
+    class Drop:
+        name: str = "drop"
+
+        async def execute(self, stage_input: StageInput) -> StageOutput:
+            return StageOutput([], stage_input.context)
+
+    def run(*stages: Any) -> str:
+        builder = PipelineBuilder()
+        for stage in stages:
+            builder.add(stage)
+        pipeline = builder.scoring(WeightedScorer({"semantic": 1.0})).build()
+        with pytest.raises(NoCandidatesError) as caught:
+            asyncio.run(pipeline.execute("q"))
+        return caught.value.stage
+
+    assert run(Emit((), "semantic"), Emit((), "other")) == "semantic"  # the first found none
+    assert run(Emit(("a",), "semantic"), Drop(), Emit((), "late")) == "drop"
+    # a weight naming a signal no stage set (a typo) is one warning per pipeline
+    pipeline = (PipelineBuilder().add(Emit(("a",), "semantic"))
+                .scoring(WeightedScorer({"semantic": 1.0, "access_signal": 1.0, "graph": 1.0}))
+                .build())  # fmt: skip
+    with caplog.at_level("WARNING", logger="unified_kg_rag.retrieval.pipeline"):
+        asyncio.run(pipeline.execute("q"))
+        asyncio.run(pipeline.execute("q"))
+    warned = [r.getMessage() for r in caplog.records if "no stage set" in r.getMessage()]
+    assert len(warned) == 1 and "access_signal" in warned[0] and "graph" not in warned[0].split(
+        "(")[0]

@@ -244,3 +244,10 @@ class QueryConfig(_Section):
         description="Access counts (opt-in): recorded per retrieval for the pipeline's "
         "`access` stage.",
     )
+    pipeline_modules: list[str] = Field(
+        default_factory=list,
+        description="Python modules imported before a staged pipeline is built, so the stages "
+        "and scorers they register (`PIPELINE_STAGES`, `PIPELINE_SCORERS`) can be named in "
+        "`--pipeline FILE.yaml` and the service's `pipeline`: a dotted module name importable "
+        "from `sys.path`, or a `.py` file (relative to the project folder).",
+    )

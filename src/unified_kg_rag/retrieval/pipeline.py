@@ -52,6 +52,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+BUILT_IN_SIGNALS = frozenset({"semantic", "lexical", "graph", "temporal", "pagerank", "ppr",
+                              "access", "rerank"})  # fmt: skip
+"""The signals the registered stages set (seed 002's and ``lexical``, ``ppr``)."""
+
 
 @dataclass
 class Candidate:
@@ -202,6 +206,7 @@ class Pipeline:
         self.scorer = scorer
         self.stage_timeout_s = stage_timeout_s
         self.observers = list(observers)
+        self._weights_checked = False
 
     async def execute(
         self,
@@ -232,12 +237,16 @@ class Pipeline:
         timings: list[StageTiming] = []
         with span("ukr.pipeline", {"ukr.pipeline.stages": [s.name for s in self.stages],
                                    "ukr.pipeline.k": k}) as run_span:  # fmt: skip
+            emptied = self.stages[-1].name  # the last stage that left no candidate
             for stage in self.stages:
                 stage_input = StageInput(query, candidates, k, dict(filters or {}), context)
                 output = await self._observed(stage, stage_input, timings)
+                if not output.candidates and (candidates or not timings[:-1]):
+                    emptied = stage.name
                 candidates, context = output.candidates, output.context
             if not candidates:
-                raise NoCandidatesError(self.stages[-1].name, "no candidate is left")
+                raise NoCandidatesError(emptied, "no candidate is left")
+            self._check_weights(candidates)
             with span("ukr.pipeline.scoring", {"ukr.pipeline.candidates": len(candidates)}):
                 scored = [PipelineResult(c, self.scorer.score(c.signals), dict(c.signals))
                           for c in candidates]  # fmt: skip
@@ -252,6 +261,24 @@ class Pipeline:
             except Exception as exc:  # an observer never fails a run
                 logger.warning("pipeline observer %s failed: %s", type(observer).__name__, exc)
         return run
+
+    def _check_weights(self, candidates: Sequence[Candidate]) -> None:
+        """Warn once per pipeline about weights naming a signal no candidate carries.
+
+        The built-in signals are left out (a ``graph`` weight on a run where no entity cites
+        a candidate is no mistake); another name is likely a typo (``access_signal``).
+        """
+        weights = getattr(self.scorer, "weights", None)
+        if self._weights_checked or not isinstance(weights, Mapping):
+            return
+        self._weights_checked = True
+        carried = {name for c in candidates for name in c.signals}
+        unset = sorted(str(name) for name in weights if name not in carried
+                       and name not in BUILT_IN_SIGNALS)  # fmt: skip
+        if unset:
+            logger.warning("pipeline: the scorer weighs signal(s) %s that no stage set on any "
+                           "candidate (signals set: %s); check the names in `weights`",
+                           ", ".join(unset), ", ".join(sorted(carried)) or "none")  # fmt: skip
 
     async def _observed(
         self, stage: Stage, stage_input: StageInput, timings: list[StageTiming]

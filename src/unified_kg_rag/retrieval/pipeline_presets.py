@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from unified_kg_rag.config.query import QueryConfig
@@ -234,15 +235,20 @@ def preset_pipeline(name: str, components: PipelineComponents) -> Pipeline:
 async def components_of(
     stores: IndexStores, *, embedder: Embedder, reranker: Reranker | None,
     settings: QueryConfig, concept_graphs: BuildCache[LoadedConceptGraph],
-    warned: set[str], access_log: AccessLog | None = None,
+    warned: set[str], access_log: AccessLog | None = None, base_dir: Path | None = None,
 ) -> PipelineComponents:
     """Return the components of the index ``stores`` (`App.pipeline_components`).
+
+    The modules of ``settings.pipeline_modules`` are imported first (once per process;
+    `retrieval.pipeline_plugins`), a ``.py`` file relative to ``base_dir`` (the project
+    folder; None: the current directory), so the stages and scorers they register exist.
 
     The graph store is given only when the index holds an entity graph (a ``graph`` stage on
     another index is refused, saying what to build); ``reranker`` is None when
     ``query.rerank.kind`` is not configured (``rerank`` is then refused).
 
     Raises:
+        ConfigurationError: a module of ``query.pipeline_modules`` failed to import.
         StoreError: the index's records could not be read.
     """
     from unified_kg_rag.domain.index.meta import (
@@ -252,6 +258,9 @@ async def components_of(
     )
     from unified_kg_rag.domain.index.methodologies import builds_artifact
 
+    from .pipeline_plugins import load_pipeline_modules
+
+    load_pipeline_modules(settings.pipeline_modules, base_dir or Path.cwd())
     held = parse_methodologies(await stores.records.get(INDEX_NAMESPACE, METHODOLOGIES_KEY))
     return PipelineComponents(
         index=stores.search, embedder=embedder, reranker=reranker,

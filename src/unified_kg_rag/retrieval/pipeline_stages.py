@@ -189,7 +189,7 @@ class TemporalDecayStage:
     timestamp_field: str = "timestamp"
     missing: float = 0.0
     now_s: float | None = None
-    name: str = "temporal"
+    name: str = "temporal_decay"
     fallback: UnitTimeSource | None = None
 
     def __post_init__(self) -> None:
