@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -200,8 +201,18 @@ class Pipeline:
         if not stages:
             raise ValueError("a pipeline needs at least one stage")
         names = [s.name for s in stages]
+        for name in names:
+            if not isinstance(name, str) or not name.strip() or not name.isprintable():
+                raise ValueError(f"a stage name must be printable text, got {name!r}")
         if len(set(names)) != len(names):
-            raise ValueError(f"stage names must be distinct, got {names}")
+            raise ValueError(f"stage names must be distinct (give a second use its own "
+                             f"`name`), got {names}")  # fmt: skip
+        if stage_timeout_s is not None and (
+            isinstance(stage_timeout_s, bool) or not isinstance(stage_timeout_s, int | float)
+            or not math.isfinite(stage_timeout_s) or stage_timeout_s <= 0
+        ):
+            raise ValueError(f"stage_timeout_s must be a positive number of seconds, "
+                             f"got {stage_timeout_s!r}")  # fmt: skip
         self.stages = list(stages)
         self.scorer = scorer
         self.stage_timeout_s = stage_timeout_s
@@ -229,8 +240,8 @@ class Pipeline:
             PipelineError: a stage failed (a subclass for connection failures, rate limits
                 and timeouts), or `NoCandidatesError` when no candidate is left.
         """
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be a whole number >= 1, got {k!r}")
         started = time.perf_counter()
         candidates: list[Candidate] = []
         context: dict[str, Any] = {}
@@ -308,16 +319,22 @@ class Pipeline:
         return output
 
     async def _run(self, stage: Stage, stage_input: StageInput) -> StageOutput:
-        """Run one stage under the timeout; wrap its errors with its name."""
+        """Run one stage under the timeout; wrap its errors with its name.
+
+        Any error of the stage's own (a bug in a custom stage, a wrong return value) is a
+        `PipelineError` naming it too; a `TimeoutError` the stage raises itself (an HTTP
+        client's) is not mistaken for the stage timeout.
+        """
         try:
-            if self.stage_timeout_s is None:
-                return await stage.execute(stage_input)
-            return await asyncio.wait_for(stage.execute(stage_input), self.stage_timeout_s)
+            async with asyncio.timeout(self.stage_timeout_s) as limit:
+                output = await stage.execute(stage_input)
         except PipelineError:
             raise
         except TimeoutError as exc:
-            raise StageTimeoutError(
-                stage.name, f"ran past {self.stage_timeout_s} s") from exc
+            if limit.expired():
+                raise StageTimeoutError(
+                    stage.name, f"ran past {self.stage_timeout_s} s") from exc
+            raise PipelineError(stage.name, f"TimeoutError: {exc}") from exc
         except ModelError as exc:
             if exc.status_code == 429:
                 raise RateLimitedError(stage.name, str(exc)) from exc
@@ -326,6 +343,12 @@ class Pipeline:
             raise StageConnectionError(stage.name, str(exc)) from exc
         except UkrError as exc:
             raise PipelineError(stage.name, str(exc)) from exc
+        except Exception as exc:
+            raise PipelineError(stage.name, f"{type(exc).__name__}: {exc}") from exc
+        if not isinstance(output, StageOutput):
+            raise PipelineError(stage.name, f"returned {type(output).__name__}, not a "
+                                "StageOutput")  # fmt: skip
+        return output
 
 
 class PipelineBuilder:

@@ -109,10 +109,12 @@ class PageRankStage:
         if self.index not in self.warned:
             self.warned.add(self.index)
             logger.warning(
-                "index %r has no stored PageRank of its %s graph (built before PageRank was "
-                "stored, or it holds none): the pagerank stage scores every candidate %s; "
-                "re-run `ukr index` to compute it", self.index,
-                "entity or concept" if self.graph == "auto" else self.graph[:-1], self.default,
+                "index %r has no stored PageRank of an %s graph: the pagerank stage scores "
+                "every candidate %s. If the index holds that graph (entities: a graphrag, "
+                "lightrag or hipporag methodology; concepts: lazy), it was built before "
+                "PageRank was stored: re-run `ukr index` to compute it", self.index,
+                {"auto": "entity or concept", "entities": "entity", "concepts": "concept"}[
+                    self.graph], self.default,
             )  # fmt: skip
         return None, 0.0
 

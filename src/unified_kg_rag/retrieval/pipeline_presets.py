@@ -8,7 +8,7 @@ scorer::
       - {stage: hydrate}
       - {stage: graph, depth: 2, max_expansion: 100}
     scorer: {kind: weighted, weights: {semantic: 0.6, graph: 0.4}}
-    stage_timeout_s: 5
+    stage_timeout_s: 30
 
 Stages and scorers are looked up in `PIPELINE_STAGES` and `PIPELINE_SCORERS`, where a user's
 own register too. The presets ``standard``, ``minimal`` and ``no_rerank`` follow seed 002
@@ -20,6 +20,7 @@ and issue #22.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -58,6 +59,8 @@ __all__ = [
 ]
 
 DAY_S = 86_400.0
+MAX_STAGES = 32
+"""The most stages a definition lists (a service client's definition is bounded)."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,9 @@ def pipeline_from_spec(spec: Mapping[str, Any], components: PipelineComponents) 
     stages_spec = spec.get("stages")
     if not isinstance(stages_spec, list) or not stages_spec:
         raise ConfigurationError("a pipeline lists at least one stage", field="stages")
+    if len(stages_spec) > MAX_STAGES:
+        raise ConfigurationError(f"a pipeline lists at most {MAX_STAGES} stages, got "
+                                 f"{len(stages_spec)}", field="stages")  # fmt: skip
     unknown = set(spec) - {"stages", "scorer", "stage_timeout_s"}
     if unknown:
         raise ConfigurationError(f"unknown key(s) {', '.join(sorted(unknown))}",
@@ -170,6 +176,10 @@ def pipeline_from_spec(spec: Mapping[str, Any], components: PipelineComponents) 
     scorer_factory = PIPELINE_SCORERS.get(str(scorer_spec.get("kind", "weighted")))
     scorer = _built(lambda: scorer_factory(scorer_params), "scorer")
     timeout = spec.get("stage_timeout_s")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
+                                or not math.isfinite(timeout) or timeout <= 0):  # fmt: skip
+        raise ConfigurationError(f"must be a positive number of seconds, got {timeout!r}",
+                                 field="stage_timeout_s")  # fmt: skip
     pipeline: Pipeline = _built(partial(Pipeline, stages, scorer, stage_timeout_s=timeout,
                                         observers=components.observers), "pipeline")  # fmt: skip
     return pipeline
@@ -182,11 +192,15 @@ def _built(make: Callable[[], Any], field: str) -> Any:
     except ConfigurationError as exc:
         raise ConfigurationError(exc.message, field=field) from None
     except (TypeError, ValueError) as exc:
-        unknown = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+        unknown = re.search(r"unexpected keyword argument '(\w+)'|multiple values for "
+                            r"(?:keyword )?argument '(\w+)'", str(exc))  # fmt: skip
         if unknown is not None:  # a parameter the stage or scorer does not take
-            raise ConfigurationError(f"unknown parameter {unknown[1]!r}",
-                                     field=f"{field}.{unknown[1]}") from None  # fmt: skip
+            name = unknown[1] or unknown[2]
+            raise ConfigurationError(f"unknown parameter {name!r}",
+                                     field=f"{field}.{name}") from None  # fmt: skip
         raise ConfigurationError(str(exc), field=field) from None
+    except Exception as exc:  # a user's factory failing: name it, one line
+        raise ConfigurationError(f"{type(exc).__name__}: {exc}", field=field) from None
 
 
 _WITHOUT_RERANK: list[dict[str, Any]] = [

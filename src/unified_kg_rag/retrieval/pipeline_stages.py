@@ -9,6 +9,7 @@ Source: seed 002 ("Pre-built Stages") and issue #22.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -72,6 +73,23 @@ def merge_hits(
     return merged
 
 
+def _whole(name: str, value: object, least: int) -> None:
+    """Refuse a count parameter that is not a whole number ≥ ``least``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{name} must be a whole number >= {least}, got {value!r}")
+
+
+def _collection(value: Collection | str) -> Collection:
+    """Return the collection ``value`` names (a definition gives its name as text)."""
+    if isinstance(value, Collection):
+        return value
+    try:
+        return Collection(value)
+    except ValueError:
+        names = ", ".join(c.value for c in Collection)
+        raise ValueError(f"collection must be one of {names}, got {value!r}") from None
+
+
 @dataclass
 class SemanticStage:
     """Vector search: adds up to ``limit`` items with signal ``semantic`` = cosine in 0..1.
@@ -91,6 +109,12 @@ class SemanticStage:
     min_score: float = 0.0
     collection: Collection = Collection.TEXT_UNITS
     name: str = "semantic"
+
+    def __post_init__(self) -> None:
+        _whole("limit", self.limit, 1)
+        if not math.isfinite(self.min_score):
+            raise ValueError(f"min_score must be a finite number, got {self.min_score}")
+        self.collection = _collection(self.collection)
 
     async def execute(self, stage_input: StageInput) -> StageOutput:
         """Embed the query, search, merge the hits (metadata filters of the run applied)."""
@@ -122,6 +146,10 @@ class LexicalStage:
     collection: Collection = Collection.TEXT_UNITS
     name: str = "lexical"
 
+    def __post_init__(self) -> None:
+        _whole("limit", self.limit, 1)
+        self.collection = _collection(self.collection)
+
     async def execute(self, stage_input: StageInput) -> StageOutput:
         """Search the query's terms, merge the hits with max-normalised scores."""
         hits = await self.index.search(
@@ -147,6 +175,9 @@ class HydrateStage:
     index: SearchIndex
     collection: Collection = Collection.TEXT_UNITS
     name: str = "hydrate"
+
+    def __post_init__(self) -> None:
+        self.collection = _collection(self.collection)
 
     async def execute(self, stage_input: StageInput) -> StageOutput:
         """Fetch the missing records in one call; keep every candidate's signals."""
@@ -196,6 +227,8 @@ class TemporalDecayStage:
         temporal_decay(0.0, self.half_life_s, self.floor)  # checks the settings
         if not 0.0 <= self.missing <= 1.0:
             raise ValueError(f"missing must be within 0..1, got {self.missing}")
+        if self.now_s is not None and not math.isfinite(self.now_s):
+            raise ValueError(f"now_s must be a finite time in epoch seconds, got {self.now_s}")
 
     async def execute(self, stage_input: StageInput) -> StageOutput:
         """Score every candidate's recency; none is added or dropped."""
@@ -232,6 +265,9 @@ class AccessStage:
     cap: int = 1000
     name: str = "access"
     log: AccessLog | None = None
+
+    def __post_init__(self) -> None:
+        _whole("cap", self.cap, 1)
 
     async def execute(self, stage_input: StageInput) -> StageOutput:
         """Score every candidate by its count over the run's highest; none is dropped."""
@@ -287,6 +323,9 @@ class RerankStage:
     top_k: int = 20
     order_by: Scorer | None = None
     name: str = "rerank"
+
+    def __post_init__(self) -> None:
+        _whole("top_k", self.top_k, 1)
 
     async def execute(self, stage_input: StageInput) -> StageOutput:
         """Rerank the best ``top_k`` candidates with a text in one reranker call."""
@@ -359,6 +398,11 @@ class GraphExpansionStage:
     max_entities: int = 200
     propagate: bool = False
     name: str = "graph"
+
+    def __post_init__(self) -> None:
+        _whole("depth", self.depth, 0)
+        _whole("max_expansion", self.max_expansion, 0)
+        _whole("max_entities", self.max_entities, 1)
 
     async def execute(self, stage_input: StageInput) -> StageOutput:
         """Walk the entity graph from the candidates' entities; score and add text units."""

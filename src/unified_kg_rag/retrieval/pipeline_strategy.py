@@ -25,6 +25,7 @@ from typing import Any
 
 from unified_kg_rag.domain.models import Collection, SearchHit
 from unified_kg_rag.domain.ranking.trace import PipelineTrace, StageFigures, TracedResult
+from unified_kg_rag.ports import LoadsModel
 from unified_kg_rag.retrieval.models import RAGInput
 from unified_kg_rag.retrieval.pipeline import (
     NoCandidatesError,
@@ -97,6 +98,8 @@ class PipelineStrategy:
         """
         cfg = ctx.config
         k = max(cfg.top_k, cfg.candidate_k) if ctx.filters else cfg.top_k
+        if isinstance(ctx.embedder, LoadsModel):  # a cold model's load is not a stage's time
+            await ctx.embedder.load()
         try:
             run = await self.pipeline.execute(ctx.question, k, filters=ctx.filters or None)
         except NoCandidatesError:  # nothing found: the chain answers "cannot answer"
@@ -184,7 +187,8 @@ def choose_pipeline(
         return PipelineStrategy(
             _built(PRESETS[choice], components, source=f"{field} {choice}"), choice)
     path = Path(choice)
-    looks_like_file = path.suffix.lower() in (".yaml", ".yml") or path.exists()
+    looks_like_file = bool(choice.strip()) and (
+        path.suffix.lower() in (".yaml", ".yml") or path.exists())
     if not files or not looks_like_file:
         known = ", ".join(sorted(PRESETS))
         also = "; or a FILE.yaml pipeline definition" if files else (

@@ -15,8 +15,9 @@ one), as ``api.state.metrics``; `metrics_of` returns it to a route. What it show
   ``ukr_pipeline_duration_seconds`` and ``ukr_pipeline_results`` (histograms): every staged
   pipeline run (`retrieval.pipeline`) inside a request, heard by
   `ServiceMetrics.pipeline_observer` (a `retrieval.pipeline_observers.PipelineObserver` the
-  access middleware registers around each request); a stage name outside ``[a-z0-9_]{1,48}``
-  is counted as ``other``;
+  access middleware registers around each request); a stage name outside ``[a-z0-9_]{1,48}``,
+  or new after `MAX_STAGE_LABELS` names were seen (clients name stages), is counted as
+  ``other``;
 - ``ukr_job_done{index,kind}``, ``ukr_job_total{index,kind}`` and
   ``ukr_job_state{index,kind,state}`` (1 for the current state, 0 for the others): the
   job code reports them with `ServiceMetrics.job_progress` and `ServiceMetrics.job_state`;
@@ -75,6 +76,8 @@ ITEM_KINDS = ("documents", "text_units", "entities", "relationships", "communiti
 
 _STAGE = re.compile(r"[a-z_]{1,32}")
 _PIPELINE_STAGE = re.compile(r"[a-z0-9_]{1,48}")
+MAX_STAGE_LABELS = 64
+"""Distinct pipeline stage names given their own series; later new names count as ``other``."""
 _CANDIDATE_BUCKETS = (0, 1, 5, 10, 20, 50, 100, 200, 500, 1000, 5000)
 _QUERY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 _MIN_REFRESH_GAP_S = 1.0
@@ -113,6 +116,7 @@ class ServiceMetrics:
         """Create the metrics in a fresh registry."""
         self.registry = CollectorRegistry()
         self.refresh_s = refresh_s
+        self._stage_labels: set[str] = set()
         labels = ["method", "route", "status"]
         self._requests = Counter("ukr_http_requests", "HTTP requests answered.", labels,
                                  registry=self.registry)  # fmt: skip
@@ -172,6 +176,11 @@ class ServiceMetrics:
     def observe_stage(self, timing: StageTiming) -> None:
         """Record one pipeline stage: duration (seconds) and candidates in and out."""
         stage = timing.name if _PIPELINE_STAGE.fullmatch(timing.name) else "other"
+        if stage not in self._stage_labels:  # clients name stages: bound the series
+            if len(self._stage_labels) >= MAX_STAGE_LABELS:
+                stage = "other"
+            else:
+                self._stage_labels.add(stage)
         self._pipeline_stage.labels(stage).observe(timing.duration_s)
         self._pipeline_candidates.labels(stage, "in").observe(timing.candidates_in)
         self._pipeline_candidates.labels(stage, "out").observe(timing.candidates_out)

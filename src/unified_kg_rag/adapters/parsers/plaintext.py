@@ -85,7 +85,7 @@ def front_matter_dates(text: str) -> dict[str, MetadataValue]:
 
     try:
         values = yaml.safe_load(match.group(1))
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError):  # 2024-13-45: ValueError
         return {}
     if not isinstance(values, dict):
         return {}

@@ -54,12 +54,18 @@ class WeightedScorer:
     weights: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.weights, Mapping):
+            raise ValueError(f"weights must map signal names to numbers, got {self.weights!r}")
         for name, weight in self.weights.items():
+            if isinstance(weight, bool) or not isinstance(weight, int | float):
+                raise ValueError(f"weight of signal {name!r} must be a number, got {weight!r}")
             if not math.isfinite(weight) or weight < 0:
                 raise ValueError(f"weight of signal {name!r} must be finite and >= 0, "
                                  f"got {weight}")  # fmt: skip
         if not any(self.weights.values()):
             raise ValueError("at least one signal weight must be positive")
+        if not math.isfinite(sum(self.weights.values())):
+            raise ValueError("the weights' sum must be finite (scale them down)")
 
     def score(self, signals: Mapping[str, float]) -> float:
         """Return Σ weight × signal over the weighted signals (missing ones count 0)."""
