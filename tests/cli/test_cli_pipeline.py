@@ -173,7 +173,7 @@ def test_components_the_index_lacks_say_what_to_configure(
     ("stages: [{stage: vector}]", "stages.0.stage: unknown pipeline stage 'vector'; "
      "registered: access, "),
     ("stages: [{stage: semantic, limt: 5}]", "stages.0.limt: unknown parameter 'limt'"),
-    ("stages: [{stage: semantic, limit: ten}]", "stages.0.limit: expected int, got 'ten'"),
+    ("stages: [{stage: semantic, limit: ten}]", "stages.0: limit must be a whole number >= 1, got 'ten'"),
     ("stages: [{stage: semantic}]\nscorer: {kind: weighted, weights: {semantic: -1}}",
      "scorer: weight of signal 'semantic' must be finite and >= 0, got -1"),
     ("stages: [{stage: semantic}, {stage: rerank}]", "stages.1: stage 'rerank' needs a "
