@@ -7,12 +7,12 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response, StreamingResponse
 from fastapi.sse import format_sse_event
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from unified_kg_rag.domain.models import MetadataValue, RAGOutput, SearchMode
 from unified_kg_rag.retrieval.chain import PriorTurn, RAGInput
@@ -50,6 +50,18 @@ class PipelineDefinition(BaseModel):
     stage_timeout_s: float | None = Field(default=None, gt=0)
 
 
+def _pipeline_kind(value: object) -> str:
+    """Which branch a ``pipeline`` value is validated as (so a 422 names the right one)."""
+    return "preset" if isinstance(value, str) else "definition"
+
+
+PipelineChoice = Annotated[
+    Annotated[str, Tag("preset")] | Annotated[PipelineDefinition, Tag("definition")],
+    Discriminator(_pipeline_kind),
+]
+"""A preset name, or an inline definition; errors name ``pipeline.definition.<field>``."""
+
+
 class QueryRequest(BaseModel):
     """The body of ``POST /v1/query``: what ``ukr query`` takes as arguments and options.
 
@@ -79,7 +91,7 @@ class QueryRequest(BaseModel):
     question: str
     index: str | None = None
     strategy: str | None = None
-    pipeline: str | PipelineDefinition | None = None
+    pipeline: PipelineChoice | None = None
     filters: dict[str, MetadataValue | list[MetadataValue]] = Field(default_factory=dict)
     top_k: int | None = Field(default=None, ge=1)
     mode: SearchMode | None = None
