@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from tests.stages.test_graph_build import DOCS, reply, write_docs
+from tests.support.index_compare import clockless
 from tests.support.openai_server import FakeOpenAIServer
 from unified_kg_rag.adapters.registry import EMBEDDERS
 from unified_kg_rag.bootstrap import App, build_app
@@ -85,12 +86,13 @@ async def _delete(app: App, embedder: Embedder, targets: Sequence[str], *,
 
 
 def _snapshot(db: str, index: str = "default") -> dict[str, Any]:
-    """Everything the index holds, read by SQL (vectors as their float32 bytes)."""
+    """Everything the index holds, read by SQL (vectors as their float32 bytes; a unit's file
+    modification time compared as present, `tests.support.index_compare.clockless`)."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         q = con.execute
         out: dict[str, Any] = {
-            "search": {(c, i): (t, json.loads(f)) for c, i, t, f in q(
+            "search": {(c, i): (t, clockless(json.loads(f))) for c, i, t, f in q(
                 "SELECT collection, id, text, fields FROM search_records WHERE index_name = ?",
                 (index,))},
             "vectors": {(c, i): bytes(v) for c, i, v in q(

@@ -45,7 +45,7 @@ def snapshot(db: str, index: str = "default") -> dict[str, Any]:
     try:
         q = con.execute
         out: dict[str, Any] = {
-            "search": {(c, i): (t, _clockless(json.loads(f))) for c, i, t, f in q(
+            "search": {(c, i): (t, clockless(json.loads(f))) for c, i, t, f in q(
                 "SELECT collection, id, text, fields FROM search_records WHERE index_name = ?",
                 (index,))},
             "vectors": {(c, i): np.frombuffer(bytes(v), dtype=np.float32) for c, i, v in q(
@@ -72,7 +72,7 @@ def snapshot(db: str, index: str = "default") -> dict[str, Any]:
         con.close()
 
 
-def _clockless(fields: dict[str, Any]) -> dict[str, Any]:
+def clockless(fields: dict[str, Any]) -> dict[str, Any]:
     """``fields`` with a file modification time replaced by a marker (see the docstring)."""
     if fields.get("timestamp_source") == "modified" and "timestamp" in fields:
         return {**fields, "timestamp": "<file mtime>"}

@@ -143,8 +143,18 @@ def test_text_format_is_unchanged(lines: io.StringIO) -> None:
     assert buffer.getvalue() == "INFO unified_kg_rag.tests.log_format: plain\n"
 
 
-def test_uvicorn_colour_copies_are_left_out(lines: io.StringIO) -> None:
+def test_uvicorn_colour_copies_are_left_out(
+    lines: io.StringIO, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a service test earlier in the run may have let uvicorn configure its loggers (its own
+    # handler, no propagation); `ukr serve --log-json` hands them to the root as here
+    for name in ("uvicorn", "uvicorn.error"):
+        configured = logging.getLogger(name)
+        monkeypatch.setattr(configured, "propagate", True)
+        monkeypatch.setattr(configured, "disabled", False)
+        monkeypatch.setattr(configured, "handlers", [])
+        monkeypatch.setattr(configured, "level", logging.NOTSET)
     logging.getLogger("uvicorn.error").warning("Started server process [%d]", 7,
-                                               extra={"color_message": "\x1b[36m%d\x1b[0m"})
+                          extra={"color_message": "\x1b[36m%d\x1b[0m"})
     (line,) = records(lines)
     assert line["message"] == "Started server process [7]" and "color_message" not in line

@@ -25,6 +25,13 @@ __all__ = ["TracingChatModel"]
 class TracingChatModel(ChatModelLayer):
     """Wraps each call in a span (module docstring); calls and errors pass unchanged."""
 
+    def _name(self) -> str:
+        """The model's id for the span (a stand-in model without one is named by its class)."""
+        try:
+            return self.model_id
+        except AttributeError:
+            return type(self.inner).__name__
+
     async def complete(
         self,
         messages: Sequence[Message],
@@ -35,7 +42,7 @@ class TracingChatModel(ChatModelLayer):
         json_schema: Mapping[str, object] | None = None,
     ) -> Completion:
         """Call the inner model inside a ``ukr.llm.complete`` span."""
-        attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": self.model_id,
+        attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": self._name(),
                       "gen_ai.request.max_tokens": max_tokens}  # fmt: skip
         with span("ukr.llm.complete", attributes) as current:
             try:
@@ -63,7 +70,7 @@ class TracingChatModel(ChatModelLayer):
         stop: Sequence[str] | None = None,
     ) -> AsyncIterator[str]:
         """Pass the stream through inside a ``ukr.llm.stream`` span (``ukr.llm.chunks``)."""
-        attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": self.model_id,
+        attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": self._name(),
                       "gen_ai.request.max_tokens": max_tokens}  # fmt: skip
         with span("ukr.llm.stream", attributes) as current:
             chunks = 0
