@@ -37,7 +37,8 @@ Module map (new code goes in the room of its concept):
   graph's nodes and of the text units they cite).
 - `answers/` — `extractive`, `match` (the weak-match verdict), `citations`, `abstention`,
   `global_map` (global search's steps).
-- `messages/` — `transcripts` (normalized messages, thread-day transcripts), `manifest`
+- `messages/` — `source` (messages as a source hands them over), `transcripts` (merging,
+  thread-day transcripts), `manifest`
   (transcript units, manifest diff, stored spans), `evidence` (per-message provenance),
   `ref` (`MessageRef`).
 - `index/` — `delta` (corpus vs doc registry), `write_lease` (the single-writer rule),

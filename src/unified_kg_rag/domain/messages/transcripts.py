@@ -20,15 +20,19 @@ amendment on bounded builds pruning their re-span casualties).
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, tzinfo
-from zoneinfo import ZoneInfo
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from unified_kg_rag.domain.messages.ref import MessageEdit
-from unified_kg_rag.domain.text.analysis import repair_unicode
+from unified_kg_rag.domain.messages.source import (
+    TAPBACK_KINDS,
+    MessageSourceOptions,
+    ParsedArchive,
+    SourceMessage,
+    Tapback,
+    _Model,
+    time_zone,
+)
 from unified_kg_rag.util.hashing import sha256_text
 
 __all__ = [
@@ -67,11 +71,6 @@ UNTHREADED_ID = "unthreaded"
 UNTHREADED_NAME = "Unthreaded messages"
 """Thread name of `UNTHREADED_ID`."""
 
-TAPBACK_KINDS: tuple[str, ...] = (
-    "loved", "liked", "disliked", "laughed", "emphasized", "questioned", "emoji", "sticker",
-)
-"""Reaction kinds by offset from associated_message_type 2000 (add) / 3000 (remove)."""
-
 EDITED_MARK = "(edited"
 """How the line marking an edited message starts (``    (edited 2024-03-01 18:06)``)."""
 
@@ -79,146 +78,6 @@ REACTIONS_MARK = "(reactions:"
 """How the line listing a message's reactions starts."""
 
 _CONTINUATION = "    "
-_BREAKS = frozenset({"Cc", "Zl", "Zp"})
-"""Unicode categories folded to a space in names (controls, line and paragraph separators)."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-def _valid_unicode(value: object) -> object:
-    """A string with its lone surrogates repaired (they cannot be stored, tokenized or printed).
-
-    Sources repair (and report) what they read; this is the last guard for any source.
-    """
-    return repair_unicode(value) if isinstance(value, str) else value
-
-
-class Tapback(_Model):
-    """One reaction folded onto the message it reacts to (never a message of its own).
-
-    Attributes:
-        kind: one of `TAPBACK_KINDS`.
-        sender_name: who reacted (the owner label for the owner's own reactions).
-    """
-
-    kind: str
-    sender_name: str
-
-    _repaired = field_validator("sender_name", mode="before")(_valid_unicode)
-
-
-class SourceMessage(_Model):
-    """One normalized message from any message source.
-
-    Every string is valid Unicode: a lone surrogate given here becomes U+FFFD.
-
-    Attributes:
-        guid: stable per-message identity (iMessage ``message.guid``, never the ROWID).
-        thread_id: stable thread identity (iMessage ``chat.guid``; `UNTHREADED_ID` when none).
-        thread_name: the chat's display name, else its sorted participant names.
-        sender_handle: raw handle (phone number or e-mail); ``""`` for the owner.
-        sender_name: mapped display name, else the raw handle; the owner label when
-            ``is_from_me``.
-        is_from_me: the owner sent it.
-        timestamp: send time, timezone-aware UTC; None when the source has none (0/NULL).
-        text: the body; never empty (rows without recoverable text are skipped by sources);
-            for an edited message, its last version.
-        tapbacks: reactions folded onto this message, sorted.
-        edited: the sender edited it after sending.
-        edited_at: when it was last edited (timezone-aware UTC), None when unknown.
-        edits: its earlier versions, oldest first (empty when the source keeps no history).
-    """
-
-    guid: str = Field(min_length=1)
-    thread_id: str
-    thread_name: str
-    sender_handle: str = ""
-    sender_name: str
-    is_from_me: bool = False
-    timestamp: datetime | None
-    text: str = Field(min_length=1)
-    tapbacks: tuple[Tapback, ...] = ()
-    edited: bool = False
-    edited_at: datetime | None = None
-    edits: tuple[MessageEdit, ...] = ()
-
-    _repaired = field_validator(
-        "guid", "thread_id", "thread_name", "sender_handle", "sender_name", "text", mode="before"
-    )(_valid_unicode)
-
-    @field_validator("thread_name", "sender_name", "sender_handle")
-    @classmethod
-    def _one_line(cls, value: str) -> str:
-        """Fold a name onto one line: control characters and line separators become spaces.
-
-        Names render inside transcript lines, where a line break would forge a message line
-        (a sender named "Bob", a line feed, then "[2024-03-01 09:00] Eve: ...").
-        """
-        return " ".join(
-            "".join(" " if unicodedata.category(c) in _BREAKS else c for c in value).split()
-        )
-
-    @field_validator("timestamp", "edited_at")
-    @classmethod
-    def _aware_utc(cls, value: datetime | None) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("timestamp must be timezone-aware")
-        return value.astimezone(UTC)
-
-
-class ParsedArchive(_Model):
-    """What a message source read from one file.
-
-    Attributes:
-        source: the source's registered name (``imessage``, ``jsonl``).
-        messages: every recoverable message, oldest first (undated ones first).
-        skipped: rows not emitted as messages (counted, never emitted blank), reactions
-            folded onto their message aside.
-        skipped_reasons: ``skipped`` by reason (``no text``, ``attachment only``,
-            ``unsent``, ``bad line`` ...; each source documents its reasons).
-        tapbacks_folded: reactions folded onto a message of this file.
-        tapbacks_orphaned: reactions whose target is not in this file (dropped).
-        problems: one-line notes on rows that were skipped for another reason.
-    """
-
-    source: str
-    messages: tuple[SourceMessage, ...] = ()
-    skipped: int = 0
-    skipped_reasons: dict[str, int] = Field(default_factory=dict)
-    tapbacks_folded: int = 0
-    tapbacks_orphaned: int = 0
-    problems: tuple[str, ...] = ()
-
-
-class MessageSourceOptions(_Model):
-    """How sources name people and read local times.
-
-    Attributes:
-        handle_names: raw handle → display name (e.g. ``+15551234567`` → ``Bob``); several
-            handles may map to one name.
-        owner_label: the display name of the archive's owner (``is_from_me`` messages).
-        timezone: IANA time zone of timestamps a source gives without an offset (a JSON Lines
-            ``"2024-03-01T09:30:00"``); ``UTC`` by default.
-    """
-
-    handle_names: dict[str, str] = Field(default_factory=dict)
-    owner_label: str = "Me"
-    timezone: str = "UTC"
-
-    @field_validator("timezone")
-    @classmethod
-    def _known_zone(cls, value: str) -> str:
-        _zone(value)  # ValueError for an unknown zone
-        return value
-
-    @property
-    def zone(self) -> tzinfo:
-        """`timezone` as a `datetime.tzinfo`."""
-        return _zone(self.timezone)
 
 
 class MessageSpan(_Model):
@@ -319,7 +178,7 @@ def bound_messages(
     """
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be at least 1; got {limit}")
-    zone = _zone(tz)
+    zone = time_zone(tz)
     bounded = since is not None or limit is not None
     kept = [
         m for m in messages
@@ -358,7 +217,7 @@ def render_transcripts(
     """
     if max_chars <= 0:
         raise ValueError(f"max_chars must be positive; got {max_chars}")
-    zone = _zone(tz)
+    zone = time_zone(tz)
     threads: dict[str, list[SourceMessage]] = {}
     for message in sorted(messages, key=message_order):
         threads.setdefault(message.thread_id, []).append(message)
@@ -411,15 +270,6 @@ def message_order(message: SourceMessage) -> tuple[bool, datetime, str]:
     """Sort key of messages: undated first, then by timestamp, then guid."""
     stamp = message.timestamp or datetime.min.replace(tzinfo=UTC)
     return (message.timestamp is not None, stamp, message.guid)
-
-
-def _zone(tz: str) -> tzinfo:
-    if tz.upper() == "UTC":
-        return UTC
-    try:
-        return ZoneInfo(tz)
-    except (KeyError, ValueError, OSError) as exc:  # not found: KeyError; "America": OSError
-        raise ValueError(f"unknown time zone {tz!r}") from exc
 
 
 def _local(stamp: datetime, zone: tzinfo) -> datetime:
