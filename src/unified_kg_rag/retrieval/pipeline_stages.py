@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from unified_kg_rag.domain.models import Collection, Entity, SearchHit, SearchMode
 from unified_kg_rag.domain.ranking.signals import (
@@ -41,6 +42,7 @@ __all__ = [
     "hop_distances",
     "merge_hits",
     "propagated_strength",
+    "seed_hops",
 ]
 
 _KINDS = {
@@ -344,23 +346,37 @@ class RerankStage:
         return StageOutput(stage_input.candidates, stage_input.context)
 
 
-def hop_distances(seeds: Sequence[str], edges: Sequence[tuple[str, str]]) -> dict[str, int]:
-    """Return each node's edge distance from the nearest seed (unweighted, undirected).
+def seed_hops(
+    seeds: Sequence[str], edges: Sequence[tuple[str, str]], nodes: Sequence[str] = ()
+) -> tuple[list[str], NDArray[np.float64]]:
+    """Return the graph's nodes and each distinct seed's edge distance to each of them.
 
-    Nodes no seed reaches are left out. Breadth-first search by scipy's ``shortest_path``.
+    The nodes are the seeds (in order, once), then ``nodes``, then the edges' ends; the
+    matrix is ``[distinct seeds, nodes]`` hops, unweighted and undirected, ``inf`` where a
+    seed does not reach (scipy's ``shortest_path``, breadth-first).
     """
     from scipy.sparse import csr_matrix  # type: ignore[import-untyped]
     from scipy.sparse.csgraph import shortest_path  # type: ignore[import-untyped]
 
-    nodes = list(dict.fromkeys([*seeds, *(n for edge in edges for n in edge)]))
+    every = list(dict.fromkeys([*seeds, *nodes, *(n for edge in edges for n in edge)]))
+    at = {n: i for i, n in enumerate(every)}
+    rows, cols = [at[a] for a, _ in edges], [at[b] for _, b in edges]
+    adjacency = csr_matrix((np.ones(len(edges)), (rows, cols)), shape=(len(every), len(every)))
+    hops = shortest_path(adjacency, directed=False, unweighted=True,
+                         indices=[at[s] for s in dict.fromkeys(seeds)])  # fmt: skip
+    return every, np.asarray(hops, dtype=np.float64).reshape(-1, len(every))
+
+
+def hop_distances(seeds: Sequence[str], edges: Sequence[tuple[str, str]]) -> dict[str, int]:
+    """Return each node's edge distance from the nearest seed (unweighted, undirected).
+
+    Nodes no seed reaches are left out (`seed_hops`).
+    """
     if not seeds:
         return {}
-    at = {n: i for i, n in enumerate(nodes)}
-    rows, cols = [at[a] for a, _ in edges], [at[b] for _, b in edges]
-    adjacency = csr_matrix((np.ones(len(edges)), (rows, cols)), shape=(len(nodes), len(nodes)))
-    hops = shortest_path(adjacency, directed=False, unweighted=True,
-                         indices=[at[s] for s in dict.fromkeys(seeds)]).min(axis=0)  # fmt: skip
-    return {n: int(h) for n, h in zip(nodes, hops, strict=True) if np.isfinite(h)}
+    nodes, hops = seed_hops(seeds, edges)
+    nearest = hops.min(axis=0)
+    return {n: int(h) for n, h in zip(nodes, nearest, strict=True) if np.isfinite(h)}
 
 
 @dataclass
@@ -443,20 +459,11 @@ def propagated_strength(
     of them); hops are unweighted and undirected (scipy's ``shortest_path``). Entities no
     seed reaches are left out.
     """
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import shortest_path
-
     cites = {e.id: e.text_unit_ids for e in entities}
     seeds = list(dict.fromkeys(seeds))
     power = np.array([max((relevance.get(u, 0.0) for u in cites.get(s, ())), default=0.0)
                       for s in seeds])  # fmt: skip
-    nodes = list(dict.fromkeys([*seeds, *cites, *(n for edge in edges for n in edge)]))
-    at = {n: i for i, n in enumerate(nodes)}
-    adjacency = csr_matrix((np.ones(len(edges)), ([at[a] for a, _ in edges],
-                                                  [at[b] for _, b in edges])),
-                           shape=(len(nodes), len(nodes)))  # fmt: skip
-    hops = shortest_path(adjacency, directed=False, unweighted=True,
-                         indices=[at[s] for s in seeds])  # fmt: skip
+    nodes, hops = seed_hops(seeds, edges, list(cites))
     reach = (power[:, None] / (1.0 + hops)).max(axis=0)  # inf hops → 0
-    reached = np.isfinite(hops).any(axis=0)
+    reached = hops.min(axis=0) < np.inf  # some seed reaches the node
     return {n: float(v) for n, v, r in zip(nodes, reach, reached, strict=True) if r}
