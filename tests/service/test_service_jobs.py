@@ -332,6 +332,29 @@ def test_a_run_outside_the_server_holding_the_lease_is_a_409_naming_it(served: S
     assert httpx.get(f"{served.url}/v1/jobs", params={"state": "queued"}).json() == []
 
 
+def test_a_job_holds_the_lease_from_its_acceptance_and_gives_it_up_at_its_end(
+    served: Served, slow: SlowEmbedder
+) -> None:
+    """Taken when the job is accepted, not when it runs: another server on the same database
+    (its own job records) asking meanwhile is refused (tests/service/test_pg_two_servers.py)."""
+    from unified_kg_rag.adapters.sqlite.backend import SqliteBackend
+    from unified_kg_rag.service.jobs import job_holder
+
+    async def holder() -> str | None:
+        async with SqliteBackend(served.project / ".ukr" / "ukr.db") as backend:
+            lease = await backend.doc_registry("default").get_lease()
+            return None if lease is None or lease.expires_at < time.time() else lease.holder
+
+    job = upload(served.url, [("leased.md", doc(40, sentences=10))]).json()
+    assert asyncio.run(holder()) == job_holder(job["id"])
+    assert job_holder(job["id"]).endswith(f":{os.getpid()}:job-{job['id']}")
+    assert wait_end(served.url, job["id"])["state"] == "succeeded"
+    assert asyncio.run(holder()) is None
+    unknown = httpx.get(f"{served.url}/v1/jobs/0123456789ab").json()["error"]
+    assert unknown["type"] == "NotFoundError"
+    assert "job records are kept per project directory" in unknown["message"]
+
+
 def test_a_client_leaving_mid_events_breaks_nothing(served: Served, slow: SlowEmbedder) -> None:
     job = upload(served.url, [("leave.md", doc(30, sentences=10))]).json()
     with httpx.stream("GET", f"{served.url}/v1/jobs/{job['id']}/events", timeout=60) as r:

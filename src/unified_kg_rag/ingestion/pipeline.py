@@ -168,6 +168,9 @@ class IndexPipeline:
         self._progress: ProgressReporter = progress or NULL_PROGRESS
         self.kept = KeptWork()
         """What the current (or last) run stored; an interrupted run's message says it."""
+        self.lease_holder: str | None = None
+        """The holder name runs take the lease under (None: a new one per run); the service
+        sets its job's, so the lease the job took when it was accepted passes to the run."""
         self._steps = UnitSteps(embedder, step_units=config.indexing.embed_batch_units,
                                 progress=self._progress, kept=self.kept)
         self._to_index = 0  # the ``index`` task's total: documents to index, less failures
@@ -357,7 +360,8 @@ class IndexPipeline:
     async def _writing(self) -> AsyncIterator[TokenUsage]:
         """Hold the index's lease (before the first registry read), fence the stores, meter."""
         lease = held_lease(
-            self._stores.registry, self._stores.name, ttl_s=self._config.indexing.lease_s
+            self._stores.registry, self._stores.name, ttl_s=self._config.indexing.lease_s,
+            holder=self.lease_holder,
         )
         with usage_scope() as usage:
             async with lease as fence:

@@ -4,8 +4,11 @@
 ``ukr index``, ``ukr index --reset`` and ``ukr delete`` make, and keeps its record
 (`service.job_store`) up to date: state, progress counts (twice a second at most), the run's
 report. One job writes an index at a time: a second one is refused with `JobConflictError`
-naming the first (every worker sees the records), and a run outside the server (a CLI)
-holding the index's lease with `BuildInProgress`.
+naming the first (every worker sees the records), and one while a run outside these records
+holds the index's write lease (a CLI, or another server on the same PostgreSQL database with
+its own project directory) with `BuildInProgress`. A job takes the lease when it is accepted
+(`job_holder` names it) and its run renews it, so of two servers asking at once one is refused.
+Job records are those of the project directory: a server on another one does not know them.
 
 Stopping: `JobManager.cancel` (any worker: the record carries the request, the running
 worker polls it) stops a job the way Ctrl-C stops ``ukr index``: the pipeline is cancelled,
@@ -22,6 +25,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -40,10 +45,10 @@ from unified_kg_rag.service.job_store import (
     JobStore,
 )
 from unified_kg_rag.util.correlation import run_scope
-from unified_kg_rag.util.errors import BuildInProgress, NotFoundError, UkrError, UsageError
+from unified_kg_rag.util.errors import NotFoundError, StoreError, UkrError, UsageError
 from unified_kg_rag.util.text import counted
 
-__all__ = ["JobManager", "JobObserver", "JobProgressReporter"]
+__all__ = ["JobManager", "JobObserver", "JobProgressReporter", "job_holder"]
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +159,8 @@ class JobManager:
         Raises:
             UsageError: the index name is invalid.
             JobConflictError: a job of this server already writes the index.
-            BuildInProgress: a run outside the server (``ukr index``) holds the index.
+            BuildInProgress: a run outside the job records holds the index's lease (``ukr
+                index``, a server with another project directory on the same database).
             StoreError: the job records or the store failed.
         """
         if self._stopping:
@@ -164,14 +170,20 @@ class JobManager:
                   resumed_from=resumed_from)  # fmt: skip
         await self._call(self._store.claim, job)
         try:
-            lease = await stores.registry.get_lease()
-            if lease is not None and lease.expires_at > time.time():
-                raise BuildInProgress(stores.name, lease.holder, lease.expires_at - time.time())
+            # the lease is taken now, not when the run starts: a server on another project
+            # directory (its own job records) asking between the two is refused, not queued
+            await stores.registry.acquire_lease(job_holder(job.id),
+                                                self._app.config.indexing.lease_s)  # fmt: skip
+        except BaseException:
+            await self._call(self._store.forget, job.id)
+            raise
+        try:
             if prepare is not None:
                 job.inputs = await self._call(prepare, stores.name)
             await self._call(self._store.save, job)
         except BaseException:
             await self._call(self._store.forget, job.id)
+            await _release(self._app, job)
             raise
         with run_scope(job.id):  # the task copies it: the job's logs and spans name the job
             self._tasks[job.id] = asyncio.create_task(self._run(job), name=f"ukr-job-{job.id}")
@@ -185,7 +197,11 @@ class JobManager:
         """
         job = await self._call(self._store.get, job_id)
         if job is None:
-            raise NotFoundError(f"no job {job_id!r}", field="job_id")
+            raise NotFoundError(
+                f"no job {job_id!r} on this server: job records are kept per project directory "
+                "(.ukr/jobs.sqlite), so a job started by a server with another project "
+                "directory is known only there",
+                field="job_id")  # fmt: skip
         return job
 
     async def list_jobs(self, **filters: object) -> list[Job]:
@@ -269,6 +285,7 @@ class JobManager:
     async def _run(self, job: Job) -> None:
         progress = JobProgressReporter(job)
         pipeline = self._app.index_pipeline(job.index, progress=progress)
+        pipeline.lease_holder = job_holder(job.id)  # the run renews the lease `submit` took
         pump = asyncio.create_task(self._pump(job, progress, asyncio.current_task()))
         job.state, job.started_at = "running", time.time()
         self._observe(job)
@@ -302,7 +319,8 @@ class JobManager:
                 await pump
             job.finished_at = time.time()
             self._observe(job)
-            await asyncio.shield(self._call(self._store.save, job))
+            await asyncio.shield(_release(self._app, job))  # the run released it, unless it
+            await asyncio.shield(self._call(self._store.save, job))  # failed before it started
             self._tasks.pop(job.id, None)
 
     def _ended(self, job: Job, report: IndexReport | DeleteReport) -> None:
@@ -364,6 +382,24 @@ class JobManager:
             done, total = job.progress.documents_done, job.progress.documents_total
             self._observer.job_progress(job.index, job.kind, done, total or None)
             self._observer.job_state(job.index, job.kind, job.state)
+
+
+def job_holder(job_id: str) -> str:
+    """The write-lease holder name of job ``job_id``: ``host:pid:job-ID``.
+
+    A server that is refused the lease (HTTP 409) names it, so the caller knows which
+    machine and process runs the job that holds the index.
+    """
+    return f"{socket.gethostname()}:{os.getpid()}:job-{job_id}"
+
+
+async def _release(app: App, job: Job) -> None:
+    """Give up ``job``'s lease if it still holds it (a failed release only logs: it lapses)."""
+    try:
+        await app.index(job.index).registry.release_lease(job_holder(job.id))
+    except StoreError as exc:
+        logger.warning("job %s: could not release the write lease of index %r (it lapses "
+                       "in indexing.lease_s): %s", job.id, job.index, exc)  # fmt: skip
 
 
 def _error(error: BaseException, message: str | None = None) -> JobError:
