@@ -8,6 +8,7 @@ write job last while the other server is asked to write and to answer.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -20,6 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
+from benchmarks.bench_pg_servers import run_load
 
 from tests.support.openai_server import FakeOpenAIServer, Scripted
 from tests.support.postgres import fresh_catalog
@@ -175,3 +177,7 @@ def test_two_servers_share_the_index_and_one_write_job_refuses_the_other_with_40
             "zeppelin2.md"]
         assert any("zeppelin" in label.casefold() for label in concept_labels(a, "zeppelin"))
         assert processed(a) == 12
+
+        # the load loop of benchmarks/bench_pg_servers.py, over both (so it cannot rot)
+        run = asyncio.run(run_load([a, b], [question, "zeppelin hangar"], "naive", 4, 8))
+        assert run["failures"] == [] and len(run["latencies_ms"]) == 8
