@@ -37,6 +37,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,7 @@ async def run_load(urls: list[str], questions: list[str], strategy: str, clients
     """``clients`` workers asking ``requests`` questions in all; worker i asks urls[i % n]."""
     latencies: list[float] = []
     failures: list[str] = []
+    kinds: Counter[str] = Counter()  # the replies' answer_kind (the model's, or extractive)
     todo = iter(range(requests))
 
     async def worker(i: int) -> None:
@@ -129,11 +131,14 @@ async def run_load(urls: list[str], questions: list[str], strategy: str, clients
                 latencies.append((time.perf_counter() - t0) * 1000)
                 if reply.status_code != 200:
                     failures.append(f"{reply.status_code} {reply.text[:200]}")
+                else:
+                    kinds[str(reply.json().get("answer_kind"))] += 1
 
     started = time.perf_counter()
     await asyncio.gather(*(worker(i) for i in range(clients)))
     wall = time.perf_counter() - started
-    return {"wall_s": wall, "latencies_ms": latencies, "failures": failures}
+    return {"wall_s": wall, "latencies_ms": latencies, "failures": failures,
+            "answer_kinds": dict(kinds)}
 
 
 SIDES = ("servers", "postgres", "client", "model")
@@ -173,6 +178,7 @@ def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 r["cpu_per_query_ms"][side] for r in group), 1)
                 for side in SIDES},
             "failures": sum(len(r["failures"]) for r in group),
+            "answer_kinds": dict(sum((Counter(r["answer_kinds"]) for r in group), Counter())),
         })  # fmt: skip
     return rows
 
@@ -261,6 +267,8 @@ def main() -> None:
                   f"{cpu['servers']:>6.0f} /{cpu['postgres']:>4.0f} /{cpu['client']:>4.0f} "
                   f"/{cpu['model']:>4.0f} "
                   f"{row['failures']:>4}")  # fmt: skip
+        print("answer kinds:", dict(sum((Counter(r["answer_kinds"]) for r in table),
+                                        Counter())))  # fmt: skip
         figures = {"docs": args.docs, "requests": args.requests, "rounds": args.rounds,
                    "strategy": args.strategy, "answer": args.answer, "cores": os.cpu_count(),
                    "load_average": os.getloadavg(), "index_s": round(index_s, 1),

@@ -170,8 +170,8 @@ class JobManager:
                   resumed_from=resumed_from)  # fmt: skip
         await self._call(self._store.claim, job)
         try:
-            # the lease is taken now, not when the run starts: a server on another project
-            # directory (its own job records) asking between the two is refused, not queued
+            # taken now, not when the run starts: a server with other job records asking in
+            # between is refused with 409, not accepted and then failed by its run
             await stores.registry.acquire_lease(job_holder(job.id),
                                                 self._app.config.indexing.lease_s)  # fmt: skip
         except BaseException:
@@ -319,8 +319,9 @@ class JobManager:
                 await pump
             job.finished_at = time.time()
             self._observe(job)
-            await asyncio.shield(_release(self._app, job))  # the run released it, unless it
-            await asyncio.shield(self._call(self._store.save, job))  # failed before it started
+            # the run gave the lease up, unless it failed before it took it over
+            await asyncio.shield(_release(self._app, job))
+            await asyncio.shield(self._call(self._store.save, job))
             self._tasks.pop(job.id, None)
 
     def _ended(self, job: Job, report: IndexReport | DeleteReport) -> None:
