@@ -63,6 +63,8 @@ class RayChatModel:
         self._calls = calls_per_worker
         self._actors: list[Any] = []
         self._in_flight: list[int] = []
+        self.calls_sent = 0
+        """Calls sent to the actors so far (``complete``)."""
 
     @property
     def model_id(self) -> str:
@@ -97,6 +99,7 @@ class RayChatModel:
                    "stop": None if stop is None else list(stop),
                    "json_schema": None if json_schema is None else dict(json_schema)}  # fmt: skip
         self._in_flight[pick] += 1
+        self.calls_sent += 1
         try:
             reply: Completion = await self._cluster.call(
                 actors[pick].complete, list(messages), options

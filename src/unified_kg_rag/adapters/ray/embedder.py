@@ -51,6 +51,8 @@ class RayEmbedder:
         self._config = config
         self._local = local
         self._actors: list[Any] = []
+        self.texts_sent = 0
+        """Texts sent to the actors so far (``embed_documents``)."""
 
     @property
     def model_id(self) -> str:
@@ -82,6 +84,7 @@ class RayEmbedder:
         if not texts:
             return out
         actors = self._pool()
+        self.texts_sent += len(texts)
         size = max(1, min(self._config.batch_size, math.ceil(len(texts) / len(actors))))
         slices = [(first, list(texts[first : first + size]))
                   for first in range(0, len(texts), size)]  # fmt: skip
