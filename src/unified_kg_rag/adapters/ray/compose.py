@@ -31,6 +31,8 @@ class ClusterModels:
     cluster: RayCluster
     embedder: RayEmbedder
     models: RoleModels[ChatModel]
+    chats: list[RayChatModel]
+    """The provider models placed on the cluster (one per distinct model)."""
 
     async def aclose(self) -> None:
         """Stop the run's actors and disconnect (when this run connected)."""
@@ -67,10 +69,15 @@ def cluster_models(
         indexing.cluster, workers=indexing.cluster_workers, retries=indexing.cluster_retries
     )
 
+    chats: list[RayChatModel] = []
+
     def place(section: LLMConfig, raw: ChatModel) -> ChatModel:
-        return RayChatModel(cluster, section, raw, calls_per_worker=indexing.cluster_worker_calls)
+        chats.append(RayChatModel(cluster, section, raw,
+                                  calls_per_worker=indexing.cluster_worker_calls))  # fmt: skip
+        return chats[-1]
 
     models = build_role_models(config.llm, cache, opened, place=place)
-    built = ClusterModels(cluster, RayEmbedder(cluster, config.embeddings, local_embedder), models)
+    embedder = RayEmbedder(cluster, config.embeddings, local_embedder)
+    built = ClusterModels(cluster, embedder, models, chats)
     opened.append(built)  # the app closes it: actors stopped, connection closed
     return built
