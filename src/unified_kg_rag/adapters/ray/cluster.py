@@ -92,9 +92,16 @@ class RayCluster:
         logger.info("connected to the Ray cluster at %s", address)
         return cls(ray, address=address, owned=True, workers=workers, retries=retries)
 
-    def cpus(self) -> float:
-        """The CPUs the cluster offers (Ray's ``CPU`` resource; 1 when it says none)."""
-        return float(self._ray.cluster_resources().get("CPU", 1.0)) or 1.0
+    def cpus_per_worker(self) -> float:
+        """Each actor's share of the cluster's CPUs: total / ``workers``, at most one node's.
+
+        Ray sets a worker's ``OMP_NUM_THREADS`` (torch's threads) from it, so one actor on a
+        node uses the node's cores, two share them.
+        """
+        nodes = [float(n.get("Resources", {}).get("CPU", 0.0))
+                 for n in self._ray.nodes() if n.get("Alive")]  # fmt: skip
+        total, largest = sum(nodes) or 1.0, max(nodes, default=1.0) or 1.0
+        return min(largest, total / self.workers)
 
     def pool(self, cls: type, *args: object, cpus: float, concurrency: int) -> list[Any]:
         """Start ``workers`` actors of ``cls(*args)``; return their handles.

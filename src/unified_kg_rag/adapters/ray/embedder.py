@@ -67,7 +67,7 @@ class RayEmbedder:
     def _pool(self) -> list[Any]:
         """The actors, started on first use: each reserves its share of the cluster's CPUs."""
         if not self._actors:
-            cpus = min(1.0, self._cluster.cpus() / self._cluster.workers)
+            cpus = self._cluster.cpus_per_worker()
             self._actors = self._cluster.pool(EmbedWorker, self._config, cpus=cpus,
                                               concurrency=1)  # fmt: skip
         return self._actors
