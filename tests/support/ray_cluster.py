@@ -100,6 +100,10 @@ class LocalRayCluster:
             pass
         self._proc = None
         self._log.close()
+        # a head killed before its clean-up leaves its address for `ray.init()` to find
+        current = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        if current.is_file() and current.read_text().strip().endswith(f":{self.port}"):
+            current.unlink()
 
     def __enter__(self) -> LocalRayCluster:
         return self.start()

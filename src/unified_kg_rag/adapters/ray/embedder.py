@@ -3,12 +3,12 @@
 Selected by `adapters.ray.compose` when ``indexing.cluster`` is set, in place of the
 configured embedder, so every caller of the `Embedder` port (text units in
 `ingestion.embed_steps`, graph items in `ingestion.graph.write`) sends its texts to the
-cluster without knowing it. A call's texts are cut into consecutive slices of at most
-``embeddings.batch_size`` texts and at most a ``1/workers`` share; idle actors take the next
-slice (a pull queue, so a slow node takes fewer); the rows come back in input order. Each
-actor builds the configured provider (`adapters.ray.workers.EmbedWorker`), so the vectors are
-the local model's (equal to float tolerance: a slice pads with other texts than a local
-batch would).
+cluster without knowing it. A call's texts are sorted by length (longest first, as
+the local model batches them) and cut into slices of at most ``embeddings.batch_size`` texts
+and at most a ``1/workers`` share; idle actors take the next slice (a pull queue, so a slow
+node takes fewer); the rows come back in input order. Each actor builds the configured
+provider (`adapters.ray.workers.EmbedWorker`), so the vectors are the local model's (equal to
+float tolerance: a slice pads with other texts than a local batch would).
 
 ``model_id`` and ``dimension`` are the local embedder's (read from the model's files on the
 driver, no weights loaded), so an index built on the cluster is the same index.
@@ -86,14 +86,15 @@ class RayEmbedder:
         actors = self._pool()
         self.texts_sent += len(texts)
         size = max(1, min(self._config.batch_size, math.ceil(len(texts) / len(actors))))
-        slices = [(first, list(texts[first : first + size]))
-                  for first in range(0, len(texts), size)]  # fmt: skip
+        # longest first, as the local model batches: similar lengths pad less
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+        slices = [order[first : first + size] for first in range(0, len(order), size)]
         queue = iter(slices)
 
         async def drain(actor: Any) -> None:
-            for first, part in queue:  # the shared iterator hands each slice out once
-                rows = await self._cluster.call(actor.embed, part, error=EmbeddingModelError)
-                out[first : first + len(part)] = rows
+            for rows in queue:  # the shared iterator hands each slice out once
+                part = [texts[i] for i in rows]
+                out[rows] = await self._cluster.call(actor.embed, part, error=EmbeddingModelError)
 
         await asyncio.gather(*(drain(a) for a in actors))
         record_usage(TokenUsage(embedded_texts=sum(1 for t in texts if t.strip()),
