@@ -68,14 +68,8 @@ if TYPE_CHECKING:  # the application layer loads on first use: `import unified_k
     from unified_kg_rag.retrieval.strategies.ppr import LoadedConceptGraph
     from unified_kg_rag.retrieval.strategies.tree import LoadedTree
 
-__all__ = [
-    "App",
-    "IndexStores",
-    "build_app",
-    "check_config",
-    "load_project_config",
-    "validate_index_name",
-]
+__all__ = ["App", "IndexStores", "build_app", "check_config", "load_project_config",
+           "validate_index_name"]
 
 logger = logging.getLogger(__name__)
 
@@ -192,13 +186,9 @@ class App:
             UsageError: the name is not a valid index name.
         """
         index = validate_index_name(self.config.query.index if name is None else name)
-        return IndexStores(
-            name=index,
-            search=self.backend.search_index(index),
-            graph=self.backend.graph_store(index),
-            registry=self.backend.doc_registry(index),
-            records=self.backend.record_store(index),
-        )
+        b = self.backend
+        return IndexStores(name=index, search=b.search_index(index), graph=b.graph_store(index),
+                           registry=b.doc_registry(index), records=b.record_store(index))
 
     def index_pipeline(
         self,
@@ -210,8 +200,8 @@ class App:
         """Return the indexing pipeline of ``index`` wired with every provider of this app.
 
         The one place indexing, estimating and deleting get their pipeline (the CLI and the
-        service alike), so none of them misses a provider (message sources, the keyphrase
-        extractor ...).
+        service alike), so none misses a provider. With ``indexing.cluster`` its models run on
+        a Ray cluster, connected here, before anything is written (`adapters.ray`).
 
         Args:
             index: the index name (default: ``query.index``).
@@ -223,15 +213,21 @@ class App:
         """
         from unified_kg_rag.ingestion.pipeline import IndexPipeline
 
+        embedder, models = self.embedder, self.role_models
+        if self.config.indexing.cluster:  # the model work runs on a Ray cluster (adapters.ray)
+            from unified_kg_rag.adapters.ray import cluster_models
+            cache = self.backend.record_store(SHARED_SCOPE) if self.config.llm.cache else None
+            on = cluster_models(self.config, self.embedder, cache, self.opened_models)
+            embedder, models = on.embedder, on.models
         return IndexPipeline(
             self.index(index),
-            embedder=self.embedder,
+            embedder=embedder,
             chunk_tokenizer=self.chunk_tokenizer,
             parsers=self.parsers,
             config=self.config,
             progress=progress,
-            chat_model=self.chat_model,
-            models=self.role_models,
+            chat_model=models.default,
+            models=models,
             budget_tokenizer=self.budget_tokenizer,
             project_dir=self.project_dir,
             force_rebuild=force_rebuild,

@@ -33,6 +33,7 @@ import json
 import math
 import re
 import threading
+import time
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
@@ -174,6 +175,8 @@ class ReplayModel:
     Args:
         data_path: the OpenIE results JSON.
         glean_adds: the first gleaning round of a text adds one extra entity.
+        latency_s: seconds each reply waits before it is sent (a latency-bound model:
+            ``benchmarks/bench_ray_index.py`` uses 0.3).
 
     Attributes:
         passages: the recorded passages, in file order.
@@ -182,9 +185,13 @@ class ReplayModel:
         unmatched: extraction and gleaning prompts whose text matched no passage.
     """
 
-    def __init__(self, data_path: Path = DEFAULT_DATA_PATH, *, glean_adds: bool = False) -> None:
+    def __init__(
+        self, data_path: Path = DEFAULT_DATA_PATH, *, glean_adds: bool = False,
+        latency_s: float = 0.0,
+    ) -> None:
         self.passages = load_passages(data_path)
         self.glean_adds = glean_adds
+        self.latency_s = latency_s  # each reply waits this long (a latency-bound model)
         self.calls: Counter[str] = Counter()
         self.unmatched = 0
         self._lock = threading.Lock()
@@ -196,7 +203,9 @@ class ReplayModel:
             self._key_lengths.add(len(words))
 
     def __call__(self, body: dict[str, Any]) -> str:
-        """Same as `reply`."""
+        """Same as `reply`, after ``latency_s`` (the server answers each request in a thread)."""
+        if self.latency_s:
+            time.sleep(self.latency_s)
         return self.reply(body)
 
     def reply(self, body: dict[str, Any]) -> str:

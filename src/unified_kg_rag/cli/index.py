@@ -28,16 +28,19 @@ from unified_kg_rag.cli.messages import (
 )
 from unified_kg_rag.cli.progress import RichProgress
 from unified_kg_rag.cli.reports import render_estimate, render_report
+from unified_kg_rag.config.cluster import check_cluster_address
 from unified_kg_rag.util.correlation import as_run
+from unified_kg_rag.util.errors import ConfigurationError
 
 if TYPE_CHECKING:  # the application modules load when a command runs, not for `ukr --help`
+    from unified_kg_rag.config.models import UkrConfig
     from unified_kg_rag.ingestion.graph.estimate import CostEstimate
     from unified_kg_rag.ingestion.report import IndexReport
 
 if TYPE_CHECKING:
     from unified_kg_rag.ingestion.embed_steps import KeptWork
 
-__all__ = ["index_command", "interrupted_message"]
+__all__ = ["index_command", "interrupted_message", "with_cluster"]
 
 
 def index_command(
@@ -86,6 +89,16 @@ def index_command(
             "content changes).",
         ),
     ] = False,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster",
+            help="Run the model work (embedding, LLM calls) on a Ray cluster while this "
+            "process writes the index: `ray://HOST:PORT`, `HOST:PORT` or `auto` (a local "
+            "cluster). Needs the `ray` extra. [default: indexing.cluster]",
+            show_default=False,
+        ),
+    ] = None,
     source: SourceOpt = None,
     handles: HandlesOpt = None,
     owner: OwnerOpt = None,
@@ -129,6 +142,8 @@ def index_command(
 
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores,
                                    create=True)
+        if cluster is not None:
+            config = with_cluster(config, cluster)
         messages = plan_message_run(config, project_dir, source=source, handles=handles,
                                owner=owner, since=since, limit=message_limit)
         async with build_app(config, project_dir) as app:
@@ -147,6 +162,22 @@ def index_command(
     else:
         render_report(report)
     raise typer.Exit(report.exit_code)
+
+
+def with_cluster(config: UkrConfig, cluster: str | None) -> UkrConfig:
+    """Return ``config`` with ``indexing.cluster`` set to ``cluster`` (``--cluster``).
+
+    Raises:
+        ConfigurationError: ``cluster`` is not a cluster address (one line naming
+            ``--cluster``); nothing has been touched yet.
+    """
+    if cluster is not None:
+        try:
+            cluster = check_cluster_address(cluster)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc), field="--cluster") from exc
+    indexing = config.indexing.model_copy(update={"cluster": cluster})
+    return config.model_copy(update={"indexing": indexing})
 
 
 def interrupted_message(kept: list[KeptWork]) -> str:
@@ -177,6 +208,7 @@ def _estimate(
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores,
                                    create=True)
         messages = plan_message_run(config, project_dir, **options)
+        config = with_cluster(config, None)  # an estimate calls no model: no cluster
         async with build_app(config, project_dir) as app:
             pipeline = app.index_pipeline(index)
             return await pipeline.estimate(paths, messages=messages)

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from unified_kg_rag.config.cluster import check_cluster_address
 from unified_kg_rag.config.evaluation import EvaluationConfig
 from unified_kg_rag.config.graph import GraphConfig
 from unified_kg_rag.config.llm import (
@@ -254,6 +255,33 @@ class IndexingConfig(_Section):
         "the count; failures that are not the item's own (a server that is down, a store "
         "error, authentication) never count. 0: never quarantine.",
     )
+    cluster: str | None = Field(
+        default=None,
+        description="Ray cluster that runs the model work of `ukr index` (embedding, LLM "
+        "calls) while this process stays the single writer: `ray://HOST:PORT` (Ray Client), "
+        "`HOST:PORT` (a cluster's GCS address, from a node of it), or `auto` (`ray.init()`: "
+        "the cluster this machine runs, else a local one). Needs the `ray` extra; see the "
+        "scale-out guide. Unset: everything runs in this process. `ukr index --cluster` "
+        "overrides it.",
+    )
+    cluster_workers: int = Field(
+        default=2,
+        ge=1,
+        description="Ray actors per model (embedding, each LLM) that `indexing.cluster` "
+        "starts; each embedding actor holds its own copy of the model and one CPU.",
+    )
+    cluster_worker_calls: int = Field(
+        default=4,
+        ge=1,
+        description="LLM calls in flight per Ray actor; the calls in flight in all are at "
+        "most `cluster_workers` times this, and at most `llm.max_concurrency`.",
+    )
+    cluster_retries: int = Field(
+        default=3,
+        ge=0,
+        description="Restarts of a Ray actor whose process died, and retries of each batch "
+        "it was running (Ray `max_restarts`, `max_task_retries`).",
+    )
     reset_drift_share: float = Field(
         default=0.1,
         ge=0.0,
@@ -262,6 +290,11 @@ class IndexingConfig(_Section):
         "communities without a report, or of documents `failed`, `pending` or `deleting`, "
         "passes this value.",
     )
+
+    @field_validator("cluster")
+    @classmethod
+    def _cluster_address(cls, value: str | None) -> str | None:
+        return None if value is None or not value.strip() else check_cluster_address(value)
 
     @field_validator("methodologies")
     @classmethod

@@ -10,6 +10,8 @@ choosing the same model share one instance, so they share its concurrency bound
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from unified_kg_rag.adapters.llm.middleware import wrap_chat_model
 from unified_kg_rag.adapters.registry import CHAT_MODELS
 from unified_kg_rag.config.llm import ChatModelChoice, LLMConfig
@@ -52,7 +54,11 @@ def check_role_models(llm: LLMConfig) -> None:
 
 
 def build_role_models(
-    llm: LLMConfig, cache: RecordStore | None, opened: list[object] | None = None
+    llm: LLMConfig,
+    cache: RecordStore | None,
+    opened: list[object] | None = None,
+    *,
+    place: Callable[[LLMConfig, ChatModel], ChatModel] | None = None,
 ) -> RoleModels[ChatModel]:
     """Return the wrapped model of each role.
 
@@ -61,6 +67,9 @@ def build_role_models(
         cache: the response cache's store; None (or ``llm.cache`` false) leaves it out.
         opened: when given, each unwrapped provider model built is appended (the caller
             closes those with an ``aclose`` when it is done: `App.aclose`).
+        place: when given, where each provider model runs: it receives the model's section
+            and its adapter and returns the model the wrapper wraps (`adapters.ray`: calls
+            sent to a Ray cluster).
 
     Returns:
         `RoleModels` whose ``default`` is the top-level model (None for ``llm.kind: none``)
@@ -78,6 +87,8 @@ def build_role_models(
             raw = CHAT_MODELS.get(section.kind)(section)
             if raw is not None and opened is not None:
                 opened.append(raw)
+            if raw is not None and place is not None:
+                raw = place(section, raw)
             built[key] = None if raw is None else wrap_chat_model(raw, section, cache)
         return built[key]
 

@@ -1,0 +1,178 @@
+"""`RayCluster`: the connection to a Ray cluster and the actor pools one indexing run starts.
+
+``ray`` is imported here, when a run connects, never when ``unified_kg_rag`` is imported.
+Failure to connect (ray not installed, an address nobody answers, a malformed address) is a
+`ConfigurationError` naming ``--cluster`` / ``indexing.cluster``, raised before the run
+writes anything.
+
+Worker failure (seed: Ray's fault-tolerance model): every actor is created with
+``max_restarts = indexing.cluster_retries`` and ``max_task_retries`` the same, so when a
+worker process dies Ray starts a new one (which builds its model again) and runs the calls
+it had in flight or queued again; a call fails only after that many restarts. The calls are
+pure (text in, vectors or a reply out: workers hold no store), so running one twice is
+harmless.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import warnings
+from typing import Any
+
+from unified_kg_rag.config.cluster import check_cluster_address
+from unified_kg_rag.util.errors import ConfigurationError, ModelError
+
+__all__ = ["CLUSTER_FIELD", "RayCluster", "reraise_cause"]
+
+logger = logging.getLogger(__name__)
+
+CLUSTER_FIELD = "--cluster / indexing.cluster"
+"""How errors name the setting (the CLI option and the configuration field)."""
+
+_INSTALL_HINT = "install the `ray` extra: pip install 'unified-kg-rag[ray]'"
+
+
+class RayCluster:
+    """A connection to a Ray cluster, and the actors started on it (closed together).
+
+    Build with `connect`. ``workers`` actors per pool, each restarted and its calls retried
+    up to ``retries`` times.
+    """
+
+    def __init__(self, ray: Any, *, address: str, owned: bool, workers: int, retries: int) -> None:
+        self._ray = ray
+        self.address = address
+        self._owned = owned
+        self.workers = workers
+        self.retries = retries
+        self._actors: list[Any] = []
+
+    @classmethod
+    def connect(cls, address: str, *, workers: int, retries: int) -> RayCluster:
+        """Connect this process to the cluster at ``address`` (the driver).
+
+        Args:
+            address: ``auto``, ``ray://HOST:PORT`` or ``HOST:PORT``
+                (`config.cluster.check_cluster_address`).
+            workers: actors per pool.
+            retries: actor restarts and call retries.
+
+        Raises:
+            ConfigurationError: ray is not installed, the address is malformed, or no cluster
+                answers there (one line naming ``--cluster`` / ``indexing.cluster``).
+        """
+        try:
+            address = check_cluster_address(address)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc), field=CLUSTER_FIELD) from exc
+        try:
+            import ray
+        except ImportError as exc:
+            raise ConfigurationError(f"ray is not installed; {_INSTALL_HINT}",
+                                     field=CLUSTER_FIELD) from exc  # fmt: skip
+        if ray.is_initialized():  # the caller connected this process already: use that
+            return cls(ray, address=address, owned=False, workers=workers, retries=retries)
+        if address != "auto":  # Ray retries an address nobody answers for minutes
+            _probe(address)
+        try:
+            with warnings.catch_warnings():  # Ray Client warns before it raises
+                warnings.simplefilter("ignore")
+                ray.init(
+                    address=None if address == "auto" else address,
+                    logging_level=logging.WARNING,
+                    log_to_driver=False,
+                    configure_logging=False,
+                )
+        except Exception as exc:  # ray raises ConnectionError, RuntimeError, grpc errors ...
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigurationError(
+                f"cannot connect to the Ray cluster at {address}: {reason}", field=CLUSTER_FIELD
+            ) from exc
+        logger.info("connected to the Ray cluster at %s", address)
+        return cls(ray, address=address, owned=True, workers=workers, retries=retries)
+
+    def cpus_per_worker(self) -> float:
+        """Each actor's share of the cluster's CPUs: total / ``workers``, at most one node's.
+
+        Ray sets a worker's ``OMP_NUM_THREADS`` (torch's threads) from it, so one actor on a
+        node uses the node's cores, two share them.
+        """
+        nodes = [float(n.get("Resources", {}).get("CPU", 0.0))
+                 for n in self._ray.nodes() if n.get("Alive")]  # fmt: skip
+        total, largest = sum(nodes) or 1.0, max(nodes, default=1.0) or 1.0
+        return min(largest, total / self.workers)
+
+    def pool(self, cls: type, *args: object, cpus: float, concurrency: int) -> list[Any]:
+        """Start ``workers`` actors of ``cls(*args)``; return their handles.
+
+        Args:
+            cls: a worker class of `adapters.ray.workers`.
+            args: its constructor's arguments (sent to the cluster once per actor).
+            cpus: the CPU share each actor reserves (0 for I/O-bound actors).
+            concurrency: calls an actor runs at once (queued beyond).
+        """
+        remote = self._ray.remote(cls).options(
+            num_cpus=cpus,
+            max_restarts=self.retries,
+            max_task_retries=self.retries,
+            max_concurrency=concurrency,
+        )
+        actors = [remote.remote(*args) for _ in range(self.workers)]
+        self._actors.extend(actors)
+        return actors
+
+    async def call(self, method: Any, *args: object, error: type[ModelError] = ModelError) -> Any:
+        """Run ``actor.method.remote(*args)`` and return its value.
+
+        Raises:
+            the worker's own exception (a `ModelError` stays a `ModelError`);
+            ModelError: (``error``) the actor died more than ``retries`` times or could not
+                start.
+        """
+        ref = method.remote(*args)
+        try:
+            return await ref
+        except self._ray.exceptions.RayTaskError as exc:
+            reraise_cause(exc)
+            raise
+        except self._ray.exceptions.RayActorError as exc:
+            raise error(
+                f"a Ray worker died {self.retries + 1} times or could not start (is "
+                f"unified-kg-rag installed on every node?): {str(exc).splitlines()[0]}"
+            ) from exc
+
+    async def aclose(self) -> None:
+        """Stop the actors this run started; disconnect when `connect` connected."""
+        for actor in self._actors:
+            try:
+                self._ray.kill(actor)
+            except Exception:  # an actor already gone
+                logger.debug("Ray actor already stopped", exc_info=True)
+        self._actors.clear()
+        if self._owned and self._ray.is_initialized():
+            self._ray.shutdown()
+            self._owned = False
+
+
+def _probe(address: str, timeout_s: float = 5.0) -> None:
+    """Open (and close) a TCP connection to ``address``'s host and port.
+
+    Raises:
+        ConfigurationError: nothing accepts connections there within ``timeout_s``.
+    """
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot connect to the Ray cluster at {address}: {exc.strerror or exc}",
+            field=CLUSTER_FIELD,
+        ) from exc
+
+
+def reraise_cause(exc: BaseException) -> None:
+    """Raise the worker's own exception carried by a Ray task error, when it has one."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException):
+        raise cause from None

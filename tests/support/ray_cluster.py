@@ -1,0 +1,117 @@
+"""A real Ray cluster on 127.0.0.1 for tests and benchmarks: ``ray start --head --block``.
+
+`LocalRayCluster` starts the head node in a subprocess of its own session (so stopping it
+ends exactly the processes it started, never another Ray on the machine), with the Ray
+Client server on, and waits until the client port answers. Its workers import
+``unified_kg_rag`` from the directory this process imports it from (``PYTHONPATH``), so a
+checkout under test runs its own code on the workers.
+
+Token authentication (Ray 2.5x turns it on when ``~/.ray/auth_token`` exists) is set
+explicitly with ``RAY_AUTH_MODE``, the head's and this process's alike (`auth_env`), so a
+token file some other Ray run left does not make the Ray Client connection time out.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+import unified_kg_rag
+
+__all__ = ["AUTH_ENV", "LocalRayCluster", "free_port"]
+
+AUTH_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+"""What the head and the connecting process both need in their environment."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+class LocalRayCluster:
+    """A one-node Ray cluster with ``cpus`` CPUs; ``client_address`` is its ``ray://`` address."""
+
+    def __init__(self, cpus: int = 2, *, start_timeout_s: float = 120.0) -> None:
+        self.cpus = cpus
+        self.port = free_port()
+        self.client_port = free_port()
+        self.start_timeout_s = start_timeout_s
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115  (closed by stop)
+
+    @property
+    def client_address(self) -> str:
+        """``ray://127.0.0.1:PORT`` (Ray Client)."""
+        return f"ray://127.0.0.1:{self.client_port}"
+
+    @property
+    def gcs_address(self) -> str:
+        """``127.0.0.1:PORT`` (the head's GCS)."""
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> LocalRayCluster:
+        """Start the head and wait for the client port (RuntimeError with its log if not)."""
+        ray_bin = Path(sys.executable).with_name("ray")
+        src = str(Path(unified_kg_rag.__file__).resolve().parents[1])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [src, *filter(None, [os.environ.get("PYTHONPATH")])]), **AUTH_ENV}  # fmt: skip
+        cmd = [str(ray_bin), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
+               "--port", str(self.port), "--ray-client-server-port", str(self.client_port),
+               "--num-cpus", str(self.cpus), "--include-dashboard", "false",
+               "--disable-usage-stats"]  # fmt: skip
+        self._proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+                                      start_new_session=True)  # fmt: skip
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                break
+            try:
+                socket.create_connection(("127.0.0.1", self.client_port), timeout=1).close()
+                return self
+            except OSError:
+                time.sleep(0.5)
+        self._log.seek(0)
+        log = self._log.read().decode(errors="replace")[-3000:]
+        self.stop()
+        raise RuntimeError(f"ray start did not come up: {log}")
+
+    def stop(self) -> None:
+        """End the head's session (SIGTERM, then SIGKILL after 5 s)."""
+        if self._proc is None:
+            return
+        try:
+            os.killpg(self._proc.pid, signal.SIGTERM)
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait()
+        except ProcessLookupError:
+            pass
+        self._proc = None
+        self._log.close()
+        # a head killed before its clean-up leaves its address for `ray.init()` to find
+        current = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        if current.is_file() and current.read_text().strip().endswith(f":{self.port}"):
+            current.unlink()
+
+    def __enter__(self) -> LocalRayCluster:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
