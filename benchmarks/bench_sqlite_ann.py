@@ -24,7 +24,7 @@ Loading the rows (upserts in batches of 5,000 through the port) is timed but is 
 "build". Usage:
 
     python benchmarks/bench_sqlite_ann.py [--sizes 200000,1000000] [--queries 200]
-        [--skip postgres,sqlite-exact] [--json OUT] [--work DIR]
+        [--skip postgres,sqlite-exact] [--json OUT] [--work DIR] [--reuse]
 
 Needs the ``ann`` extra (usearch) and, for PostgreSQL, the ``postgres`` extra and pgserver.
 """
@@ -123,6 +123,10 @@ async def timed_queries(index: Any, queries: Vectors) -> tuple[dict[str, float],
 
 
 def peak_rss_mib() -> float:
+    """This process's peak RSS (``VmHWM``: unlike ``ru_maxrss`` it restarts at exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
@@ -299,6 +303,8 @@ def main() -> None:
     parser.add_argument("--skip", default="", help="variants to skip: " + ",".join(VARIANTS))
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (kept)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="reuse the data and rows prepared in --work by an earlier run")
     parser.add_argument("--worker", choices=list(VARIANTS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -311,8 +317,14 @@ def main() -> None:
     for n in (int(s) for s in args.sizes.split(",")):
         work = base / f"n{n}"
         work.mkdir(parents=True, exist_ok=True)
-        print(f"{n:,} units: generating and loading ...", flush=True)
-        size: dict[str, Any] = {"data": asyncio.run(prepare(work, n, args.queries))}
+        prepared = work / "data.json"
+        if args.reuse and prepared.exists():
+            data = json.loads(prepared.read_text())
+        else:
+            print(f"{n:,} units: generating and loading ...", flush=True)
+            data = asyncio.run(prepare(work, n, args.queries))
+            prepared.write_text(json.dumps(data))
+        size: dict[str, Any] = {"data": data}
         print(f"  data: {json.dumps(size['data'])}", flush=True)
         for variant in VARIANTS:
             if variant not in skip:

@@ -48,7 +48,7 @@ class SqliteAnnConfig(_Section):
         "recall, larger file, slower build.",
     )
     expansion_add: int = Field(
-        default=128,
+        default=64,
         ge=8,
         le=1000,
         description="HNSW build-time candidate list size (usearch `expansion_add`, pgvector "

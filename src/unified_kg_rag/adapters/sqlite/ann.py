@@ -55,7 +55,9 @@ __all__ = ["AnnIndexes", "AnnState", "Step", "exact_filtered", "last_seq"]
 
 logger = logging.getLogger(__name__)
 
-_PKS = "(SELECT value FROM json_each(?))"
+_BY_PK = "json_each(?) AS j CROSS JOIN search_records AS r ON r.pk = j.value"
+"""Rows by a JSON array of pks, looked up by pk (the planner would otherwise scan the
+collection through its (index_name, collection, id) index)."""
 _BATCH = 20_000
 _SAMPLE = 32
 _MIN_COSINE = {"f32": 0.999, "f16": 0.99, "i8": 0.9}
@@ -206,8 +208,8 @@ class AnnIndexes:
         self, conn: sqlite3.Connection, key: tuple[str, str], index: Any, pks: list[int]
     ) -> None:
         current = dict(conn.execute(
-            f"SELECT pk, vector FROM search_records WHERE index_name = ? AND collection = ? "
-            f"AND vector IS NOT NULL AND pk IN {_PKS}", (*key, json.dumps(pks))).fetchall())
+            f"SELECT r.pk, r.vector FROM {_BY_PK} WHERE r.index_name = ? AND r.collection = ? "
+            "AND r.vector IS NOT NULL", (json.dumps(pks), *key)).fetchall())
         asked = np.asarray(pks, dtype=np.uint64)
         gone = asked[np.asarray(index.contains(asked), dtype=bool)]
         if len(gone):
@@ -257,8 +259,7 @@ class AnnIndexes:
             return "its content differs from its sidecar"
         index.expansion_search = self.config.expansion_search
         state = AnnState(index, side.seq)
-        self.catch_up(conn, key, state)
-        state.unsaved = 0
+        self.catch_up(conn, key, state)  # what it applies counts as unsaved
         problem = self._check_rows(conn, key, state)
         if problem is None:
             self._states[key] = state
@@ -291,14 +292,17 @@ class AnnIndexes:
             "AND vector IS NOT NULL", key).fetchone()[0])
         if len(state.index) != n:
             return f"it holds {len(state.index)} vectors, the rows {n}"
-        rows = conn.execute(
-            "SELECT pk, vector FROM search_records WHERE index_name = ? AND collection = ? "
-            "AND vector IS NOT NULL ORDER BY random() LIMIT ?", (*key, _SAMPLE)).fetchall()
-        if not rows:
+        held_keys = np.asarray(state.index.keys, dtype=np.uint64)
+        if len(held_keys) == 0:
             return None
+        picked = np.random.default_rng().choice(held_keys, min(_SAMPLE, len(held_keys)),
+                                                replace=False)  # fmt: skip
+        rows = conn.execute(
+            f"SELECT r.pk, r.vector FROM {_BY_PK} WHERE r.index_name = ? AND r.collection = ? "
+            "AND r.vector IS NOT NULL", (json.dumps([int(k) for k in picked]), *key)).fetchall()
+        if len(rows) != len(picked):  # with equal counts: the rows hold vectors it lacks
+            return "it holds vectors the rows do not"
         keys = np.asarray([r[0] for r in rows], dtype=np.uint64)
-        if not bool(np.all(state.index.contains(keys))):
-            return "it lacks vectors the rows hold"
         stored = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
         held = np.asarray(state.index.get(keys, dtype=np.float32), dtype=np.float32)
         norms = np.linalg.norm(held, axis=1) * np.linalg.norm(stored, axis=1)
@@ -396,12 +400,11 @@ class AnnIndexes:
         if want == 0:
             return []
         state.index.expansion_search = max(self.config.expansion_search, want)
-        found = state.index.search(query, want)
+        found = state.index.search(query, want, threads=1)
         pks = [int(pk) for pk in found.keys]
         rows = conn.execute(
-            f"SELECT r.id, r.vector FROM search_records AS r WHERE r.index_name = ? AND "
-            f"r.collection = ? AND r.vector IS NOT NULL AND r.pk IN {_PKS}{where}",
-            (*key, json.dumps(pks), *params)).fetchall()
+            f"SELECT r.id, r.vector FROM {_BY_PK} WHERE r.index_name = ? AND r.collection = ? "
+            f"AND r.vector IS NOT NULL{where}", (json.dumps(pks), *key, *params)).fetchall()
         if where and len(rows) < limit and size > want:
             return None
         return _ranked(rows, query, limit)

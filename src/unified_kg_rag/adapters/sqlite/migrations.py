@@ -217,6 +217,9 @@ MIGRATIONS: tuple[Migration, ...] = (
                 index_name TEXT NOT NULL, collection TEXT NOT NULL, pk INTEGER NOT NULL
             )""",
             "CREATE INDEX ann_log_collection ON ann_log (index_name, collection, seq)",
+            # counts a collection's vectors without reading them (verifying an index file)
+            """CREATE INDEX search_records_with_vector ON search_records (index_name, collection)
+            WHERE vector IS NOT NULL""",
             """CREATE TRIGGER search_records_ann_insert AFTER INSERT ON search_records
             WHEN NEW.vector IS NOT NULL AND EXISTS (SELECT 1 FROM ann_collections
                 WHERE index_name = NEW.index_name AND collection = NEW.collection)
