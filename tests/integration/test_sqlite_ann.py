@@ -319,7 +319,7 @@ def test_filtered_queries(tmp_path: Path) -> None:
                 selective: Filters = {"part": 7}  # 60 rows: the ANN candidates miss: exact
                 assert await ids(fast, q, filters=selective) == \
                     await ids(exact, q, filters=selective)  # fmt: skip
-                broad: Filters = {"part": {"$lt": 40}}  # 80 %: filtered ANN candidates
+                broad: Filters = {"part": list(range(40))}  # 80 %: filtered ANN candidates
                 got = await ids(fast, q, filters=broad)
                 want = await ids(exact, q, filters=broad)
                 assert len(got) == 10
@@ -355,3 +355,16 @@ def test_bad_settings_name_the_field() -> None:
         SqliteAnnConfig(dtype="f64")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="connectivity"):
         SqliteConfig.model_validate({"ann": {"connectivity": 1}})
+
+
+def test_the_benchmark_script_runs_on_a_tiny_size(tmp_path: Path) -> None:
+    out = tmp_path / "figures.json"
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_sqlite_ann.py"),
+                    "--sizes", "1500", "--queries", "5", "--skip", "postgres",
+                    "--work", str(tmp_path / "work"), "--json", str(out)],
+                   check=True, env=env, capture_output=True, timeout=300)  # fmt: skip
+    figures = json.loads(out.read_text())["1500"]
+    assert figures["sqlite-exact"]["recall@10"] == 1.0
+    assert figures["sqlite-ann"]["ef 128: recall@10"] >= 0.9
+    assert figures["sqlite-ann"]["file_mib"] > 0

@@ -247,6 +247,8 @@ class AnnIndexes:
         if state is None:
             logger.warning("vector index file %s is not used (%s); rebuilding it from the "
                            "rows", saved.path, problem)
+            for bad in (saved.path, saved.path.with_suffix(".json")):
+                bad.unlink(missing_ok=True)
         return state
 
     def _restore(
