@@ -350,6 +350,26 @@ def test_a_shrunk_collection_goes_back_to_exact_search(tmp_path: Path) -> None:
     asyncio.run(body())
 
 
+def test_an_index_from_before_the_collection_stopped_being_logged_is_not_used(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ukr.db"
+
+    async def body() -> None:
+        vectors = await fill(path, 1000)
+        probe = clustered(1, seed=31)
+        async with SqliteBackend(path, ann()) as a, SqliteBackend(path, ann(5000)) as b, \
+                SqliteBackend(path, ann()) as c:  # fmt: skip
+            await ids(a, vectors[0])  # a serves it from memory
+            await ids(b, vectors[0])  # b's threshold is higher: logging stops, files go
+            await b.search_index("i").upsert(TU, [IndexRecord(id="u00005", text="t")], probe)
+            await ids(c, vectors[0])  # logged again, from a fresh point
+            assert (await ids(a, probe[0]))[0] == "u00005"
+            assert "u00005" not in await ids(a, vectors[5])
+
+    asyncio.run(body())
+
+
 def test_bad_settings_name_the_field() -> None:
     with pytest.raises(ValidationError, match="dtype"):
         SqliteAnnConfig(dtype="f64")  # type: ignore[arg-type]

@@ -21,14 +21,18 @@ __all__ = ["ensure_current", "pin", "register", "unpin"]
 def pin(conn: sqlite3.Connection, key: tuple[str, str]) -> None:
     """Start logging the vector changes of a collection (write txn); no-op when logged.
 
-    Entries before now are not logged, so ``trimmed_seq`` starts at the log's last seq: no
-    file older than now can be used.
+    Changes before now were not logged, so ``trimmed_seq`` starts at a fresh seq (taken by a
+    no-op entry for ``pk`` 0, which no row has): no index or file from before this moment,
+    not even one of an earlier time the collection was logged, can be used.
     """
-    last = last_seq(conn)
+    if conn.execute("SELECT 1 FROM ann_collections WHERE index_name = ? AND collection = ?",
+                    key).fetchone() is not None:  # fmt: skip
+        return
+    conn.execute("INSERT INTO ann_log (index_name, collection, pk) VALUES (?, ?, 0)", key)
+    fresh = last_seq(conn)
     conn.execute(
         "INSERT INTO ann_collections (index_name, collection, saved_seq, trimmed_seq) "
-        "VALUES (?, ?, ?, ?) ON CONFLICT (index_name, collection) DO NOTHING",
-        (*key, last, last))
+        "VALUES (?, ?, ?, ?)", (*key, fresh, fresh))
 
 
 def register(conn: sqlite3.Connection, key: tuple[str, str], seq: int) -> bool:
