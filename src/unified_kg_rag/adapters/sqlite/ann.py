@@ -385,7 +385,7 @@ class AnnIndexes:
         self, conn: sqlite3.Connection, key: tuple[str, str], query: NDArray[np.float32],
         limit: int, where: str, params: list[object],
     ) -> list[tuple[str, float]] | None:
-        """Return the ``limit`` best ``(id, cosine)`` pairs, or None when the filter left too few.
+        """Return the ``limit`` best ``(id, cosine)`` pairs; None when fewer candidates survive.
 
         Args:
             conn: the connection, in the query's read transaction.
@@ -407,7 +407,7 @@ class AnnIndexes:
         rows = conn.execute(
             f"SELECT r.id, r.vector FROM {_BY_PK} WHERE r.index_name = ? AND r.collection = ? "
             f"AND r.vector IS NOT NULL{where}", (json.dumps(pks), *key, *params)).fetchall()
-        if where and len(rows) < limit and size > want:
+        if len(rows) < min(limit, size):  # a filter (or the graph walk) left too few
             return None
         return _ranked(rows, query, limit)
 
