@@ -55,11 +55,13 @@ class SqliteAnnConfig(_Section):
         "`ef_construction`).",
     )
     expansion_search: int = Field(
-        default=128,
+        default=256,
         ge=8,
         le=2000,
         description="HNSW query-time candidate list size (usearch `expansion_search`, raised to "
-        "the number of candidates asked for). Higher: better recall, slower queries.",
+        "the number of candidates asked for). Higher: better recall, slower queries. Measured "
+        "on clustered 384-d vectors, 2 cores: 128 gives recall@10 0.994 at 200,000 and 0.913 "
+        "at 1,000,000; 256 gives 0.995 (2.7 ms) and 0.952 (3.5 ms).",
     )
     dtype: Literal["f32", "f16", "i8"] = Field(
         default="f16",
