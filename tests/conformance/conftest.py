@@ -17,12 +17,18 @@ import pytest
 from tests.fakes import FakeBackend
 from tests.support.postgres import fresh_catalog
 from unified_kg_rag.adapters.sqlite import SqliteBackend
-from unified_kg_rag.config.models import PostgresConfig, SqliteConfig
+from unified_kg_rag.config.models import PostgresConfig, SqliteAnnConfig, SqliteConfig
 from unified_kg_rag.ports import StoreBackend
 
 
 def _sqlite(_request: pytest.FixtureRequest, tmp_path: Path) -> StoreBackend:
     return SqliteBackend(tmp_path / "state" / "ukr.db", SqliteConfig(busy_timeout_s=5.0))
+
+
+def _sqlite_ann(_request: pytest.FixtureRequest, tmp_path: Path) -> StoreBackend:
+    """SQLite with every non-empty collection served by the HNSW index (threshold 0)."""
+    ann = SqliteAnnConfig(exact_search_max_vectors=0)
+    return SqliteBackend(tmp_path / "state" / "ukr.db", SqliteConfig(busy_timeout_s=5.0, ann=ann))
 
 
 def _postgres(request: pytest.FixtureRequest, _tmp_path: Path) -> StoreBackend:
@@ -36,6 +42,7 @@ BACKEND_FACTORIES: dict[str, Callable[[pytest.FixtureRequest, Path], StoreBacken
     "fake": lambda _request, _tmp: FakeBackend(),
     "sqlite": _sqlite,
     "postgres": _postgres,
+    "sqlite_ann": _sqlite_ann,
 }
 
 BACKEND_PARAMS = [
@@ -43,6 +50,10 @@ BACKEND_PARAMS = [
     pytest.param("sqlite", marks=pytest.mark.integration),
     pytest.param("postgres", marks=[pytest.mark.integration, pytest.mark.postgres]),
 ]
+
+
+SQLITE_ANN_PARAM = pytest.param("sqlite_ann", marks=pytest.mark.integration)
+"""The SQLite store through its HNSW index: added by the search-index suite only."""
 
 
 @pytest.fixture(params=BACKEND_PARAMS)

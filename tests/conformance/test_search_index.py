@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+from tests.conformance.conftest import BACKEND_FACTORIES, BACKEND_PARAMS, SQLITE_ANN_PARAM
 from unified_kg_rag.domain.models import Collection, IndexRecord, SearchMode
 from unified_kg_rag.ports import Filters, StoreBackend
 from unified_kg_rag.util.errors import EmbeddingMismatchError
 
 TU = Collection.TEXT_UNITS
+
+
+@pytest.fixture(params=[*BACKEND_PARAMS, SQLITE_ANN_PARAM])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreBackend]:
+    """Every backend of the conformance suite, plus SQLite served by its HNSW index."""
+    store = BACKEND_FACTORIES[request.param](request, tmp_path)
+    yield store
+    asyncio.run(store.aclose())
 
 
 def rec(id_: str, text: str, **fields: str | int | float | bool | None) -> IndexRecord:

@@ -31,7 +31,12 @@ from unified_kg_rag.config.messages import MessagesConfig
 from unified_kg_rag.config.prompts import PromptsConfig
 from unified_kg_rag.config.query import QueryConfig
 from unified_kg_rag.config.service import ServiceConfig
-from unified_kg_rag.config.stores import PostgresConfig, SqliteConfig, StoresConfig
+from unified_kg_rag.config.stores import (
+    PostgresConfig,
+    SqliteAnnConfig,
+    SqliteConfig,
+    StoresConfig,
+)
 from unified_kg_rag.domain.index.methodologies import methodology_names
 
 __all__ = [
@@ -58,6 +63,7 @@ __all__ = [
     "ScriptedLLMConfig",
     "ScriptedReply",
     "ServiceConfig",
+    "SqliteAnnConfig",
     "SqliteConfig",
     "StoresConfig",
     "UkrConfig",

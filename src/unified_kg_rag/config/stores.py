@@ -9,11 +9,73 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-__all__ = ["PostgresConfig", "SqliteConfig", "StoresConfig"]
+__all__ = ["PostgresConfig", "SqliteAnnConfig", "SqliteConfig", "StoresConfig"]
 
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class SqliteAnnConfig(_Section):
+    """The approximate (HNSW) vector index of large SQLite collections (`usearch`).
+
+    A collection with more than ``exact_search_max_vectors`` records is searched through an
+    HNSW graph kept in a file beside the database (``<db dir>/ann/``) and updated from a
+    change log written in the same transaction as the records, so it never drifts from them
+    (see docs/guides/scale-ann.md). Smaller collections, and every collection when the
+    `ann` extra (`usearch`) is not installed, are searched exactly.
+    """
+
+    enabled: bool = Field(
+        default=True,
+        description="Serve collections above `exact_search_max_vectors` through the HNSW "
+        "index. Off: every vector search is exact (a matrix of the whole collection in memory, "
+        "1.5 GB per million 384-d vectors, re-read after every write).",
+    )
+    exact_search_max_vectors: int = Field(
+        default=100_000,
+        ge=0,
+        description="Collections with at most this many records are searched exactly (one "
+        "matrix product; about 10 ms per 100,000 384-d vectors on 2 cores). Above it the HNSW "
+        "index answers. A collection that shrinks to half of it goes back to exact search and "
+        "its index file is dropped.",
+    )
+    connectivity: int = Field(
+        default=16,
+        ge=4,
+        le=64,
+        description="HNSW graph degree (usearch `connectivity`, pgvector `m`). Higher: better "
+        "recall, larger file, slower build.",
+    )
+    expansion_add: int = Field(
+        default=64,
+        ge=8,
+        le=1000,
+        description="HNSW build-time candidate list size (usearch `expansion_add`, pgvector "
+        "`ef_construction`).",
+    )
+    expansion_search: int = Field(
+        default=256,
+        ge=8,
+        le=2000,
+        description="HNSW query-time candidate list size (usearch `expansion_search`, raised to "
+        "the number of candidates asked for). Higher: better recall, slower queries. Measured "
+        "on clustered 384-d vectors, 2 cores: 128 gives recall@10 0.994 at 200,000 and 0.913 "
+        "at 1,000,000; 256 gives 0.995 (2.7 ms) and 0.952 (3.5 ms).",
+    )
+    dtype: Literal["f32", "f16", "i8"] = Field(
+        default="f16",
+        description="How the index stores vectors: `f32`, `f16` (half the memory of `f32`, "
+        "same recall on embeddings) or `i8` (a quarter; lower recall). Candidates are re-scored "
+        "with the stored float32 vectors either way, so scores are exact cosines.",
+    )
+    oversample: int = Field(
+        default=2,
+        ge=1,
+        le=64,
+        description="Candidates fetched from the HNSW index per hit asked for, re-scored "
+        "exactly; a filtered query fetches this many times more (see the guide).",
+    )
 
 
 class SqliteConfig(_Section):
@@ -24,6 +86,11 @@ class SqliteConfig(_Section):
     )
     busy_timeout_s: float = Field(
         default=30.0, gt=0, description="How long a write waits for another writer, seconds."
+    )
+    ann: SqliteAnnConfig = Field(
+        default_factory=SqliteAnnConfig,
+        description="Approximate (HNSW) vector search of collections past "
+        "`exact_search_max_vectors` records (install the `ann` extra).",
     )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import TracebackType
 
 from unified_kg_rag.adapters.sqlite.access_log import SqliteAccessLog
+from unified_kg_rag.adapters.sqlite.ann import AnnIndexes
 from unified_kg_rag.adapters.sqlite.database import SqliteDatabase
 from unified_kg_rag.adapters.sqlite.doc_registry import SqliteDocRegistry
 from unified_kg_rag.adapters.sqlite.graph_store import SqliteGraphStore
@@ -28,8 +29,8 @@ class SqliteBackend:
 
     Args:
         path: the database file; it and its parent directory are created on the first write.
-        config: the ``stores.sqlite`` section (``busy_timeout_s`` is used; ``path`` is not,
-            the caller resolves it).
+        config: the ``stores.sqlite`` section (``busy_timeout_s`` and ``ann`` are used;
+            ``path`` is not, the caller resolves it).
 
     Use as ``async with SqliteBackend(path) as backend: ...`` or call `aclose`.
     """
@@ -39,6 +40,8 @@ class SqliteBackend:
         self._db = SqliteDatabase(Path(path), busy_timeout_s=config.busy_timeout_s)
         self._access_db = SqliteDatabase(Path(path), busy_timeout_s=config.busy_timeout_s)
         """The access counts' own connection (`SqliteAccessLog`); opened on its first write."""
+        self._ann = AnnIndexes(Path(path), config.ann)
+        """The HNSW indexes of large collections, shared by every search-index view."""
 
     @property
     def location(self) -> str:
@@ -47,7 +50,7 @@ class SqliteBackend:
 
     def search_index(self, index: str) -> SqliteSearchIndex:
         """Return the search index of ``index``."""
-        return SqliteSearchIndex(self._db, index)
+        return SqliteSearchIndex(self._db, index, self._ann)
 
     def graph_store(self, index: str) -> SqliteGraphStore:
         """Return the graph store of ``index``."""

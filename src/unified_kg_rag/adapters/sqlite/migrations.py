@@ -193,6 +193,56 @@ MIGRATIONS: tuple[Migration, ...] = (
             END""",
         ),
     ),
+    # The change log of the approximate vector indexes (adapters/sqlite/ann.py). A collection
+    # served by an HNSW file has a row in ``ann_collections``; while it does, every change of
+    # one of its vectors appends (seq, pk) to ``ann_log`` in the transaction of the change, so
+    # a file that reflects the log up to ``seq`` is brought up to date by the entries after it.
+    # ``trimmed_seq``: entries up to it may be gone (a file older than it is rebuilt).
+    # ``ann_database``: a random id, written into every file's sidecar to refuse foreign files.
+    Migration(
+        "0007_ann_change_log",
+        (
+            """CREATE TABLE ann_database (
+                singleton INTEGER PRIMARY KEY CHECK (singleton = 1), database_id TEXT NOT NULL
+            )""",
+            "INSERT INTO ann_database (singleton, database_id) "
+            "VALUES (1, lower(hex(randomblob(16))))",
+            """CREATE TABLE ann_collections (
+                index_name TEXT NOT NULL, collection TEXT NOT NULL,
+                saved_seq INTEGER NOT NULL, trimmed_seq INTEGER NOT NULL,
+                PRIMARY KEY (index_name, collection)
+            ) WITHOUT ROWID""",
+            """CREATE TABLE ann_log (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                index_name TEXT NOT NULL, collection TEXT NOT NULL, pk INTEGER NOT NULL
+            )""",
+            "CREATE INDEX ann_log_collection ON ann_log (index_name, collection, seq)",
+            # counts a collection's vectors without reading them (verifying an index file)
+            """CREATE INDEX search_records_with_vector ON search_records (index_name, collection)
+            WHERE vector IS NOT NULL""",
+            """CREATE TRIGGER search_records_ann_insert AFTER INSERT ON search_records
+            WHEN NEW.vector IS NOT NULL AND EXISTS (SELECT 1 FROM ann_collections
+                WHERE index_name = NEW.index_name AND collection = NEW.collection)
+            BEGIN
+                INSERT INTO ann_log (index_name, collection, pk)
+                VALUES (NEW.index_name, NEW.collection, NEW.pk);
+            END""",
+            """CREATE TRIGGER search_records_ann_update AFTER UPDATE OF vector ON search_records
+            WHEN OLD.vector IS NOT NEW.vector AND EXISTS (SELECT 1 FROM ann_collections
+                WHERE index_name = NEW.index_name AND collection = NEW.collection)
+            BEGIN
+                INSERT INTO ann_log (index_name, collection, pk)
+                VALUES (NEW.index_name, NEW.collection, NEW.pk);
+            END""",
+            """CREATE TRIGGER search_records_ann_delete AFTER DELETE ON search_records
+            WHEN OLD.vector IS NOT NULL AND EXISTS (SELECT 1 FROM ann_collections
+                WHERE index_name = OLD.index_name AND collection = OLD.collection)
+            BEGIN
+                INSERT INTO ann_log (index_name, collection, pk)
+                VALUES (OLD.index_name, OLD.collection, OLD.pk);
+            END""",
+        ),
+    ),
 )
 
 _CREATE_LEDGER = (

@@ -5,8 +5,10 @@ float32 BLOB). Their lexical terms (`domain.text.analysis.lexical_terms`, which 
 bigrams) live in the FTS5 table ``search_fts`` under the record's ``pk``, prefixed with the
 number of their (index, collection) namespace, and BM25 is scored with that namespace's
 statistics only (`lexical`): records of another collection or index never change a ranking.
-Vector search is exact: one product of the query with the cached matrix of the collection
-(`VectorCache`).
+Vector search is exact up to ``stores.sqlite.ann.exact_search_max_vectors`` records: one
+product of the query with the cached matrix of the collection (`VectorCache`). Larger
+collections are served by an HNSW index kept in step with the rows through a change log
+(``ann.py``, ``ann_sync.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from unified_kg_rag.adapters.search_common import (
     ranked_hits,
     stacked_vectors,
 )
+from unified_kg_rag.adapters.sqlite.ann import AnnIndexes, Step, exact_filtered
+from unified_kg_rag.adapters.sqlite.ann_sync import ensure_current
 from unified_kg_rag.adapters.sqlite.database import SqliteDatabase
 from unified_kg_rag.adapters.sqlite.filters import filter_clause
 from unified_kg_rag.adapters.sqlite.lexical import (
@@ -51,11 +55,14 @@ class SqliteSearchIndex:
     Args:
         db: the database of the backend.
         index: the index name every call is bound to.
+        ann: the HNSW indexes of the file (shared by the backend's views); None: every
+            vector search is exact.
     """
 
-    def __init__(self, db: SqliteDatabase, index: str) -> None:
+    def __init__(self, db: SqliteDatabase, index: str, ann: AnnIndexes | None = None) -> None:
         self._db = db
         self._index = index
+        self._ann = ann
 
     # ----------------------------------------------------------------- embedding model
 
@@ -151,9 +158,14 @@ class SqliteSearchIndex:
                 written.append((int(pk), record.text))
             unindex_records(conn, ns, [pk for pk, _ in written])
             index_records(conn, ns, written)
-            self._db.vectors.invalidate(self._index, collection.value)
+            self._invalidate(collection)
 
         await self._db.write(job)
+
+    def _invalidate(self, collection: Collection) -> None:
+        self._db.vectors.invalidate(self._index, collection.value)
+        if self._ann is not None:
+            self._ann.invalidate(self._index, collection.value)
 
     def _check_dimension(self, conn: sqlite3.Connection, dimension: int) -> None:
         row = conn.execute(
@@ -183,7 +195,7 @@ class SqliteSearchIndex:
                 if space is not None:
                     unindex_records(conn, space.ns, pks)
                 conn.execute(f"DELETE FROM search_records WHERE pk IN {_IDS}", (json.dumps(pks),))
-                self._db.vectors.invalidate(self._index, collection.value)
+                self._invalidate(collection)
             return len(pks)
 
         return await self._db.write(job)
@@ -298,6 +310,9 @@ class SqliteSearchIndex:
         if plan.use_vector and query_vector is not None:
             query = np.asarray(query_vector, dtype=np.float32)
 
+        if query is not None and self._ann is not None:
+            await ensure_current(self._db, self._ann, self._index, collection.value)
+
         def job(conn: sqlite3.Connection) -> list[SearchHit]:
             lexical = self._lexical(conn, collection, text, where, params, limit)
             vector = [] if query is None else self._vector(conn, collection, query, where,
@@ -328,6 +343,9 @@ class SqliteSearchIndex:
         self, conn: sqlite3.Connection, collection: Collection, query: NDArray[np.float32],
         where: str, params: list[object], limit: int,
     ) -> list[tuple[str, float]]:
+        served = self._ann_vector(conn, collection, query, where, params, limit)
+        if served is not None:
+            return served
         cached = self._db.vectors.load(conn, self._index, collection.value)
         if not cached.ids:
             return []
@@ -344,3 +362,27 @@ class SqliteSearchIndex:
                 (self._index, collection.value, *params),
             )}
         return cached.nearest(normalised(query), limit, allowed)
+
+    def _ann_vector(
+        self, conn: sqlite3.Connection, collection: Collection, query: NDArray[np.float32],
+        where: str, params: list[object], limit: int,
+    ) -> list[tuple[str, float]] | None:
+        """The hits of the HNSW index (None: the collection is served exactly)."""
+        if self._ann is None:
+            return None
+        key = (self._index, collection.value)
+        if self._ann.inspect(conn, *key) not in (Step.READY, Step.SAVE):
+            return None  # changed since `ensure_current`: exact for this query
+        state = self._ann.state(*key)
+        if state is None:
+            return None
+        if query.shape != (int(state.index.ndim),):
+            raise EmbeddingMismatchError(
+                f"query vector has shape {list(query.shape)}; index {self._index!r} holds "
+                f"vectors of dimension {state.index.ndim}"
+            )
+        unit = normalised(query)
+        hits = self._ann.nearest(conn, key, unit, limit, where, params) if unit.any() else None
+        if hits is None:  # a filter left too few candidates, or a zero query
+            hits = exact_filtered(conn, key, unit, limit, where, params)
+        return hits
