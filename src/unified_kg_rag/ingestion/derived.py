@@ -28,6 +28,7 @@ from unified_kg_rag.ports import (
     Embedder,
     IndexStores,
     KeyphraseExtractor,
+    PreparesVectorSearch,
     ProgressReporter,
     TokenCounter,
 )
@@ -131,3 +132,7 @@ class DerivedStages:
         for stage in selected_stages(self._ctx.methodologies):
             built.update(await traced(f"ukr.index.{stage.name}", stage.run(self._ctx, run)))
         await record_methodologies(stores.records, self._ctx.methodologies, built)
+        if isinstance(stores.search, PreparesVectorSearch):  # the first query builds nothing
+            served = await traced("ukr.index.vector_index", stores.search.prepare_vector_search())
+            if served:
+                logger.info("approximate vector index current for: %s", ", ".join(served))

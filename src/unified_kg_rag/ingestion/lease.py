@@ -52,6 +52,7 @@ from unified_kg_rag.ports import (
     Filters,
     GraphStore,
     IndexStores,
+    PreparesVectorSearch,
     RecordStore,
     SearchIndex,
 )
@@ -228,6 +229,13 @@ class _FencedSearchIndex:
 
     async def count(self, collection: Collection) -> int:
         return await self._port.count(collection)
+
+    async def prepare_vector_search(self) -> list[str]:
+        """Pass through to the port when it keeps an approximate index (it writes: fenced)."""
+        if not isinstance(self._port, PreparesVectorSearch):
+            return []
+        await self._fence.ready()
+        return await self._port.prepare_vector_search()
 
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,6 +31,7 @@ __all__ = [
     "Filters",
     "GraphStore",
     "IndexStores",
+    "PreparesVectorSearch",
     "ProgressReporter",
     "RecordStore",
     "SearchIndex",
@@ -136,6 +137,27 @@ class SearchIndex(Protocol):
 
     async def count(self, collection: Collection) -> int:
         """Return the number of records in ``collection``."""
+        ...
+
+
+@runtime_checkable
+class PreparesVectorSearch(Protocol):
+    """A search index whose vector search keeps an approximate index to build or catch up.
+
+    Optional: callers check ``isinstance(search, PreparesVectorSearch)``. An indexing run calls
+    it as its last step, so the first query after a large run does not pay for building the
+    approximate index (SQLite's HNSW files: `adapters.sqlite.ann`).
+    """
+
+    async def prepare_vector_search(self) -> list[str]:
+        """Build, catch up and save the approximate index of every collection past its threshold.
+
+        Returns:
+            The collections served by an approximate index afterwards.
+
+        Raises:
+            StoreError: a store step failed.
+        """
         ...
 
 

@@ -256,6 +256,28 @@ class SqliteSearchIndex:
 
         return await self._db.read(job)
 
+    async def prepare_vector_search(self) -> list[str]:
+        """Build, catch up and save the HNSW index of every collection past the threshold.
+
+        Implements `ports.PreparesVectorSearch` (an indexing run's last step), so the first
+        query after a large run does not build the index. Collections at or below
+        ``stores.sqlite.ann.exact_search_max_vectors`` stay exact and cost one count each.
+
+        Returns:
+            The collections served by an HNSW index afterwards (none with ANN off).
+
+        Raises:
+            StoreConnectionError, StoreError: a database step failed.
+        """
+        if self._ann is None or not self._ann.available():
+            return []
+        served: list[str] = []
+        for collection in Collection:
+            await ensure_current(self._db, self._ann, self._index, collection.value)
+            if self._ann.state(self._index, collection.value) is not None:
+                served.append(collection.value)
+        return served
+
     async def count(self, collection: Collection) -> int:
         """Return the number of records in ``collection``."""
 
