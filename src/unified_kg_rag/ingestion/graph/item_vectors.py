@@ -3,8 +3,8 @@
 What belongs here: deciding, for the records a graph build wants in a collection, which
 are already stored as they are (skipped), which can take a stored vector (their text is
 stored already, under their own id or another), and which texts must go to the embedding
-model; then embedding those unique texts in length order. Writing the records is the
-caller's (`write.GraphWriter`).
+model; then embedding those unique texts in length order and upserting the records with
+their vectors. The order of the whole graph write is `write.GraphWriter`'s.
 
 Why: a MuSiQue graph build embedded ~38 K entity, relationship and report texts in batches
 of 512 records each sorted on its own, and re-embedded a record whose fields changed while
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -34,7 +34,7 @@ from unified_kg_rag.domain.models import Collection, IndexRecord
 from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ports import Embedder, ProgressReporter, SearchIndex
 
-__all__ = ["CollectionVectors", "plan_collection_vectors"]
+__all__ = ["CollectionVectors", "write_collection_vectors"]
 
 _LOOKUP = 2048
 """Ids read from the search index per call."""
@@ -42,12 +42,11 @@ _LOOKUP = 2048
 
 @dataclass
 class CollectionVectors:
-    """The records of one collection to write, with their vectors.
+    """What writing one collection's records did.
 
     Attributes:
-        records: the records to upsert (changed or new), in the order wanted.
-        vectors: ``ndarray[len(records), d] float32``, L2-normalised, row ``i`` for
-            ``records[i]``.
+        written: records upserted (changed or new), each with its text's vector
+            (``float32``, L2-normalised as the embedder and the stored vectors are).
         unchanged: records skipped because they are stored with the same text and fields.
         reused: records given a stored vector (fields-only change or a text stored already).
         embedded: unique texts sent to the model.
@@ -55,10 +54,7 @@ class CollectionVectors:
         embedding_s: seconds spent in the embedding model.
     """
 
-    records: list[IndexRecord] = field(default_factory=list)
-    vectors: NDArray[np.float32] = field(
-        default_factory=lambda: np.zeros((0, 0), dtype=np.float32)
-    )
+    written: int = 0
     unchanged: int = 0
     reused: int = 0
     embedded: int = 0
@@ -90,7 +86,7 @@ async def _stored_vectors(
     return {k: v for k, v in out.items() if v.shape[0] == dimension}
 
 
-async def plan_collection_vectors(
+async def write_collection_vectors(
     search: SearchIndex,
     embedder: Embedder,
     collection: Collection,
@@ -100,10 +96,13 @@ async def plan_collection_vectors(
     chunk_texts: int = 512,
     progress: ProgressReporter | None = None,
 ) -> CollectionVectors:
-    """Return the records of ``wanted`` to write and their vectors (see the module docstring).
+    """Upsert the records of ``wanted`` that changed, with vectors (see the module docstring).
+
+    Records that take a stored or shared vector are written first; the others are written
+    chunk by chunk as their texts are embedded, so a killed run keeps what it embedded.
 
     Args:
-        search: the index's search index (read only here).
+        search: the index's search index.
         embedder: the index's embedding model (its vectors L2-normalised float32).
         collection: the collection written.
         wanted: the records this build wants in ``collection`` (unique ids).
@@ -113,13 +112,13 @@ async def plan_collection_vectors(
         progress: receives ``embed <collection>`` progress (unique texts embedded).
 
     Returns:
-        The records to upsert with their vectors, and counts.
+        The counts of what was written, reused and embedded.
 
     Raises:
         EmbeddingModelError: the embedding model failed.
         StoreError: the search index failed.
     """
-    out = CollectionVectors(vectors=np.zeros((0, embedder.dimension), dtype=np.float32))
+    out = CollectionVectors()
     stored = await _stored(search, collection, [r.id for r in wanted])
     changed = [
         r for r in wanted
@@ -143,22 +142,43 @@ async def plan_collection_vectors(
         text: found[rid] for text, rid in by_text.items() if rid in found
     }
     out.reused = sum(1 for r in changed if r.text in vector_of)
-    todo = sorted({r.text for r in changed if r.text not in vector_of}, key=len, reverse=True)
+    by_new_text: dict[str, list[IndexRecord]] = {}
+    for r in changed:
+        by_new_text.setdefault(r.text, []).append(r)
+    todo = sorted((t for t in by_new_text if t not in vector_of), key=len, reverse=True)
     out.embedded = len(todo)
     out.duplicates = len(changed) - out.reused - len(todo)
+    size = max(1, chunk_texts)
+    ready = [r for r in changed if r.text in vector_of]
+    for i in range(0, len(ready), size):
+        await _upsert(search, collection, ready[i : i + size], vector_of)
+    out.written += len(ready)
     reporter = progress or NULL_PROGRESS
     label = f"embed {collection.value}"
     if todo:
         reporter.start(label, len(todo))
-    for i in range(0, len(todo), max(1, chunk_texts)):
-        texts = todo[i : i + max(1, chunk_texts)]
+    for i in range(0, len(todo), size):
+        texts = todo[i : i + size]
         started = time.perf_counter()
         vectors = await embedder.embed_documents(texts)
         out.embedding_s += time.perf_counter() - started
         vector_of.update(zip(texts, vectors, strict=True))
+        batch = [r for t in texts for r in by_new_text[t]]
+        await _upsert(search, collection, batch, vector_of)  # written as soon as embedded
+        out.written += len(batch)
         reporter.advance(label, len(texts))
     if todo:
         reporter.finish(label)
-    out.records = changed
-    out.vectors = np.stack([vector_of[r.text] for r in changed]).astype(np.float32, copy=False)
     return out
+
+
+async def _upsert(
+    search: SearchIndex,
+    collection: Collection,
+    records: list[IndexRecord],
+    vector_of: dict[str, NDArray[np.float32]],
+) -> None:
+    """Upsert ``records`` with the vectors of their texts."""
+    if records:
+        matrix = np.stack([vector_of[r.text] for r in records]).astype(np.float32, copy=False)
+        await search.upsert(collection, records, matrix)

@@ -31,7 +31,7 @@ from unified_kg_rag.domain.models import (
     IndexRecord,
     Relationship,
 )
-from unified_kg_rag.ingestion.graph.item_vectors import plan_collection_vectors
+from unified_kg_rag.ingestion.graph.item_vectors import write_collection_vectors
 from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ports import Embedder, IndexStores, ProgressReporter
 
@@ -195,17 +195,12 @@ class GraphWriter:
 
         Each new text is embedded once; a record whose text is stored already (its own, or
         that of a ``stale`` item or another record) takes the stored vector
-        (`item_vectors.plan_collection_vectors`).
+        (`item_vectors.write_collection_vectors`).
         """
-        planned = await plan_collection_vectors(
+        written = await write_collection_vectors(
             self._stores.search, self._embedder, collection, wanted,
             reuse_ids=stale, chunk_texts=_BATCH, progress=self._progress,
         )  # fmt: skip
-        self.embedding_s += planned.embedding_s
-        self.embedded += planned.embedded
-        self.reused += planned.reused + planned.duplicates
-        search = self._stores.search
-        for i in range(0, len(planned.records), _BATCH):
-            await search.upsert(
-                collection, planned.records[i : i + _BATCH], planned.vectors[i : i + _BATCH]
-            )
+        self.embedding_s += written.embedding_s
+        self.embedded += written.embedded
+        self.reused += written.reused + written.duplicates
