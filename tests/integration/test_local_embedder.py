@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 import unified_kg_rag.adapters.embeddings  # noqa: F401  (registers the providers)
 from unified_kg_rag.adapters.embeddings.local import LocalEmbedder
@@ -157,3 +158,21 @@ def test_every_tokenizer_call_holds_the_tokenizer_lock(
     monkeypatch.setattr(tokenizer_type, "__call__", watched)
     embed(embedder, [TOPIC_A * 40, TOPIC_B])  # plans windows, then encodes
     assert len(held) >= 2 and all(held)
+
+
+def test_max_seq_tokens_is_honoured() -> None:
+    short = LocalEmbedder(EmbeddingsConfig(local=LocalEmbeddingsConfig(max_seq_tokens=16)))
+    text = TOPIC_A + TOPIC_B  # ~70 tokens: 5 windows of 14 text tokens
+    out = embed(short, [text])
+    assert short._model.max_seq_length == 16
+    counter = CHUNK_TOKENIZERS.get("local")(EmbeddingsConfig())
+    head = counter.truncate(text, 14)
+    alone = embed(short, [head])
+    assert float(out[0] @ alone[0]) < 0.95  # not the first window alone: all windows count
+    np.testing.assert_allclose(np.linalg.norm(out[0]), 1.0, rtol=1e-5)
+
+
+def test_max_seq_tokens_below_8_is_rejected_naming_the_field() -> None:
+    with pytest.raises(ValidationError) as info:
+        LocalEmbeddingsConfig(max_seq_tokens=4)
+    assert "max_seq_tokens" in str(info.value)

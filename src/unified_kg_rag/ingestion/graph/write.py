@@ -6,8 +6,9 @@ Order (a run killed anywhere is repaired by the next build, which writes the sam
    union of the previous build's items and this build's, so whatever this run writes is
    listed before it is written;
 2. search collections (``entities``, ``relationships``, ``reports``, ``claims`` with claim
-   extraction on), embedding only items
-   whose text or fields changed (an unchanged item keeps its stored vector);
+   extraction on): an unchanged item keeps its stored vector, an item whose text is stored
+   already (fields-only change, or the same text under another id) takes the stored vector,
+   and each remaining text is embedded once, in length order (`item_vectors`);
 3. the graph store (entities, relationships, communities, reports);
 4. items of the previous build that this one no longer has are deleted from every store;
 5. the manifest becomes this build's items.
@@ -16,7 +17,6 @@ Order (a run killed anywhere is repaired by the next build, which writes the sam
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -31,6 +31,7 @@ from unified_kg_rag.domain.models import (
     IndexRecord,
     Relationship,
 )
+from unified_kg_rag.ingestion.graph.item_vectors import write_collection_vectors
 from unified_kg_rag.ingestion.progress import NULL_PROGRESS
 from unified_kg_rag.ports import Embedder, IndexStores, ProgressReporter
 
@@ -111,6 +112,7 @@ class GraphWriter:
         self._embedder = embedder
         self._progress = progress or NULL_PROGRESS
         self.embedded = 0
+        self.reused = 0
         self.embedding_s = 0.0
 
     async def previous(self) -> dict[str, list[str]]:
@@ -137,19 +139,26 @@ class GraphWriter:
         union = {k: sorted(set(old[k]) | set(new[k])) for k in new}
         await records.put(INDEX_NAMESPACE, MANIFEST_KEY, json.dumps(union))
 
+        stale = {k: sorted(set(old[k]) - set(new[k])) for k in new}
         names = {e.id: e.name for e in items.entities}
         levels = {c.id: c.level for c in items.communities}
-        await self._index(Collection.ENTITIES, [entity_record(e) for e in items.entities])
+        await self._index(
+            Collection.ENTITIES, [entity_record(e) for e in items.entities], stale["entities"]
+        )
         if items.relationship_vectors:
             await self._index(
                 Collection.RELATIONSHIPS,
                 [relationship_record(r, names) for r in items.relationships],
+                stale["relationships"],
             )
         await self._index(
             Collection.REPORTS,
             [report_record(r, levels.get(r.community_id, 0)) for r in items.reports],
+            stale["reports"],
         )
-        await self._index(Collection.CLAIMS, [claim_record(c) for c in items.claims])
+        await self._index(
+            Collection.CLAIMS, [claim_record(c) for c in items.claims], stale["claims"]
+        )
         graph = self._stores.graph
         for i in range(0, len(items.entities), _BATCH * 4):
             await graph.upsert_entities(items.entities[i : i + _BATCH * 4])
@@ -158,7 +167,7 @@ class GraphWriter:
         await graph.upsert_communities(items.communities)
         await graph.upsert_reports(items.reports)
 
-        removed = await self._remove({k: sorted(set(old[k]) - set(new[k])) for k in new})
+        removed = await self._remove(stale)
         await records.put(INDEX_NAMESPACE, MANIFEST_KEY, json.dumps(new))
         return removed
 
@@ -179,29 +188,19 @@ class GraphWriter:
             await search.delete(Collection.ENTITIES, stale["entities"])
         return removed
 
-    async def _index(self, collection: Collection, wanted: Sequence[IndexRecord]) -> None:
-        """Upsert the records whose text or fields differ from the stored ones (embedded)."""
-        search = self._stores.search
-        changed: list[IndexRecord] = []
-        for i in range(0, len(wanted), _BATCH * 4):
-            chunk = wanted[i : i + _BATCH * 4]
-            with_vector = await search.existing_ids(collection, [r.id for r in chunk])
-            stored = {r.id: r for r in await search.get(collection, sorted(with_vector))}
-            changed.extend(
-                r for r in chunk
-                if r.id not in stored
-                or stored[r.id].text != r.text
-                or stored[r.id].fields != r.fields
-            )
-        if not changed:
-            return
-        self._progress.start(f"embed {collection.value}", len(changed))
-        for i in range(0, len(changed), _BATCH):
-            batch = changed[i : i + _BATCH]
-            started = time.perf_counter()
-            vectors = await self._embedder.embed_documents([r.text for r in batch])
-            self.embedding_s += time.perf_counter() - started
-            await search.upsert(collection, batch, vectors)
-            self.embedded += len(batch)
-            self._progress.advance(f"embed {collection.value}", len(batch))
-        self._progress.finish(f"embed {collection.value}")
+    async def _index(
+        self, collection: Collection, wanted: Sequence[IndexRecord], stale: Sequence[str] = ()
+    ) -> None:
+        """Upsert the records whose text or fields differ from the stored ones.
+
+        Each new text is embedded once; a record whose text is stored already (its own, or
+        that of a ``stale`` item or another record) takes the stored vector
+        (`item_vectors.write_collection_vectors`).
+        """
+        written = await write_collection_vectors(
+            self._stores.search, self._embedder, collection, wanted,
+            reuse_ids=stale, chunk_texts=_BATCH, progress=self._progress,
+        )  # fmt: skip
+        self.embedding_s += written.embedding_s
+        self.embedded += written.embedded
+        self.reused += written.reused + written.duplicates
