@@ -22,7 +22,7 @@ class SqliteAnnConfig(_Section):
     A collection with more than ``exact_search_max_vectors`` records is searched through an
     HNSW graph kept in a file beside the database (``<db dir>/ann/``) and updated from a
     change log written in the same transaction as the records, so it never drifts from them
-    (see docs/guides/scale-ann.md). Smaller collections, and every collection when the
+    (see docs/guides/scale.md). Smaller collections, and every collection when the
     `ann` extra (`usearch`) is not installed, are searched exactly.
     """
 

@@ -8,7 +8,7 @@ their vectors. The order of the whole graph write is `write.GraphWriter`'s.
 
 Why: a MuSiQue graph build embedded ~38 K entity, relationship and report texts in batches
 of 512 records each sorted on its own, and re-embedded a record whose fields changed while
-its text did not (docs/guides/scale-embedspeed.md has the profile).
+its text did not (docs/guides/scale.md has the profile).
 
 * **Fields-only change**: the stored vector is reused (the text, not the fields, is embedded).
 * **Same text, another id**: the stored vector of any record of the collection with the
