@@ -355,6 +355,28 @@ def test_a_job_holds_the_lease_from_its_acceptance_and_gives_it_up_at_its_end(
     assert "job records are kept per project directory" in unknown["message"]
 
 
+def test_a_job_cancelled_at_once_leaves_the_lease_free(
+    served: Served, slow: SlowEmbedder
+) -> None:
+    """However early the cancel lands (even before the run's first step), the lease the
+    job took on acceptance is given up by the time the cancel answers: the next write is
+    accepted at once, not refused until the lease lapses."""
+    from unified_kg_rag.adapters.sqlite.backend import SqliteBackend
+
+    async def lease_holder() -> str | None:
+        async with SqliteBackend(served.project / ".ukr" / "ukr.db") as backend:
+            lease = await backend.doc_registry("default").get_lease()
+            return None if lease is None or lease.expires_at < time.time() else lease.holder
+
+    job = upload(served.url, [("at-once.md", doc(50, sentences=10))]).json()
+    cancelled = httpx.post(f"{served.url}/v1/jobs/{job['id']}/cancel", timeout=60).json()
+    assert cancelled["state"] in ("cancelled", "succeeded")
+    assert asyncio.run(lease_holder()) is None
+    after = upload(served.url, [("after.md", doc(51))])
+    assert after.status_code == 202, after.text
+    assert wait_end(served.url, after.json()["id"])["state"] == "succeeded"
+
+
 def test_a_client_leaving_mid_events_breaks_nothing(served: Served, slow: SlowEmbedder) -> None:
     job = upload(served.url, [("leave.md", doc(30, sentences=10))]).json()
     with httpx.stream("GET", f"{served.url}/v1/jobs/{job['id']}/events", timeout=60) as r:

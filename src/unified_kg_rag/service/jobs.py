@@ -226,6 +226,8 @@ class JobManager:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            # a task cancelled before its first step never ran `_run`'s release
+            await _release(self._app, job)
         deadline = time.monotonic() + wait_s
         async for job in self.watch(job_id):  # another worker's job: until its record ends
             if not job.active or time.monotonic() > deadline:
