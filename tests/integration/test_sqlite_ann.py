@@ -337,15 +337,45 @@ def test_a_shrunk_collection_goes_back_to_exact_search(tmp_path: Path) -> None:
         async with SqliteBackend(path, ann()) as fast:
             await ids(fast, queries(1)[0])
             assert files(path)
+            kept = files(path)
             await fast.search_index("i").delete(TU, [r.id for r in records(800)])
             vectors = clustered(1000)
+            # a query searches exactly and leaves the index alone; only an index run drops it
             assert (await ids(fast, vectors[900]))[0] == "u00900"
+            assert files(path) == kept
+            assert await fast.search_index("i").prepare_vector_search() == []
             assert files(path) == []
+            assert (await ids(fast, vectors[900]))[0] == "u00900"
         import sqlite3
 
         with sqlite3.connect(path) as conn:
             assert conn.execute("SELECT COUNT(*) FROM ann_collections").fetchone()[0] == 0
             assert conn.execute("SELECT COUNT(*) FROM ann_log").fetchone()[0] == 0
+
+    asyncio.run(body())
+
+
+def test_a_query_process_with_another_threshold_leaves_the_index_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A `ukr query` started without the indexer's settings must not throw the build away."""
+    path = tmp_path / "ukr.db"
+
+    async def body() -> None:
+        vectors = await fill(path, 1000)
+        async with SqliteBackend(path, ann()) as indexer:
+            assert await indexer.search_index("i").prepare_vector_search() == ["text_units"]
+        built = files(path)
+        assert built
+        async with SqliteBackend(path, ann(100_000)) as other:  # exact for it
+            exact = await ids(other, vectors[7])
+            assert exact[0] == "u00007"
+        assert files(path) == built
+        with caplog.at_level(logging.WARNING):
+            async with SqliteBackend(path, ann()) as again:
+                assert await ids(again, vectors[7]) == exact
+        assert files(path) == built
+        assert not [r for r in caplog.records if "rebuil" in r.getMessage()]
 
     asyncio.run(body())
 
@@ -361,7 +391,10 @@ def test_an_index_from_before_the_collection_stopped_being_logged_is_not_used(
         async with SqliteBackend(path, ann()) as a, SqliteBackend(path, ann(5000)) as b, \
                 SqliteBackend(path, ann()) as c:  # fmt: skip
             await ids(a, vectors[0])  # a serves it from memory
-            await ids(b, vectors[0])  # b's threshold is higher: logging stops, files go
+            await ids(b, vectors[0])  # b's threshold is higher: b searches exactly
+            assert files(path)  # a query never drops the index
+            assert await b.search_index("i").prepare_vector_search() == []  # an index run does
+            assert files(path) == []
             await b.search_index("i").upsert(TU, [IndexRecord(id="u00005", text="t")], probe)
             await ids(c, vectors[0])  # logged again, from a fresh point
             assert (await ids(a, probe[0]))[0] == "u00005"

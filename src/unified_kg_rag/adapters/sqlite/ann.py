@@ -174,6 +174,9 @@ class AnnIndexes:
             self._states.pop(key, None)
             return Step.BUILD if self._count(conn, key) > threshold else Step.EXACT
         trimmed = int(row[1])
+        if self._count(conn, key) <= threshold // 2:  # decided before loading any file
+            self._states.pop(key, None)
+            return Step.DROP
         state = self._states.get(key)
         if state is not None and state.seq < trimmed:
             state = None  # entries it needs may be trimmed: reload the newest file
@@ -182,8 +185,6 @@ class AnnIndexes:
             if state is None:
                 return Step.BUILD
         self.catch_up(conn, key, state)
-        if len(state.index) <= threshold // 2:
-            return Step.DROP
         self._states[key] = state
         if state.unsaved >= max(1_000, len(state.index) // 100):
             return Step.SAVE

@@ -10,12 +10,15 @@ stop (`unpin`: the collection went back to exact search, or ANN was switched off
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 
 from unified_kg_rag.adapters.sqlite.ann import AnnIndexes, Step, last_seq
 from unified_kg_rag.adapters.sqlite.database import SqliteDatabase
 
 __all__ = ["ensure_current", "pin", "register", "unpin"]
+
+logger = logging.getLogger(__name__)
 
 
 def pin(conn: sqlite3.Connection, key: tuple[str, str]) -> None:
@@ -62,9 +65,15 @@ def unpin(conn: sqlite3.Connection, key: tuple[str, str]) -> None:
 
 
 async def ensure_current(
-    db: SqliteDatabase, ann: AnnIndexes, index_name: str, collection: str
+    db: SqliteDatabase, ann: AnnIndexes, index_name: str, collection: str, *,
+    drop: bool = False,
 ) -> None:
     """Build, catch up, save or drop the HNSW index of one collection before a vector query.
+
+    Only an indexing run drops an index (``drop``: `SqliteSearchIndex.prepare_vector_search`):
+    a query process whose threshold puts the collection at or below half of it searches
+    exactly and leaves the index, its files and its change log alone, so one process started
+    with other settings cannot throw away a build that took minutes.
 
     Raises:
         StoreConnectionError, StoreError: a database step failed (a failed file save only
@@ -73,12 +82,18 @@ async def ensure_current(
     key = (index_name, collection)
     step = await db.read(lambda conn: ann.inspect(conn, *key))
     if step is Step.DROP:
+        if not drop:
+            return  # the query searches exactly
 
-        def drop(conn: sqlite3.Connection) -> None:
+        def dropping(conn: sqlite3.Connection) -> None:
             unpin(conn, key)
             ann.remove(*key)
 
-        await db.write(drop)
+        await db.write(dropping)
+        logger.warning(
+            "%s/%s: at most half of stores.sqlite.ann.exact_search_max_vectors (%d) records "
+            "left; its HNSW index is dropped and it is searched exactly",
+            index_name, collection, ann.config.exact_search_max_vectors)  # fmt: skip
         return
     if step is Step.BUILD:
         await db.write(lambda conn: pin(conn, key))
