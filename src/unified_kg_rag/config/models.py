@@ -265,16 +265,18 @@ class IndexingConfig(_Section):
         default=None,
         description="Ray cluster that runs the model work of `ukr index` (embedding, LLM "
         "calls) while this process stays the single writer: `ray://HOST:PORT` (Ray Client), "
-        "`HOST:PORT` (a cluster's GCS address, from a node of it), or `auto` (`ray.init()`: "
-        "the cluster this machine runs, else a local one). Needs the `ray` extra; see the "
-        "scale-out guide. Unset: everything runs in this process. `ukr index --cluster` "
-        "overrides it.",
+        "`HOST:PORT` (the address of a cluster's GCS, Ray's head-node service, from a node "
+        "of it), or `auto` (`ray.init()`: the cluster this machine runs, else a local one). "
+        "Needs the `ray` extra (not part of `default`); see the guide Scaling up and out. "
+        "Unset: everything runs in this process. `ukr index --cluster` overrides it.",
     )
     cluster_workers: int = Field(
         default=2,
         ge=1,
         description="Ray actors per model (embedding, each LLM) that `indexing.cluster` "
-        "starts; each embedding actor holds its own copy of the model and one CPU.",
+        "starts. Each embedding actor holds its own copy of the model and reserves the "
+        "cluster's CPUs divided by this number (at most one node's), from which Ray sets its "
+        "torch threads; the LLM actors reserve no CPU.",
     )
     cluster_worker_calls: int = Field(
         default=4,
