@@ -355,6 +355,32 @@ def test_a_shrunk_collection_goes_back_to_exact_search(tmp_path: Path) -> None:
     asyncio.run(body())
 
 
+def test_the_end_of_an_index_run_saves_every_change_and_trims_the_log(tmp_path: Path) -> None:
+    """A few changes (far under the 1,000 a query waits for) are saved by the run's last step,
+    so the next process loads a current file instead of replaying the log."""
+    import sqlite3
+
+    path = tmp_path / "ukr.db"
+
+    async def body() -> None:
+        await fill(path, 1000)
+        probe = clustered(5, seed=77)
+        async with SqliteBackend(path, ann()) as run:
+            index = run.search_index("i")
+            assert await index.prepare_vector_search() == ["text_units"]
+            before = files(path)
+            await index.upsert(TU, [IndexRecord(id=f"n{i}", text="n") for i in range(5)], probe)
+            assert await index.prepare_vector_search() == ["text_units"]
+            after = files(path)
+        assert after != before and len(after) == 2  # a newer pair replaced the old one
+        with sqlite3.connect(path) as conn:
+            assert conn.execute("SELECT COUNT(*) FROM ann_log WHERE pk != 0").fetchone()[0] == 0
+        async with SqliteBackend(path, ann()) as reader:
+            assert (await ids(reader, probe[3]))[0] == "n3"
+
+    asyncio.run(body())
+
+
 def test_a_query_process_with_another_threshold_leaves_the_index_alone(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

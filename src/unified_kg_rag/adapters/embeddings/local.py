@@ -261,7 +261,7 @@ class LocalEmbedder:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise ConfigurationError(
-                f"sentence-transformers is not installed; {_INSTALL_HINT}",
+                f"cannot import sentence-transformers ({exc}); {_INSTALL_HINT}",
                 field="embeddings.kind",
             ) from exc
         return SentenceTransformer(

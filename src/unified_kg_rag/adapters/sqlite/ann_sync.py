@@ -66,11 +66,13 @@ def unpin(conn: sqlite3.Connection, key: tuple[str, str]) -> None:
 
 async def ensure_current(
     db: SqliteDatabase, ann: AnnIndexes, index_name: str, collection: str, *,
-    drop: bool = False,
+    index_run: bool = False,
 ) -> None:
     """Build, catch up, save or drop the HNSW index of one collection before a vector query.
 
-    Only an indexing run drops an index (``drop``: `SqliteSearchIndex.prepare_vector_search`):
+    ``index_run``: the call ending an indexing run (`SqliteSearchIndex.prepare_vector_search`),
+    which also saves any change not saved yet, so the next process loads a current file.
+    Only an indexing run drops an index:
     a query process whose threshold puts the collection at or below half of it searches
     exactly and leaves the index, its files and its change log alone, so one process started
     with other settings cannot throw away a build that took minutes.
@@ -81,8 +83,12 @@ async def ensure_current(
     """
     key = (index_name, collection)
     step = await db.read(lambda conn: ann.inspect(conn, *key))
+    if step is Step.READY and index_run:
+        state = ann.state(*key)
+        if state is not None and state.unsaved > 0:
+            step = Step.SAVE
     if step is Step.DROP:
-        if not drop:
+        if not index_run:
             return  # the query searches exactly
 
         def dropping(conn: sqlite3.Connection) -> None:

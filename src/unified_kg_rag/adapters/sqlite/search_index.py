@@ -273,7 +273,8 @@ class SqliteSearchIndex:
             return []
         served: list[str] = []
         for collection in Collection:
-            await ensure_current(self._db, self._ann, self._index, collection.value, drop=True)
+            await ensure_current(self._db, self._ann, self._index, collection.value,
+                                 index_run=True)
             if self._ann.state(self._index, collection.value) is not None:
                 served.append(collection.value)
         return served
