@@ -78,18 +78,6 @@ def mixture(n: int, n_queries: int, seed: int = 7) -> tuple[Vectors, Vectors]:
     return draw(n), draw(n_queries)
 
 
-def exact_top10(vectors: Vectors, queries: Vectors) -> list[list[str]]:
-    """Ids of the 10 nearest stored vectors (cosine) of each query, by brute force."""
-    normed = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
-    out: list[list[str]] = []
-    for lo in range(0, len(q), 20):
-        scores = q[lo:lo + 20] @ normed.T
-        top = np.argpartition(-scores, 10, axis=1)[:, :10]
-        out += [[f"tu{i:07d}" for i in row] for row in top]
-    return out
-
-
 def recall(hits: list[list[str]], truth: list[list[str]]) -> float:
     return round(float(np.mean([len(set(h[:10]) & set(t)) / 10
                                 for h, t in zip(hits, truth, strict=True)])), 4)  # fmt: skip
@@ -281,7 +269,10 @@ async def prepare(work: Path, n: int, n_queries: int) -> dict[str, Any]:
     vectors, queries = mixture(n, n_queries + WARMUP)
     np.save(work / "vectors.npy", vectors)
     np.save(work / "queries.npy", queries)
-    (work / "truth.json").write_text(json.dumps(exact_top10(vectors, queries[WARMUP:])))
+    from bench_postgres import exact_top10  # the same brute-force truth as bench_postgres
+
+    truth = [sorted(ids) for ids in exact_top10(vectors, queries[WARMUP:])]
+    (work / "truth.json").write_text(json.dumps(truth))
     (work / "meta.json").write_text(json.dumps({"n": n}))
     data: dict[str, Any] = {"text_units": n, "dim": DIM, "clusters": max(10, n // 200),
                             "sigma": SIGMA, "timed_queries": n_queries,

@@ -45,17 +45,12 @@ class CollectionVectors:
     """What writing one collection's records did.
 
     Attributes:
-        written: records upserted (changed or new), each with its text's vector
-            (``float32``, L2-normalised as the embedder and the stored vectors are).
-        unchanged: records skipped because they are stored with the same text and fields.
         reused: records given a stored vector (fields-only change or a text stored already).
         embedded: unique texts sent to the model.
         duplicates: records that shared a text embedded for another record of this build.
         embedding_s: seconds spent in the embedding model.
     """
 
-    written: int = 0
-    unchanged: int = 0
     reused: int = 0
     embedded: int = 0
     duplicates: int = 0
@@ -124,7 +119,6 @@ async def write_collection_vectors(
         r for r in wanted
         if r.id not in stored or stored[r.id].text != r.text or stored[r.id].fields != r.fields
     ]  # fmt: skip
-    out.unchanged = len(wanted) - len(changed)
     if not changed:
         return out
     wanted_ids = {r.id for r in wanted}
@@ -152,7 +146,6 @@ async def write_collection_vectors(
     ready = [r for r in changed if r.text in vector_of]
     for i in range(0, len(ready), size):
         await _upsert(search, collection, ready[i : i + size], vector_of)
-    out.written += len(ready)
     reporter = progress or NULL_PROGRESS
     label = f"embed {collection.value}"
     if todo:
@@ -165,7 +158,6 @@ async def write_collection_vectors(
         vector_of.update(zip(texts, vectors, strict=True))
         batch = [r for t in texts for r in by_new_text[t]]
         await _upsert(search, collection, batch, vector_of)  # written as soon as embedded
-        out.written += len(batch)
         reporter.advance(label, len(texts))
     if todo:
         reporter.finish(label)
