@@ -333,13 +333,17 @@ class SqliteSearchIndex:
         if plan.use_vector and query_vector is not None:
             query = np.asarray(query_vector, dtype=np.float32)
 
-        if query is not None and self._ann is not None:
-            await ensure_current(self._db, self._ann, self._index, collection.value)
+        steps: list[Step] = []  # what the HNSW index asked for, in the query's snapshot
 
-        def job(conn: sqlite3.Connection) -> list[SearchHit]:
+        def job(conn: sqlite3.Connection, defer_build: bool) -> list[SearchHit] | None:
+            vector: list[tuple[str, float]] = []
+            if query is not None:
+                found = self._vector(conn, collection, query, where, params, limit, steps,
+                                     defer_build)  # fmt: skip
+                if found is None:
+                    return None  # the HNSW index is built first, then the query runs again
+                vector = found
             lexical = self._lexical(conn, collection, text, where, params, limit)
-            vector = [] if query is None else self._vector(conn, collection, query, where,
-                                                           params, limit)
             if plan.mode is SearchMode.LEXICAL:
                 ranked = lexical
             elif plan.mode is SearchMode.VECTOR:
@@ -350,7 +354,14 @@ class SqliteSearchIndex:
             records = self._hydrate(conn, collection, [i for i, _ in ranked])
             return ranked_hits(ranked, lexical, vector, records)
 
-        return await self._db.read(job)
+        # the write steps (build, save) run only when the query's own look asked for them, so
+        # a served collection is inspected once per query
+        hits = await self._db.read(lambda conn: job(conn, True))
+        if self._ann is not None and steps and steps[-1] in (Step.BUILD, Step.SAVE):
+            await ensure_current(self._db, self._ann, self._index, collection.value)
+        if hits is None:  # without defer_build the job always answers (never None)
+            hits = await self._db.read(lambda conn: job(conn, False)) or []
+        return hits
 
     def _lexical(
         self, conn: sqlite3.Connection, collection: Collection, text: str,
@@ -364,11 +375,14 @@ class SqliteSearchIndex:
 
     def _vector(
         self, conn: sqlite3.Connection, collection: Collection, query: NDArray[np.float32],
-        where: str, params: list[object], limit: int,
-    ) -> list[tuple[str, float]]:
-        served = self._ann_vector(conn, collection, query, where, params, limit)
+        where: str, params: list[object], limit: int, steps: list[Step], defer_build: bool,
+    ) -> list[tuple[str, float]] | None:
+        """The vector hits (HNSW or exact); None when ``defer_build`` and the index is due."""
+        served = self._ann_vector(conn, collection, query, where, params, limit, steps)
         if served is not None:
             return served
+        if defer_build and steps and steps[-1] is Step.BUILD:
+            return None
         cached = self._db.vectors.load(conn, self._index, collection.value)
         if not cached.ids:
             return []
@@ -388,14 +402,20 @@ class SqliteSearchIndex:
 
     def _ann_vector(
         self, conn: sqlite3.Connection, collection: Collection, query: NDArray[np.float32],
-        where: str, params: list[object], limit: int,
+        where: str, params: list[object], limit: int, steps: list[Step],
     ) -> list[tuple[str, float]] | None:
-        """The hits of the HNSW index (None: the collection is served exactly)."""
+        """The hits of the HNSW index (None: the collection is served exactly).
+
+        Appends what `AnnIndexes.inspect` asked for to ``steps``: the caller runs the write
+        steps (`ensure_current`) after the query's read.
+        """
         if self._ann is None:
             return None
         key = (self._index, collection.value)
-        if self._ann.inspect(conn, *key) not in (Step.READY, Step.SAVE):
-            return None  # changed since `ensure_current`: exact for this query
+        step = self._ann.inspect(conn, *key)
+        steps.append(step)
+        if step not in (Step.READY, Step.SAVE):
+            return None
         state = self._ann.state(*key)
         if state is None:
             return None
