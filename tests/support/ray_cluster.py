@@ -2,7 +2,9 @@
 
 `LocalRayCluster` starts the head node in a subprocess of its own session (so stopping it
 ends exactly the processes it started, never another Ray on the machine), with the Ray
-Client server on, and waits until the client port answers. Its workers import
+Client server on, and waits until ``ray start`` says the runtime started (the Ray Client
+port answers earlier: Ray starts its server before the raylet) and the client port answers.
+Its workers import
 ``unified_kg_rag`` from the directory this process imports it from (``PYTHONPATH``), so a
 checkout under test runs its own code on the workers.
 
@@ -20,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -29,6 +32,9 @@ __all__ = ["AUTH_ENV", "LocalRayCluster", "free_port"]
 
 AUTH_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 """What the head and the connecting process both need in their environment."""
+
+STARTED = b"Ray runtime started."
+"""What ``ray start`` prints once every head process (the raylet too) is up."""
 
 
 def free_port() -> int:
@@ -40,10 +46,23 @@ def free_port() -> int:
 
 
 class LocalRayCluster:
-    """A one-node Ray cluster with ``cpus`` CPUs; ``client_address`` is its ``ray://`` address."""
+    """A one-node Ray cluster with ``cpus`` CPUs; ``client_address`` is its ``ray://`` address.
 
-    def __init__(self, cpus: int = 2, *, start_timeout_s: float = 120.0) -> None:
+    ``paths`` go first on the head's ``PYTHONPATH`` and ``env`` into its environment (a test
+    that changes how the head's processes start).
+    """
+
+    def __init__(
+        self,
+        cpus: int = 2,
+        *,
+        start_timeout_s: float = 120.0,
+        paths: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.cpus = cpus
+        self.paths = list(paths)
+        self.env = dict(env or {})
         self.port = free_port()
         self.client_port = free_port()
         self.start_timeout_s = start_timeout_s
@@ -61,11 +80,17 @@ class LocalRayCluster:
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> LocalRayCluster:
-        """Start the head and wait for the client port (RuntimeError with its log if not)."""
+        """Start the head; wait for its start message and the client port.
+
+        Raises:
+            RuntimeError: (with the end of ``ray start``'s output) it did not come up within
+                ``start_timeout_s``.
+        """
         ray_bin = Path(sys.executable).with_name("ray")
         src = str(Path(unified_kg_rag.__file__).resolve().parents[1])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [src, *filter(None, [os.environ.get("PYTHONPATH")])]), **AUTH_ENV}  # fmt: skip
+            [*self.paths, src, *filter(None, [os.environ.get("PYTHONPATH")])]),
+            **AUTH_ENV, "PYTHONUNBUFFERED": "1", **self.env}  # fmt: skip
         cmd = [str(ray_bin), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
                "--port", str(self.port), "--ray-client-server-port", str(self.client_port),
                "--num-cpus", str(self.cpus), "--include-dashboard", "false",
@@ -76,6 +101,9 @@ class LocalRayCluster:
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 break
+            if STARTED not in os.pread(self._log.fileno(), 1 << 20, 0):  # offset untouched
+                time.sleep(0.5)
+                continue
             try:
                 socket.create_connection(("127.0.0.1", self.client_port), timeout=1).close()
                 return self

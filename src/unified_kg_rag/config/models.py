@@ -288,7 +288,8 @@ class IndexingConfig(_Section):
         default=3,
         ge=0,
         description="Restarts of a Ray actor whose process died, and retries of each batch "
-        "it was running (Ray `max_restarts`, `max_task_retries`).",
+        "it was running (Ray `max_restarts`, `max_task_retries`); also further attempts to "
+        "connect when the cluster's Ray Client server fails to start the session.",
     )
     reset_drift_share: float = Field(
         default=0.1,

@@ -11,6 +11,10 @@ worker process dies Ray starts a new one (which builds its model again) and runs
 it had in flight or queued again; a call fails only after that many restarts. The calls are
 pure (text in, vectors or a reply out: workers hold no store), so running one twice is
 harmless.
+
+Connecting: Ray Client's "Initialization failure from server" (its server could not start
+the session's own server process) is tried again, ``indexing.cluster_retries`` times, with
+backoff; every other failure to connect is reported at once.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import logging
 import socket
 import warnings
 from typing import Any
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from unified_kg_rag.config.cluster import check_cluster_address
 from unified_kg_rag.util.errors import ConfigurationError, ModelError
@@ -56,11 +62,13 @@ class RayCluster:
             address: ``auto``, ``ray://HOST:PORT`` or ``HOST:PORT``
                 (`config.cluster.check_cluster_address`).
             workers: actors per pool.
-            retries: actor restarts and call retries.
+            retries: actor restarts and call retries; also the further connection attempts
+                when the cluster's Ray Client server fails to start a session (`_init`).
 
         Raises:
             ConfigurationError: ray is not installed, the address is malformed, or no cluster
-                answers there (one line naming ``--cluster`` / ``indexing.cluster``).
+                answers there, or every attempt was refused (one line naming ``--cluster`` /
+                ``indexing.cluster``).
         """
         try:
             address = check_cluster_address(address)
@@ -76,18 +84,11 @@ class RayCluster:
         if address != "auto":  # Ray retries an address nobody answers for minutes
             _probe(address)
         try:
-            with warnings.catch_warnings():  # Ray Client warns before it raises
-                warnings.simplefilter("ignore")
-                ray.init(
-                    address=None if address == "auto" else address,
-                    logging_level=logging.WARNING,
-                    log_to_driver=False,
-                    configure_logging=False,
-                )
+            _init(ray, address, attempts=retries + 1)
         except Exception as exc:  # ray raises ConnectionError, RuntimeError, grpc errors ...
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ConfigurationError(
-                f"cannot connect to the Ray cluster at {address}: {reason}", field=CLUSTER_FIELD
+                f"cannot connect to the Ray cluster at {address}: {_reason(exc)}",
+                field=CLUSTER_FIELD,
             ) from exc
         logger.info("connected to the Ray cluster at %s", address)
         return cls(ray, address=address, owned=True, workers=workers, retries=retries)
@@ -153,6 +154,59 @@ class RayCluster:
         if self._owned and self._ray.is_initialized():
             self._ray.shutdown()
             self._owned = False
+
+
+def _init(ray: Any, address: str, *, attempts: int, wait_s: float = 1.0) -> None:
+    """``ray.init`` (connect as the driver), tried up to ``attempts`` times.
+
+    Ray Client's server starts a server process of its own for each connection; when that
+    process fails to start (seen on a loaded 2-core CI machine, the first connection after
+    the head started) the connection ends with ``ConnectionAbortedError`` ("Initialization
+    failure from server"), and a new connection usually succeeds. That error alone is tried
+    again, after ``wait_s`` × 1, 2, 4 … seconds (at most 8); any other error is raised at once.
+
+    Raises:
+        ConnectionAbortedError: every attempt failed so; whatever else ``ray.init`` raises.
+    """
+
+    def connect() -> None:
+        with warnings.catch_warnings():  # Ray Client warns before it raises
+            warnings.simplefilter("ignore")
+            ray.init(
+                address=None if address == "auto" else address,
+                logging_level=logging.WARNING,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+
+    retrying = Retrying(
+        retry=retry_if_exception_type(ConnectionAbortedError),
+        stop=stop_after_attempt(max(1, attempts)),
+        wait=wait_exponential(multiplier=wait_s, max=8.0),
+        before_sleep=lambda state: logger.warning(
+            "the Ray cluster at %s refused connection attempt %d (%s); trying again",
+            address,
+            state.attempt_number,
+            _reason(state.outcome.exception() if state.outcome else None),
+        ),
+        reraise=True,
+    )
+    retrying(connect)
+
+
+def _reason(exc: BaseException | None) -> str:
+    """One line for ``exc``: its first line, and its last where that says more.
+
+    Ray's server-side failures put the cause on the last line of a multi-line message.
+    """
+    if exc is None:
+        return "unknown error"
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    if len(lines) > 1 and lines[-1] != lines[0]:
+        return f"{lines[0].rstrip(':')}: {lines[-1]}"
+    return lines[0]
 
 
 def _probe(address: str, timeout_s: float = 5.0) -> None:
