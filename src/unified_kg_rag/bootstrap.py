@@ -166,8 +166,7 @@ class App:
         if self.model_for("extraction") is None or not needs_llm(self.config.methodologies()):
             return None
         if self._schema is None:
-            self._schema = (load_extraction_schema(self.config.graph.extraction,
-                                                   self.project_dir),)  # fmt: skip
+            self._schema = (load_extraction_schema(self.config.graph.extraction, self.project_dir),)
         return self._schema[0]
 
     @property
@@ -190,6 +189,15 @@ class App:
         return IndexStores(name=index, search=b.search_index(index), graph=b.graph_store(index),
                            registry=b.doc_registry(index), records=b.record_store(index))
 
+    async def connect_cluster(self) -> None:
+        """Connect to ``indexing.cluster`` (if set) off the event loop (`adapters.ray`).
+
+        Raises ConfigurationError when no cluster answers, as `index_pipeline` would.
+        """
+        if self.config.indexing.cluster:
+            from unified_kg_rag.adapters.ray import connect_cluster
+            await connect_cluster(self.config, self.opened_models)
+
     def index_pipeline(
         self,
         index: str | None = None,
@@ -201,7 +209,7 @@ class App:
 
         The one place indexing, estimating and deleting get their pipeline (the CLI and the
         service alike), so none misses a provider. With ``indexing.cluster`` its models run on
-        a Ray cluster, connected here, before anything is written (`adapters.ray`).
+        a Ray cluster, connected here (unless `connect_cluster` did) before anything is written.
 
         Args:
             index: the index name (default: ``query.index``).
@@ -404,12 +412,8 @@ class App:
     async def __aenter__(self) -> App:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:  # fmt: skip
         await self.aclose()
 
 

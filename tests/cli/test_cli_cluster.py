@@ -8,7 +8,13 @@ the project's store is opened.
 from __future__ import annotations
 
 import builtins
+import contextlib
+import signal
 import socket
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -114,4 +120,48 @@ def test_malformed_cluster_in_the_configuration_names_the_field(
     assert result.exit_code == 2, result.output
     assert len(result.stderr.strip().splitlines()) == 1
     assert "indexing.cluster" in result.stderr and "is not a cluster address" in result.stderr
+    assert _stored(project) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "code", "first_word"),
+                         [(signal.SIGINT, 130, "Interrupted"), (signal.SIGTERM, 143, "Terminated")])  # fmt: skip
+def test_a_signal_while_connecting_stops_the_run_at_once(
+    tmp_path: Path, sig: signal.Signals, code: int, first_word: str
+) -> None:
+    """A port that accepts TCP but never speaks Ray Client: ``ray.init`` waits 30 s there.
+
+    The connection runs on a thread of its own, so Ctrl-C / SIGTERM end the command with
+    130 / 143 well before Ray gives up (the subprocess is given 20 s), nothing stored.
+    """
+    pytest.importorskip("ray", reason="the `ray` extra is not installed")
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                accepted.append(listener.accept()[0])
+
+    threading.Thread(target=accept, daemon=True).start()
+    project = tmp_path / "p"
+    address = f"ray://127.0.0.1:{listener.getsockname()[1]}"
+    proc = subprocess.Popen([sys.executable, "-m", "unified_kg_rag.cli", "index",
+                             str(_docs(tmp_path)), "-C", str(project), "--cluster", address],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while len(accepted) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # the probe's connection, then Ray Client's own
+        assert len(accepted) >= 2, "the run never tried to connect"
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+        listener.close()
+        for conn in accepted:
+            conn.close()
+    assert proc.returncode == code, stderr
+    assert stderr.strip().splitlines()[-1].startswith(f"{first_word}: nothing new was stored")
     assert _stored(project) == []

@@ -4,16 +4,17 @@ CI once failed here: the first Ray Client connection after the head started ende
 "Initialization failure from server ... Starting Ray client server failed" (Ray's client
 server starts a server process per session, and that process did not come up), while
 the next connections worked. `RayCluster.connect` now tries that failure again
-(``indexing.cluster_retries`` times).
+(``min(indexing.cluster_retries, 2)`` times).
 
-The failure is made real: the head's ``PYTHONPATH`` starts with a ``sitecustomize`` that
-ends a session's server process (``--mode specific-server``) at start-up while a counter
-file says so, so Ray's own proxy refuses the session with the same error class as in CI
+The failure is made real (`tests.support.ray_cluster.session_hooks`): the head's
+``PYTHONPATH`` starts with a ``sitecustomize`` that ends a session's server process
+(``--mode specific-server``) at start-up while a counter file says so, so Ray's own proxy
+refuses the session with the same error class as in CI
 ("Initialization failure from server"; here its cause reads "Proxy failed to Connect to
 backend", because the process dies after the proxy saw it start). The head waits 6 s (not
 Ray's 30) for a session's server to answer, which keeps the refusal short; a refusal still
-costs about 20 s, so the case of no retries left (one error, one line) is tested without a
-cluster in ``tests/unit/test_ray_connect_retry.py``.
+costs about 40 s (Ray waits for the channel more than once), so the case of no retries left
+(one error, one line) is tested without a cluster in ``tests/unit/test_ray_connect_retry.py``.
 
 Skipped (with that reason) only when ``ray`` is not installed; the ``dev`` extra installs it.
 """
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,30 +30,11 @@ import pytest
 
 pytest.importorskip("ray", reason="the `ray` extra is not installed (pip install '.[ray]')")
 
-from tests.support.ray_cluster import AUTH_ENV, LocalRayCluster
+from tests.support.ray_cluster import AUTH_ENV, LocalRayCluster, session_hooks
 
 from unified_kg_rag.adapters.ray.cluster import RayCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-_SITECUSTOMIZE = textwrap.dedent(
-    """
-    import os
-
-    with open("/proc/self/cmdline", "rb") as f:
-        _argv = f.read().split(b"\\0")
-    if any(b"specific-server" in a for a in _argv):
-        _path = os.environ["UKR_TEST_SESSION_FAILURES"]
-        with open(_path, "r+") as f:
-            _left = int(f.read() or 0)
-            if _left > 0:
-                f.seek(0)
-                f.truncate()
-                f.write(str(_left - 1))
-        if _left > 0:
-            os._exit(3)  # the session's server dies before it serves
-    """
-)
 
 
 class _Head:
@@ -71,16 +52,13 @@ class _Head:
 @pytest.fixture(scope="module")
 def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Head]:
     folder = tmp_path_factory.mktemp("ray-head")
-    (folder / "sitecustomize.py").write_text(_SITECUSTOMIZE, encoding="utf-8")
     failures = folder / "failures"
     failures.write_text("0")
+    paths, hooks = session_hooks(folder / "hooks", failures=failures)
     with pytest.MonkeyPatch.context() as env:
         for key, value in AUTH_ENV.items():
             env.setenv(key, value)
-        cluster = LocalRayCluster(cpus=1, paths=[str(folder)], env={
-            "UKR_TEST_SESSION_FAILURES": str(failures),
-            "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "6"})  # fmt: skip
-        with cluster:
+        with LocalRayCluster(cpus=1, paths=paths, env=hooks) as cluster:
             yield _Head(cluster, failures)
 
 

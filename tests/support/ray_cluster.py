@@ -28,13 +28,64 @@ from types import TracebackType
 
 import unified_kg_rag
 
-__all__ = ["AUTH_ENV", "LocalRayCluster", "free_port"]
+__all__ = ["AUTH_ENV", "LocalRayCluster", "free_port", "session_hooks"]
 
 AUTH_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 """What the head and the connecting process both need in their environment."""
 
 STARTED = b"Ray runtime started."
 """What ``ray start`` prints once every head process (the raylet too) is up."""
+
+
+_SESSION_HOOKS = """\
+import os
+import time
+
+with open("/proc/self/cmdline", "rb") as f:
+    _argv = f.read().split(b"\\0")
+_shim = any(a.endswith(b"setup_worker.py") for a in _argv)  # execs the server next
+if any(b"specific-server" in a for a in _argv) and not _shim:
+    _marks = os.environ.get("UKR_TEST_SESSION_MARKERS")
+    if _marks:
+        open(os.path.join(_marks, "started"), "a").close()
+    time.sleep(float(os.environ.get("UKR_TEST_SESSION_DELAY_S", "0")))
+    if _marks:
+        open(os.path.join(_marks, "slept"), "a").close()
+    _path = os.environ.get("UKR_TEST_SESSION_FAILURES")
+    _left = 0
+    if _path:
+        with open(_path, "r+") as f:
+            _left = int(f.read() or 0)
+            if _left > 0:
+                f.seek(0)
+                f.truncate()
+                f.write(str(_left - 1))
+    if _left > 0:
+        os._exit(3)  # the session's server dies before it serves
+"""
+
+
+def session_hooks(folder: Path, *, failures: Path | None = None, delay_s: float = 0.0,
+                  markers: Path | None = None) -> tuple[list[str], dict[str, str]]:  # fmt: skip
+    """``(paths, env)`` for a `LocalRayCluster` whose Ray Client sessions misbehave.
+
+    A ``sitecustomize`` written to ``folder`` runs in each session's server process (Ray
+    Client starts one per connection, ``--mode specific-server``): it sleeps ``delay_s``
+    first (a slow connection), then, while the number in the file ``failures`` is above 0,
+    takes 1 off and exits, so Ray refuses that session ("Initialization failure from
+    server"). With ``markers`` (a folder) it creates ``started`` there on entry and ``slept``
+    after the delay. The head waits 6 s (not Ray's 30) past the delay for a session's server
+    to answer.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(_SESSION_HOOKS, encoding="utf-8")
+    env = {"UKR_TEST_SESSION_DELAY_S": str(delay_s),
+           "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": str(6 + int(delay_s))}  # fmt: skip
+    if failures is not None:
+        env["UKR_TEST_SESSION_FAILURES"] = str(failures)
+    if markers is not None:
+        env["UKR_TEST_SESSION_MARKERS"] = str(markers)
+    return [str(folder)], env
 
 
 def free_port() -> int:
@@ -97,22 +148,32 @@ class LocalRayCluster:
                "--disable-usage-stats"]  # fmt: skip
         self._proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
                                       start_new_session=True)  # fmt: skip
-        deadline = time.monotonic() + self.start_timeout_s
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                break
-            if STARTED not in os.pread(self._log.fileno(), 1 << 20, 0):  # offset untouched
-                time.sleep(0.5)
-                continue
-            try:
-                socket.create_connection(("127.0.0.1", self.client_port), timeout=1).close()
+        try:
+            if self._wait_started():
                 return self
-            except OSError:
-                time.sleep(0.5)
+        except BaseException:  # Ctrl-C while waiting: the head is in a session of its own
+            self.stop()
+            raise
         self._log.seek(0)
         log = self._log.read().decode(errors="replace")[-3000:]
         self.stop()
         raise RuntimeError(f"ray start did not come up: {log}")
+
+    def _wait_started(self) -> bool:
+        assert self._proc is not None
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                return False
+            if STARTED not in os.pread(self._log.fileno(), 1 << 24, 0):  # offset untouched
+                time.sleep(0.5)
+                continue
+            try:
+                socket.create_connection(("127.0.0.1", self.client_port), timeout=1).close()
+                return True
+            except OSError:
+                time.sleep(0.5)
+        return False
 
     def stop(self) -> None:
         """End the head's session (SIGTERM, then SIGKILL after 5 s)."""

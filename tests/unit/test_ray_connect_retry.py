@@ -7,13 +7,18 @@ session server really dies is ``tests/integration/test_ray_connect.py``.
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import sys
+import threading
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from unified_kg_rag.adapters.ray.cluster import RayCluster
+from unified_kg_rag.adapters.ray.cluster import CONNECT_RETRIES_MAX, RayCluster
+from unified_kg_rag.adapters.ray.compose import connect_cluster
+from unified_kg_rag.config.models import UkrConfig
 from unified_kg_rag.util.errors import ConfigurationError
 
 CI_REFUSAL = (
@@ -45,6 +50,9 @@ class _Ray(SimpleNamespace):
             raise self.errors.pop(0)
         self.connected = True
 
+    def shutdown(self) -> None:
+        self.connected = False
+
 
 @pytest.fixture
 def no_wait(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,8 +62,8 @@ def no_wait(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _fast(init: Any) -> Any:
-    def call(ray: Any, address: str, *, attempts: int) -> None:
-        init(ray, address, attempts=attempts, wait_s=0.0)
+    def call(ray: Any, address: str, *, attempts: int, **kwargs: Any) -> None:
+        init(ray, address, attempts=attempts, wait_s=0.0, **kwargs)
 
     return call
 
@@ -92,6 +100,87 @@ def test_refused_every_time_is_one_line_naming_the_cause(
         "Initialization failure from server: RuntimeError: Starting Ray client server failed. "
         "See ray_client_server_23000.err for detailed logs."
     )
+
+
+def test_connection_retries_are_capped(monkeypatch: pytest.MonkeyPatch, no_wait: None) -> None:
+    ray = _Ray(*[ConnectionAbortedError(CI_REFUSAL)] * 10)
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    with pytest.raises(ConfigurationError):
+        RayCluster.connect("auto", workers=1, retries=9)  # actor restarts: 9; connection: 2
+    assert len(ray.calls) == 1 + CONNECT_RETRIES_MAX == 3
+
+
+def test_a_refusal_without_a_log_name_points_at_the_heads_logs(
+    monkeypatch: pytest.MonkeyPatch, no_wait: None
+) -> None:
+    zombie = ("Initialization failure from server:\nTraceback (most recent call last):\n"
+              "psutil.ZombieProcess: PID still exists but it's a zombie (pid=32031)\n")  # fmt: skip
+    monkeypatch.setitem(sys.modules, "ray", _Ray(ConnectionAbortedError(zombie)))
+    with pytest.raises(ConfigurationError) as caught:
+        RayCluster.connect("auto", workers=1, retries=0)
+    assert str(caught.value) == (
+        "--cluster / indexing.cluster: cannot connect to the Ray cluster at auto: "
+        "Initialization failure from server: psutil.ZombieProcess: PID still exists but it's a "
+        "zombie (pid=32031) (the head's ray_client_server*.err logs (its session's logs/ "
+        "folder) say why)"
+    )
+
+
+def test_ctrl_c_during_the_wait_to_try_again_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's Ctrl-C cancels its main task from a signal handler while connect() runs."""
+    ray = _Ray(*[ConnectionAbortedError(CI_REFUSAL)] * 5)
+    monkeypatch.setitem(sys.modules, "ray", ray)
+
+    async def main() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        previous = signal.signal(signal.SIGALRM, lambda *_: task.cancel())
+        signal.setitimer(signal.ITIMER_REAL, 0.3)  # during the first wait (1 s)
+        try:
+            RayCluster.connect("auto", workers=1, retries=2)
+        finally:
+            signal.signal(signal.SIGALRM, previous)
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(main())
+    assert len(ray.calls) == 1  # no second attempt after the cancel
+    assert not ray.connected
+
+
+def test_a_cancelled_connect_cluster_stops_its_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    ray = _Ray(*[ConnectionAbortedError(CI_REFUSAL)] * 5)
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    config = UkrConfig(indexing={"cluster": "auto", "cluster_retries": 2})
+    opened: list[object] = []
+
+    async def main() -> None:
+        connecting = asyncio.ensure_future(connect_cluster(config, opened))
+        await asyncio.sleep(0.3)  # the thread made its first attempt and waits 1 s
+        connecting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await connecting
+
+    asyncio.run(main())  # returns at once: nobody waits for the (daemon) connecting thread
+    for thread in threading.enumerate():
+        if thread.name == "ukr-ray-connect":
+            thread.join(timeout=5)  # it ends at its next look at the cancel (0.1 s slices)
+            assert not thread.is_alive()
+    assert len(ray.calls) == 1 and opened == [] and not ray.connected
+
+
+def test_connect_cluster_connects_once_per_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    ray = _Ray()
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    config = UkrConfig(indexing={"cluster": "auto"})
+    opened: list[object] = []
+
+    async def main() -> None:
+        await connect_cluster(config, opened)
+        await connect_cluster(config, opened)
+
+    asyncio.run(main())
+    assert len(ray.calls) == 1 and ray.connected
+    assert [type(held).__name__ for held in opened] == ["RayCluster"]
 
 
 def test_no_retries_means_one_attempt(monkeypatch: pytest.MonkeyPatch, no_wait: None) -> None:

@@ -70,6 +70,7 @@ def delete_command(
 
         project_dir, config = load(project, config_file, verbose=verbose, stores=stores)
         async with build_app(config, project_dir) as app:
+            await app.connect_cluster()  # off the event loop: Ctrl-C is seen meanwhile
             with RichProgress(err_console, enabled=not (quiet or json_out)) as progress:
                 pipeline = app.index_pipeline(index, progress=progress)
                 return await pipeline.delete(targets, confirm=yes)

@@ -147,6 +147,7 @@ def index_command(
         messages = plan_message_run(config, project_dir, source=source, handles=handles,
                                owner=owner, since=since, limit=message_limit)
         async with build_app(config, project_dir) as app:
+            await app.connect_cluster()  # off the event loop: Ctrl-C is seen meanwhile
             with RichProgress(err_console, enabled=not (quiet or json_out)) as progress:
                 pipeline = app.index_pipeline(index, progress=progress,
                                               force_rebuild=force_rebuild)

@@ -289,7 +289,7 @@ class IndexingConfig(_Section):
         ge=0,
         description="Restarts of a Ray actor whose process died, and retries of each batch "
         "it was running (Ray `max_restarts`, `max_task_retries`); also further attempts to "
-        "connect when the cluster's Ray Client server fails to start the session.",
+        "connect (at most 2) when the cluster's Ray Client server fails to start the session.",
     )
     reset_drift_share: float = Field(
         default=0.1,

@@ -286,9 +286,18 @@ class JobManager:
 
     async def _run(self, job: Job) -> None:
         progress = JobProgressReporter(job)
-        pipeline = self._app.index_pipeline(job.index, progress=progress)
-        pipeline.lease_holder = job_holder(job.id)  # the run renews the lease `submit` took
+        # the pump writes the heartbeat and sees a cancel from the start: while connecting to
+        # `indexing.cluster` too (in a thread, so the server answers meanwhile)
         pump = asyncio.create_task(self._pump(job, progress, asyncio.current_task()))
+        try:
+            await self._app.connect_cluster()
+            pipeline = self._app.index_pipeline(job.index, progress=progress)
+        except BaseException as error:
+            await self._not_started(job, error, pump)
+            if not isinstance(error, Exception):  # cancelled: the caller sees it
+                raise
+            return
+        pipeline.lease_holder = job_holder(job.id)  # the run renews the lease `submit` took
         job.state, job.started_at = "running", time.time()
         self._observe(job)
         await self._call(self._store.save, job)
@@ -325,6 +334,29 @@ class JobManager:
             await asyncio.shield(_release(self._app, job))
             await asyncio.shield(self._call(self._store.save, job))
             self._tasks.pop(job.id, None)
+
+    async def _not_started(self, job: Job, error: BaseException, pump: asyncio.Task[None]) -> None:
+        """Record a job whose run never started, stop its pump and give its lease up.
+
+        The cluster could not be reached (``failed``, with the one-line error), or the job
+        was cancelled or the server stopped while it connected.
+        """
+        pump.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await pump
+        if isinstance(error, UkrError):
+            job.state, job.error = "failed", _error(error)
+        elif isinstance(error, Exception):  # a bug: logged here, not described to the client
+            logger.exception("job %s failed", job.id, exc_info=error)
+            job.state, job.error = "failed", _error(error, "the job failed; see the server log")
+        else:
+            cancelled = await self._call(self._store.cancel_requested, job.id)
+            job.state = "cancelled" if cancelled and not self._stopping else "interrupted"
+        job.finished_at = time.time()
+        self._observe(job)
+        await asyncio.shield(_release(self._app, job))
+        await asyncio.shield(self._call(self._store.save, job))
+        self._tasks.pop(job.id, None)
 
     def _ended(self, job: Job, report: IndexReport | DeleteReport) -> None:
         job.usage = report.usage

@@ -4,13 +4,13 @@
 - `embedder.RayEmbedder`: the `Embedder` port on actors that each hold the local model;
 - `chat.RayChatModel`: provider calls (extraction, gleaning, summaries, reports) on actors;
 - `workers`: the actor classes (plain classes: no Ray needed to import them);
-- `compose.cluster_models`: what the composition root calls.
+- `compose.cluster_models`, `compose.connect_cluster`: what the composition root calls.
 
 Nothing here imports ``ray`` at import time.
 """
 
 from __future__ import annotations
 
-from unified_kg_rag.adapters.ray.compose import ClusterModels, cluster_models
+from unified_kg_rag.adapters.ray.compose import ClusterModels, cluster_models, connect_cluster
 
-__all__ = ["ClusterModels", "cluster_models"]
+__all__ = ["ClusterModels", "cluster_models", "connect_cluster"]

@@ -13,14 +13,19 @@ pure (text in, vectors or a reply out: workers hold no store), so running one tw
 harmless.
 
 Connecting: Ray Client's "Initialization failure from server" (its server could not start
-the session's own server process) is tried again, ``indexing.cluster_retries`` times, with
-backoff; every other failure to connect is reported at once.
+the session's own server process) is tried again, ``min(indexing.cluster_retries, 2)``
+times, with backoff that a cancelled run (Ctrl-C, SIGTERM) cuts short; every other failure
+to connect is reported at once. `adapters.ray.compose.connect_cluster` connects from a
+worker thread, so a service keeps answering meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
+import threading
+import time
 import warnings
 from typing import Any
 
@@ -29,7 +34,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 from unified_kg_rag.config.cluster import check_cluster_address
 from unified_kg_rag.util.errors import ConfigurationError, ModelError
 
-__all__ = ["CLUSTER_FIELD", "RayCluster", "reraise_cause"]
+__all__ = ["CLUSTER_FIELD", "CONNECT_RETRIES_MAX", "RayCluster", "reraise_cause"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +42,12 @@ CLUSTER_FIELD = "--cluster / indexing.cluster"
 """How errors name the setting (the CLI option and the configuration field)."""
 
 _INSTALL_HINT = "install the `ray` extra: pip install 'unified-kg-rag[ray]'"
+
+CONNECT_RETRIES_MAX = 2
+"""The most further connection attempts after a refused one (each refusal can take Ray
+about 30 s to report, so a larger ``indexing.cluster_retries`` does not make it wait longer)."""
+
+_LOG_HINT = "the head's ray_client_server*.err logs (its session's logs/ folder) say why"
 
 
 class RayCluster:
@@ -55,20 +66,31 @@ class RayCluster:
         self._actors: list[Any] = []
 
     @classmethod
-    def connect(cls, address: str, *, workers: int, retries: int) -> RayCluster:
+    def connect(
+        cls,
+        address: str,
+        *,
+        workers: int,
+        retries: int,
+        cancelled: threading.Event | None = None,
+    ) -> RayCluster:
         """Connect this process to the cluster at ``address`` (the driver).
 
         Args:
             address: ``auto``, ``ray://HOST:PORT`` or ``HOST:PORT``
                 (`config.cluster.check_cluster_address`).
             workers: actors per pool.
-            retries: actor restarts and call retries; also the further connection attempts
-                when the cluster's Ray Client server fails to start a session (`_init`).
+            retries: actor restarts and call retries; also the further connection attempts,
+                at most `CONNECT_RETRIES_MAX`, when the cluster's Ray Client server fails to
+                start a session (`_init`).
+            cancelled: set by the caller (from another thread) to end a wait to try again.
 
         Raises:
             ConfigurationError: ray is not installed, the address is malformed, or no cluster
                 answers there, or every attempt was refused (one line naming ``--cluster`` /
                 ``indexing.cluster``).
+            asyncio.CancelledError: ``cancelled`` was set, or the asyncio task this runs in was
+                cancelled, while it waited to try again.
         """
         try:
             address = check_cluster_address(address)
@@ -84,11 +106,14 @@ class RayCluster:
         if address != "auto":  # Ray retries an address nobody answers for minutes
             _probe(address)
         try:
-            _init(ray, address, attempts=retries + 1)
+            attempts = 1 + min(max(retries, 0), CONNECT_RETRIES_MAX)
+            _init(ray, address, attempts=attempts, cancelled=cancelled)
         except Exception as exc:  # ray raises ConnectionError, RuntimeError, grpc errors ...
+            reason = _reason(exc)
+            if isinstance(exc, ConnectionAbortedError) and ".err" not in reason:
+                reason = f"{reason} ({_LOG_HINT})"
             raise ConfigurationError(
-                f"cannot connect to the Ray cluster at {address}: {_reason(exc)}",
-                field=CLUSTER_FIELD,
+                f"cannot connect to the Ray cluster at {address}: {reason}", field=CLUSTER_FIELD
             ) from exc
         logger.info("connected to the Ray cluster at %s", address)
         return cls(ray, address=address, owned=True, workers=workers, retries=retries)
@@ -145,6 +170,10 @@ class RayCluster:
 
     async def aclose(self) -> None:
         """Stop the actors this run started; disconnect when `connect` connected."""
+        self.close_now()
+
+    def close_now(self) -> None:
+        """`aclose`, callable without an event loop (a thread whose caller has gone)."""
         for actor in self._actors:
             try:
                 self._ray.kill(actor)
@@ -156,7 +185,14 @@ class RayCluster:
             self._owned = False
 
 
-def _init(ray: Any, address: str, *, attempts: int, wait_s: float = 1.0) -> None:
+def _init(
+    ray: Any,
+    address: str,
+    *,
+    attempts: int,
+    wait_s: float = 1.0,
+    cancelled: threading.Event | None = None,
+) -> None:
     """``ray.init`` (connect as the driver), tried up to ``attempts`` times.
 
     Ray Client's server starts a server process of its own for each connection; when that
@@ -164,10 +200,14 @@ def _init(ray: Any, address: str, *, attempts: int, wait_s: float = 1.0) -> None
     the head started) the connection ends with ``ConnectionAbortedError`` ("Initialization
     failure from server"), and a new connection usually succeeds. That error alone is tried
     again, after ``wait_s`` × 1, 2, 4 … seconds (at most 8); any other error is raised at once.
+    A wait ends early when ``cancelled`` is set or the asyncio task this thread runs is
+    cancelled (`_sleep`).
 
     Raises:
         ConnectionAbortedError: every attempt failed so; whatever else ``ray.init`` raises.
+        asyncio.CancelledError: this thread's task was cancelled during a wait.
     """
+    _quiet_ray_worker_log()
 
     def connect() -> None:
         with warnings.catch_warnings():  # Ray Client warns before it raises
@@ -189,9 +229,48 @@ def _init(ray: Any, address: str, *, attempts: int, wait_s: float = 1.0) -> None
             state.attempt_number,
             _reason(state.outcome.exception() if state.outcome else None),
         ),
+        sleep=lambda seconds: _sleep(seconds, cancelled),
         reraise=True,
     )
     retrying(connect)
+
+
+def _sleep(seconds: float, cancelled: threading.Event | None = None) -> None:
+    """Sleep ``seconds`` in slices of 0.1 s, ending early when the run is cancelled.
+
+    Raises:
+        asyncio.CancelledError: ``cancelled`` is set, or this thread's running asyncio task
+            is being cancelled (Ctrl-C or SIGTERM cancels the CLI's main task, which
+            otherwise could not see it until every connection attempt had run).
+    """
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no event loop runs in this thread
+        task = None
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        if (task is not None and task.cancelling()) or (cancelled and cancelled.is_set()):
+            raise asyncio.CancelledError
+        time.sleep(min(left, 0.1))
+
+
+class _DropThreadWarning(logging.Filter):
+    """Drops Ray's "SIGTERM handler is not set because current thread is not the main thread".
+
+    Connecting from a worker thread is deliberate: it leaves the process's own SIGTERM
+    handling alone.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "SIGTERM handler is not set" not in record.getMessage()
+
+
+_DROP_THREAD_WARNING = _DropThreadWarning()
+
+
+def _quiet_ray_worker_log() -> None:
+    if threading.current_thread() is not threading.main_thread():
+        logging.getLogger("ray._private.worker").addFilter(_DROP_THREAD_WARNING)  # idempotent
 
 
 def _reason(exc: BaseException | None) -> str:
