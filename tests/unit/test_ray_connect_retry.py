@@ -11,6 +11,7 @@ import asyncio
 import signal
 import sys
 import threading
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -147,25 +148,108 @@ def test_ctrl_c_during_the_wait_to_try_again_ends_it(monkeypatch: pytest.MonkeyP
     assert not ray.connected
 
 
-def test_a_cancelled_connect_cluster_stops_its_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+async def _until(done: Any, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+def _connecting_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "ukr-ray-connect"]
+
+
+def test_closing_the_app_while_it_connects_stops_the_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     ray = _Ray(*[ConnectionAbortedError(CI_REFUSAL)] * 5)
     monkeypatch.setitem(sys.modules, "ray", ray)
     config = UkrConfig(indexing={"cluster": "auto", "cluster_retries": 2})
     opened: list[object] = []
 
     async def main() -> None:
-        connecting = asyncio.ensure_future(connect_cluster(config, opened))
+        caller = asyncio.ensure_future(connect_cluster(config, opened))
         await asyncio.sleep(0.3)  # the thread made its first attempt and waits 1 s
-        connecting.cancel()
+        caller.cancel()  # Ctrl-C: the caller returns at once ...
         with pytest.raises(asyncio.CancelledError):
-            await connecting
+            await caller
+        assert _connecting_threads()  # ... and the connection goes on (others may wait on it)
+        for held in list(opened):  # what App.aclose does
+            await held.aclose()  # type: ignore[attr-defined]
+        await _until(lambda: not _connecting_threads())
+        await _until(lambda: opened == [])
 
-    asyncio.run(main())  # returns at once: nobody waits for the (daemon) connecting thread
-    for thread in threading.enumerate():
-        if thread.name == "ukr-ray-connect":
-            thread.join(timeout=5)  # it ends at its next look at the cancel (0.1 s slices)
-            assert not thread.is_alive()
-    assert len(ray.calls) == 1 and opened == [] and not ray.connected
+    asyncio.run(main())
+    assert len(ray.calls) == 1  # no attempt after the close
+    assert not ray.connected
+
+
+def test_a_connection_made_after_its_caller_left_joins_the_app(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ray = _Ray()
+    slow_init = ray.init
+
+    def init(**kwargs: Any) -> None:
+        time.sleep(0.5)
+        slow_init(**kwargs)
+
+    ray.init = init  # type: ignore[method-assign]
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    config = UkrConfig(indexing={"cluster": "auto"})
+    opened: list[object] = []
+
+    async def main() -> None:
+        caller = asyncio.ensure_future(connect_cluster(config, opened))
+        await asyncio.sleep(0.1)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        await _until(lambda: any(type(held).__name__ == "RayCluster" for held in opened))
+        for held in list(opened):  # the app closes it: nothing leaks
+            await held.aclose()  # type: ignore[attr-defined]
+
+    asyncio.run(main())
+    assert [type(held).__name__ for held in opened] == ["RayCluster"]
+    assert len(ray.calls) == 1 and not ray.connected
+
+
+def test_concurrent_callers_share_one_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    ray = _Ray()
+    slow_init = ray.init
+
+    def init(**kwargs: Any) -> None:
+        time.sleep(0.3)
+        slow_init(**kwargs)
+
+    ray.init = init  # type: ignore[method-assign]
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    config = UkrConfig(indexing={"cluster": "auto"})
+    opened: list[object] = []
+
+    async def main() -> None:
+        await asyncio.gather(*(connect_cluster(config, opened) for _ in range(3)))
+
+    asyncio.run(main())
+    assert len(ray.calls) == 1
+    assert [type(held).__name__ for held in opened] == ["RayCluster"]
+
+
+def test_every_waiting_caller_gets_the_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    ray = _Ray(ConnectionError("Could not find any running Ray instance."))
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    config = UkrConfig(indexing={"cluster": "auto"})
+    opened: list[object] = []
+
+    async def main() -> list[BaseException | None]:
+        return await asyncio.gather(*(connect_cluster(config, opened) for _ in range(2)),
+                                    return_exceptions=True)  # fmt: skip
+
+    results = asyncio.run(main())
+    assert [type(r).__name__ for r in results] == ["ConfigurationError"] * 2
+    assert str(results[0]).endswith("cannot connect to the Ray cluster at auto: Could not find "
+                                    "any running Ray instance.")  # fmt: skip
+    assert len(ray.calls) == 1 and opened == []
 
 
 def test_connect_cluster_connects_once_per_app(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -298,10 +298,10 @@ class JobManager:
                 raise
             return
         pipeline.lease_holder = job_holder(job.id)  # the run renews the lease `submit` took
-        job.state, job.started_at = "running", time.time()
-        self._observe(job)
-        await self._call(self._store.save, job)
         try:
+            job.state, job.started_at = "running", time.time()
+            self._observe(job)
+            await self._call(self._store.save, job)
             await self._call(self._check_roots, job)  # again: links change after a request
             if job.kind == "delete":
                 deleted = await pipeline.delete(job.inputs.targets, confirm=job.inputs.confirm)
@@ -385,9 +385,19 @@ class JobManager:
 
     async def _pump(self, job: Job, progress: JobProgressReporter,
                     run: asyncio.Task[None] | None) -> None:  # fmt: skip
-        """Write the job's progress while it runs; cancel it once a cancel is requested."""
+        """Write the job's progress while it runs; cancel it once a cancel is requested.
+
+        Until the run starts (while it connects to ``indexing.cluster``) it also renews the
+        write lease `submit` took, every sixth of ``indexing.lease_s``; the run renews it
+        from then on.
+        """
+        lease_s = self._app.config.indexing.lease_s
+        renewed = time.monotonic()
         while True:
             await asyncio.sleep(_FLUSH_S)
+            if job.started_at is None and time.monotonic() - renewed >= lease_s / 6:
+                renewed = time.monotonic()
+                await self._renew(job, lease_s)
             if await self._call(self._store.cancel_requested, job.id):
                 if run is not None:
                     run.cancel()
@@ -395,6 +405,13 @@ class JobManager:
             progress.changed = False
             self._observe(job)
             await self._call(self._store.save, job)
+
+    async def _renew(self, job: Job, lease_s: float) -> None:
+        try:
+            await self._app.index(job.index).registry.renew_lease(job_holder(job.id), lease_s)
+        except StoreError as exc:  # LeaseLostError too: the run says so again when it starts
+            logger.warning("job %s: could not renew the write lease of index %r: %s",
+                           job.id, job.index, exc)  # fmt: skip
 
     def _check_roots(self, job: Job) -> None:
         """Check a server-side path job's paths against ``service.allowed_roots`` again.

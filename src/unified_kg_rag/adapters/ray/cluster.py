@@ -47,6 +47,8 @@ CONNECT_RETRIES_MAX = 2
 """The most further connection attempts after a refused one (each refusal can take Ray
 about 30 s to report, so a larger ``indexing.cluster_retries`` does not make it wait longer)."""
 
+_CONNECT_LOCK = threading.Lock()
+
 _LOG_HINT = "the head's ray_client_server*.err logs (its session's logs/ folder) say why"
 
 
@@ -101,20 +103,22 @@ class RayCluster:
         except ImportError as exc:
             raise ConfigurationError(f"ray is not installed; {_INSTALL_HINT}",
                                      field=CLUSTER_FIELD) from exc  # fmt: skip
-        if ray.is_initialized():  # the caller connected this process already: use that
-            return cls(ray, address=address, owned=False, workers=workers, retries=retries)
-        if address != "auto":  # Ray retries an address nobody answers for minutes
-            _probe(address)
-        try:
-            attempts = 1 + min(max(retries, 0), CONNECT_RETRIES_MAX)
-            _init(ray, address, attempts=attempts, cancelled=cancelled)
-        except Exception as exc:  # ray raises ConnectionError, RuntimeError, grpc errors ...
-            reason = _reason(exc)
-            if isinstance(exc, ConnectionAbortedError) and ".err" not in reason:
-                reason = f"{reason} ({_LOG_HINT})"
-            raise ConfigurationError(
-                f"cannot connect to the Ray cluster at {address}: {reason}", field=CLUSTER_FIELD
-            ) from exc
+        with _CONNECT_LOCK:  # Ray's connection is the process's: one thread makes it
+            if ray.is_initialized():  # the caller connected this process already: use that
+                return cls(ray, address=address, owned=False, workers=workers, retries=retries)
+            if address != "auto":  # Ray retries an address nobody answers for minutes
+                _probe(address)
+            try:
+                attempts = 1 + min(max(retries, 0), CONNECT_RETRIES_MAX)
+                _init(ray, address, attempts=attempts, cancelled=cancelled)
+            except Exception as exc:  # ray raises ConnectionError, RuntimeError, grpc errors
+                reason = _reason(exc)
+                if isinstance(exc, ConnectionAbortedError) and ".err" not in reason:
+                    reason = f"{reason} ({_LOG_HINT})"
+                raise ConfigurationError(
+                    f"cannot connect to the Ray cluster at {address}: {reason}",
+                    field=CLUSTER_FIELD,
+                ) from exc
         logger.info("connected to the Ray cluster at %s", address)
         return cls(ray, address=address, owned=True, workers=workers, retries=retries)
 
@@ -182,7 +186,7 @@ class RayCluster:
         self._actors.clear()
         if self._owned and self._ray.is_initialized():
             self._ray.shutdown()
-            self._owned = False
+        self._owned = False
 
 
 def _init(
@@ -199,7 +203,8 @@ def _init(
     process fails to start (seen on a loaded 2-core CI machine, the first connection after
     the head started) the connection ends with ``ConnectionAbortedError`` ("Initialization
     failure from server"), and a new connection usually succeeds. That error alone is tried
-    again, after ``wait_s`` × 1, 2, 4 … seconds (at most 8); any other error is raised at once.
+    again, after ``wait_s`` × 1, 2, 4 … seconds (at most 8: `CONNECT_RETRIES_MAX` makes
+    that 1 and 2 s in practice); any other error is raised at once.
     A wait ends early when ``cancelled`` is set or the asyncio task this thread runs is
     cancelled (`_sleep`).
 

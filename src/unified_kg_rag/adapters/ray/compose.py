@@ -48,70 +48,93 @@ async def connect_cluster(config: UkrConfig, opened: list[object]) -> None:
 
     Connecting takes seconds (a refused attempt about 30 s). On a thread of its own (a daemon
     thread: a process that stops does not wait for it) the event loop goes on: ``ukr serve``
-    answers other requests meanwhile, a cancelled run (Ctrl-C, SIGTERM, a job's cancel)
+    answers other requests meanwhile, a cancelled caller (Ctrl-C, SIGTERM, a job's cancel)
     returns at once, and Ray leaves the process's SIGTERM handler alone (it replaces it only
-    when ``ray.init`` runs on the main thread). Nothing happens when ``opened`` holds a
-    connection already.
+    when ``ray.init`` runs on the main thread).
+
+    One connection per app: while one is being made, later callers wait for that one (a
+    `_Connecting` placeholder in ``opened``); the connection joins ``opened`` on the event
+    loop's thread as soon as it is made, even when every caller has gone (the app closes
+    it), so a cancel never leaks it nor shuts down a connection another run uses. Closing
+    the app while it connects stops the thread at its next wait to try again.
 
     Args:
         config: the effective configuration (``indexing.cluster`` set).
         opened: the app's opened models; the `RayCluster` is appended (the app closes it).
 
     Raises:
-        ConfigurationError: as `RayCluster.connect`.
-        asyncio.CancelledError: the caller was cancelled (the thread stops at its next wait
-            to try again; a connection it completes later is closed).
+        ConfigurationError: as `RayCluster.connect` (every waiting caller gets it).
+        asyncio.CancelledError: the caller was cancelled (the connection goes on).
     """
-    if any(isinstance(held, (ClusterModels, RayCluster)) for held in opened):
-        return
+    for held in opened:
+        if isinstance(held, (ClusterModels, RayCluster)):
+            return
+        if isinstance(held, _Connecting):
+            await asyncio.shield(held.done)
+            return
     indexing = config.indexing
     if indexing.cluster is None:
         raise ValueError("indexing.cluster is not set")
+    connecting = _Connecting(asyncio.get_running_loop(), opened)
+    opened.append(connecting)
     address, workers, retries = indexing.cluster, indexing.cluster_workers, indexing.cluster_retries
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[RayCluster] = loop.create_future()
-    cancelled = threading.Event()
 
     def connect() -> None:
         try:
             cluster = RayCluster.connect(address, workers=workers, retries=retries,
-                                         cancelled=cancelled)  # fmt: skip
-        except BaseException as exc:  # handed to the awaiting task
-            _hand_over(loop, done, None, exc)
+                                         cancelled=connecting.closed)  # fmt: skip
+        except Exception as exc:  # every waiting caller gets it
+            connecting.hand_over(None, exc)
+        except BaseException as exc:  # CancelledError (the app closed), or worse: not raised
+            connecting.hand_over(None, RuntimeError(f"connecting stopped: {exc!r}"))
         else:
-            _hand_over(loop, done, cluster, None)
+            connecting.hand_over(cluster, None)
 
     threading.Thread(target=connect, name="ukr-ray-connect", daemon=True).start()
-    try:
-        opened.append(await done)
-    except asyncio.CancelledError:
-        cancelled.set()
-        raise
+    await asyncio.shield(connecting.done)
 
 
-def _hand_over(loop: asyncio.AbstractEventLoop, done: asyncio.Future[RayCluster],
-               cluster: RayCluster | None, exc: BaseException | None) -> None:  # fmt: skip
-    """Settle ``done`` on its loop (from the connecting thread); close a late connection."""
+class _Connecting:
+    """The connection being made for one app (a placeholder in its ``opened`` list)."""
 
-    def settle() -> None:
-        if done.cancelled():  # the caller gave up: nobody will close this connection
+    def __init__(self, loop: asyncio.AbstractEventLoop, opened: list[object]) -> None:
+        self.loop = loop
+        self.opened = opened
+        self.done: asyncio.Future[None] = loop.create_future()
+        self.closed = threading.Event()  # set by `aclose`: stop trying, close a late connection
+
+    def hand_over(self, cluster: RayCluster | None, exc: BaseException | None) -> None:
+        """From the connecting thread: settle on the loop's thread (`_settle`).
+
+        ``cluster`` takes this placeholder's place in ``opened`` and the callers wake, or
+        they get ``exc``.
+        """
+        try:
+            self.loop.call_soon_threadsafe(self._settle, cluster, exc)
+        except RuntimeError:  # the loop has closed (the process is stopping)
             if cluster is not None:
-                _CLOSING.add(closing := asyncio.ensure_future(cluster.aclose()))
-                closing.add_done_callback(_CLOSING.discard)
-        elif cluster is not None:
-            done.set_result(cluster)
-        else:
-            done.set_exception(exc if exc is not None else RuntimeError("no connection"))
+                with contextlib.suppress(Exception):
+                    cluster.close_now()
 
-    try:
-        loop.call_soon_threadsafe(settle)
-    except RuntimeError:  # the loop has closed (the process is stopping)
+    def _settle(self, cluster: RayCluster | None, exc: BaseException | None) -> None:
+        if self in self.opened:
+            self.opened.remove(self)
         if cluster is not None:
-            with contextlib.suppress(Exception):
+            if self.closed.is_set():  # the app closed meanwhile: nobody else will
                 cluster.close_now()
+            else:
+                self.opened.append(cluster)
+        if not self.done.done():
+            if cluster is not None:
+                self.done.set_result(None)
+            else:
+                self.done.set_exception(exc or RuntimeError("no connection was made"))
+        if self.done.done() and not self.done.cancelled():
+            self.done.exception()  # retrieved: no "never retrieved" warning without waiters
 
-
-_CLOSING: set[asyncio.Task[None]] = set()
+    async def aclose(self) -> None:
+        """The app closes: stop the thread at its next wait; close what it makes later."""
+        self.closed.set()
 
 
 def cluster_models(
