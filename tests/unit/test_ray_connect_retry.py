@@ -55,6 +55,18 @@ class _Ray(SimpleNamespace):
         self.connected = False
 
 
+class _SlowRay(_Ray):
+    """`_Ray` whose ``init`` takes ``delay_s`` (a connection in progress)."""
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__()
+        self.delay_s = delay_s
+
+    def init(self, **kwargs: Any) -> None:
+        time.sleep(self.delay_s)
+        super().init(**kwargs)
+
+
 @pytest.fixture
 def no_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     import unified_kg_rag.adapters.ray.cluster as cluster
@@ -187,14 +199,7 @@ def test_closing_the_app_while_it_connects_stops_the_thread(
 def test_a_connection_made_after_its_caller_left_joins_the_app(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    ray = _Ray()
-    slow_init = ray.init
-
-    def init(**kwargs: Any) -> None:
-        time.sleep(0.5)
-        slow_init(**kwargs)
-
-    ray.init = init  # type: ignore[method-assign]
+    ray = _SlowRay(0.5)
     monkeypatch.setitem(sys.modules, "ray", ray)
     config = UkrConfig(indexing={"cluster": "auto"})
     opened: list[object] = []
@@ -215,14 +220,7 @@ def test_a_connection_made_after_its_caller_left_joins_the_app(
 
 
 def test_concurrent_callers_share_one_connection(monkeypatch: pytest.MonkeyPatch) -> None:
-    ray = _Ray()
-    slow_init = ray.init
-
-    def init(**kwargs: Any) -> None:
-        time.sleep(0.3)
-        slow_init(**kwargs)
-
-    ray.init = init  # type: ignore[method-assign]
+    ray = _SlowRay(0.3)
     monkeypatch.setitem(sys.modules, "ray", ray)
     config = UkrConfig(indexing={"cluster": "auto"})
     opened: list[object] = []

@@ -31,7 +31,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from unified_kg_rag.bootstrap import App
 from unified_kg_rag.ingestion.report import DeleteReport, IndexReport
@@ -47,6 +47,9 @@ from unified_kg_rag.service.job_store import (
 from unified_kg_rag.util.correlation import run_scope
 from unified_kg_rag.util.errors import NotFoundError, StoreError, UkrError, UsageError
 from unified_kg_rag.util.text import counted
+
+if TYPE_CHECKING:
+    from unified_kg_rag.ingestion.pipeline import IndexPipeline
 
 __all__ = ["JobManager", "JobObserver", "JobProgressReporter", "job_holder"]
 
@@ -289,16 +292,11 @@ class JobManager:
         # the pump writes the heartbeat and sees a cancel from the start: while connecting to
         # `indexing.cluster` too (in a thread, so the server answers meanwhile)
         pump = asyncio.create_task(self._pump(job, progress, asyncio.current_task()))
+        pipeline: IndexPipeline | None = None  # None: it never started (connecting failed)
         try:
             await self._app.connect_cluster()
             pipeline = self._app.index_pipeline(job.index, progress=progress)
-        except BaseException as error:
-            await self._not_started(job, error, pump)
-            if not isinstance(error, Exception):  # cancelled: the caller sees it
-                raise
-            return
-        pipeline.lease_holder = job_holder(job.id)  # the run renews the lease `submit` took
-        try:
+            pipeline.lease_holder = job_holder(job.id)  # the run renews the lease `submit` took
             job.state, job.started_at = "running", time.time()
             self._observe(job)
             await self._call(self._store.save, job)
@@ -316,7 +314,8 @@ class JobManager:
         except asyncio.CancelledError:
             cancelled = await self._call(self._store.cancel_requested, job.id)
             job.state = "cancelled" if cancelled and not self._stopping else "interrupted"
-            job.summary = pipeline.kept.describe()
+            if pipeline is not None:
+                job.summary = pipeline.kept.describe()
             raise
         except UkrError as error:
             job.state, job.error = "failed", _error(error)
@@ -334,29 +333,6 @@ class JobManager:
             await asyncio.shield(_release(self._app, job))
             await asyncio.shield(self._call(self._store.save, job))
             self._tasks.pop(job.id, None)
-
-    async def _not_started(self, job: Job, error: BaseException, pump: asyncio.Task[None]) -> None:
-        """Record a job whose run never started, stop its pump and give its lease up.
-
-        The cluster could not be reached (``failed``, with the one-line error), or the job
-        was cancelled or the server stopped while it connected.
-        """
-        pump.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await pump
-        if isinstance(error, UkrError):
-            job.state, job.error = "failed", _error(error)
-        elif isinstance(error, Exception):  # a bug: logged here, not described to the client
-            logger.exception("job %s failed", job.id, exc_info=error)
-            job.state, job.error = "failed", _error(error, "the job failed; see the server log")
-        else:
-            cancelled = await self._call(self._store.cancel_requested, job.id)
-            job.state = "cancelled" if cancelled and not self._stopping else "interrupted"
-        job.finished_at = time.time()
-        self._observe(job)
-        await asyncio.shield(_release(self._app, job))
-        await asyncio.shield(self._call(self._store.save, job))
-        self._tasks.pop(job.id, None)
 
     def _ended(self, job: Job, report: IndexReport | DeleteReport) -> None:
         job.usage = report.usage

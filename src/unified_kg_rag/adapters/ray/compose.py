@@ -103,7 +103,7 @@ class _Connecting:
         self.done: asyncio.Future[None] = loop.create_future()
         self.closed = threading.Event()  # set by `aclose`: stop trying, close a late connection
 
-    def hand_over(self, cluster: RayCluster | None, exc: BaseException | None) -> None:
+    def hand_over(self, cluster: RayCluster | None, exc: Exception | None) -> None:
         """From the connecting thread: settle on the loop's thread (`_settle`).
 
         ``cluster`` takes this placeholder's place in ``opened`` and the callers wake, or
@@ -116,21 +116,18 @@ class _Connecting:
                 with contextlib.suppress(Exception):
                     cluster.close_now()
 
-    def _settle(self, cluster: RayCluster | None, exc: BaseException | None) -> None:
-        if self in self.opened:
+    def _settle(self, cluster: RayCluster | None, exc: Exception | None) -> None:
+        if self in self.opened:  # not after the app closed (it empties the list)
             self.opened.remove(self)
-        if cluster is not None:
-            if self.closed.is_set():  # the app closed meanwhile: nobody else will
-                cluster.close_now()
-            else:
-                self.opened.append(cluster)
-        if not self.done.done():
-            if cluster is not None:
-                self.done.set_result(None)
-            else:
-                self.done.set_exception(exc or RuntimeError("no connection was made"))
-        if self.done.done() and not self.done.cancelled():
+        if cluster is None:  # callers wait on `done` through shield: it is never cancelled
+            self.done.set_exception(exc or RuntimeError("no connection was made"))
             self.done.exception()  # retrieved: no "never retrieved" warning without waiters
+        elif self.closed.is_set():  # the app closed meanwhile: nobody else will close it
+            cluster.close_now()
+            self.done.set_result(None)
+        else:
+            self.opened.append(cluster)
+            self.done.set_result(None)
 
     async def aclose(self) -> None:
         """The app closes: stop the thread at its next wait; close what it makes later."""
@@ -163,12 +160,12 @@ def cluster_models(
     indexing = config.indexing
     if indexing.cluster is None:
         raise ValueError("indexing.cluster is not set")
-    connected = [held for held in opened if isinstance(held, RayCluster)]  # connect_cluster
-    for held in connected:
-        opened.remove(held)  # the ClusterModels below owns (and closes) it
-    cluster = connected[0] if connected else RayCluster.connect(
-        indexing.cluster, workers=indexing.cluster_workers, retries=indexing.cluster_retries
-    )  # fmt: skip
+    cluster = next((held for held in opened if isinstance(held, RayCluster)), None)
+    if cluster is not None:  # made by connect_cluster (one per app)
+        opened.remove(cluster)  # the ClusterModels below owns (and closes) it
+    else:
+        cluster = RayCluster.connect(indexing.cluster, workers=indexing.cluster_workers,
+                                     retries=indexing.cluster_retries)  # fmt: skip
 
     chats: list[RayChatModel] = []
 
